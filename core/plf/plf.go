@@ -1,0 +1,610 @@
+// Package plf implements monotone, possibly discontinuous piecewise-linear
+// functions on a closed interval, the representation of the fair-share
+// functions of spec.md §2.8.
+//
+// A function is its plot: a list of points (x_i, v_i) with non-decreasing x.
+// Consecutive points form segments; two consecutive points with the same x
+// form a vertical segment, a jump. All functions are left-continuous: at a
+// jump the value is the left limit. A function of a single point is defined
+// at that point only.
+//
+// Construction goes through Add, which applies the same merging rules
+// everywhere (a repeated point is dropped; two consecutive vertical or two
+// consecutive horizontal segments become one), so every function is in a
+// canonical form. Functions own their slices and reuse them across Reset,
+// which is how the fair-share update avoids allocating in steady state.
+//
+// Interpolation is exact at the end points and monotone (the two-sided
+// formula of InterpolateNormalized), and every bisection finds the largest
+// double satisfying its predicate, so results are deterministic and
+// reproducible bit for bit.
+package plf
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/fairsched/fairsched/core/resource"
+)
+
+// Value is a vector value: a share of every resource.
+type Value = resource.Share
+
+// Vec is a vector-valued function.
+type Vec struct {
+	X []float64
+	V []Value
+}
+
+// Scalar is a scalar-valued function.
+type Scalar struct {
+	X []float64
+	Y []float64
+}
+
+// ---- construction ----
+
+// Reset empties f, keeping its storage.
+func (f *Vec) Reset() { f.X, f.V = f.X[:0], f.V[:0] }
+
+// Reset empties f, keeping its storage.
+func (f *Scalar) Reset() { f.X, f.Y = f.X[:0], f.Y[:0] }
+
+// Add appends the point (x, v). x must not be below the last point's x.
+func (f *Vec) Add(x float64, v Value) {
+	n := len(f.X)
+	if n > 0 {
+		bx, bv := f.X[n-1], f.V[n-1]
+		if bx == x && bv == v {
+			return
+		}
+		if n > 1 {
+			ax, av := f.X[n-2], f.V[n-2]
+			if (ax == bx && bx == x) || (ax != bx && av == bv && bx != x && bv == v) {
+				f.X[n-1], f.V[n-1] = x, v
+				return
+			}
+		}
+	}
+	f.X = append(f.X, x)
+	f.V = append(f.V, v)
+}
+
+// Add appends the point (x, y). x must not be below the last point's x.
+func (f *Scalar) Add(x, y float64) {
+	n := len(f.X)
+	if n > 0 {
+		bx, by := f.X[n-1], f.Y[n-1]
+		if bx == x && by == y {
+			return
+		}
+		if n > 1 {
+			ax, ay := f.X[n-2], f.Y[n-2]
+			if (ax == bx && bx == x) || (ax != bx && ay == by && bx != x && by == y) {
+				f.X[n-1], f.Y[n-1] = x, y
+				return
+			}
+		}
+	}
+	f.X = append(f.X, x)
+	f.Y = append(f.Y, y)
+}
+
+// CopyFrom makes f a copy of g.
+func (f *Vec) CopyFrom(g *Vec) {
+	f.X = append(f.X[:0], g.X...)
+	f.V = append(f.V[:0], g.V...)
+}
+
+// CopyFrom makes f a copy of g.
+func (f *Scalar) CopyFrom(g *Scalar) {
+	f.X = append(f.X[:0], g.X...)
+	f.Y = append(f.Y[:0], g.Y...)
+}
+
+// Len returns the number of points.
+func (f *Vec) Len() int { return len(f.X) }
+
+// Len returns the number of points.
+func (f *Scalar) Len() int { return len(f.X) }
+
+// LeftBound returns the smallest argument.
+func (f *Vec) LeftBound() float64 { return f.X[0] }
+
+// RightBound returns the largest argument.
+func (f *Vec) RightBound() float64 { return f.X[len(f.X)-1] }
+
+// LeftValue returns the value at the left bound.
+func (f *Vec) LeftValue() Value { return f.V[0] }
+
+// RightValue returns the value of the last point (the right limit at the
+// right bound; equal to the value there for a trimmed function).
+func (f *Vec) RightValue() Value { return f.V[len(f.V)-1] }
+
+// LeftBound returns the smallest argument.
+func (f *Scalar) LeftBound() float64 { return f.X[0] }
+
+// RightBound returns the largest argument.
+func (f *Scalar) RightBound() float64 { return f.X[len(f.X)-1] }
+
+// ---- interpolation ----
+
+// interpolate returns the value at x of the segment (x0,v0)–(x1,v1), x0 < x1.
+func interpolate(x0, x1 float64, v0, v1 Value, x float64) Value {
+	t := (x - x0) / (x1 - x0)
+	var r Value
+	if t < 0.5 {
+		for i := range r {
+			r[i] = v0[i] + (v1[i]-v0[i])*t
+		}
+	} else {
+		for i := range r {
+			r[i] = v1[i] - (v1[i]-v0[i])*(1-t)
+		}
+	}
+	return r
+}
+
+func interpolateScalar(x0, x1, y0, y1, x float64) float64 {
+	t := (x - x0) / (x1 - x0)
+	if t < 0.5 {
+		return y0 + (y1-y0)*t
+	}
+	return y1 - (y1-y0)*(1-t)
+}
+
+// ---- sampling ----
+
+// leftSegment returns the index i of the first segment (points i, i+1) whose
+// right end is ≥ x; for a single-point function it returns 0.
+func leftSegment(xs []float64, x float64) int {
+	n := len(xs)
+	if n == 1 {
+		return 0
+	}
+	// First point index j ≥ 1 with xs[j] ≥ x.
+	lo, hi := 1, n-1
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if xs[mid] < x {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo - 1
+}
+
+// rightSegment returns the index of the last segment whose left end is ≤ x.
+func rightSegment(xs []float64, x float64) int {
+	n := len(xs)
+	if n == 1 {
+		return 0
+	}
+	// Last point index j ≤ n-2 with xs[j] ≤ x.
+	lo, hi := 0, n-2
+	for lo < hi {
+		mid := int(uint(lo+hi+1) >> 1)
+		if xs[mid] <= x {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
+}
+
+// ValueAt returns f(x), the left limit at x.
+func (f *Vec) ValueAt(x float64) Value {
+	i := leftSegment(f.X, x)
+	return f.segLeft(i, x)
+}
+
+// LeftLimitAt returns the left limit at x (equal to ValueAt).
+func (f *Vec) LeftLimitAt(x float64) Value { return f.ValueAt(x) }
+
+// RightLimitAt returns the right limit at x.
+func (f *Vec) RightLimitAt(x float64) Value {
+	i := rightSegment(f.X, x)
+	return f.segRight(i, x)
+}
+
+// LeftRightLimitAt returns both limits at x.
+func (f *Vec) LeftRightLimitAt(x float64) (Value, Value) {
+	i := f.segmentAt(leftSegment(f.X, x), x)
+	return f.segLimits(i, x)
+}
+
+// segmentAt moves from the left segment i at x to the vertical segment that
+// follows it at x, if there is one.
+func (f *Vec) segmentAt(i int, x float64) int {
+	if i+1 < len(f.X) && f.X[i+1] == x && i+2 < len(f.X) && f.X[i+2] == x {
+		return i + 1
+	}
+	return i
+}
+
+func (f *Vec) segLeft(i int, x float64) Value {
+	if len(f.X) == 1 {
+		return f.V[0]
+	}
+	x0, x1 := f.X[i], f.X[i+1]
+	if x0 == x1 {
+		return f.V[i]
+	}
+	return interpolate(x0, x1, f.V[i], f.V[i+1], x)
+}
+
+func (f *Vec) segRight(i int, x float64) Value {
+	if len(f.X) == 1 {
+		return f.V[0]
+	}
+	x0, x1 := f.X[i], f.X[i+1]
+	if x0 == x1 {
+		return f.V[i+1]
+	}
+	return interpolate(x0, x1, f.V[i], f.V[i+1], x)
+}
+
+func (f *Vec) segLimits(i int, x float64) (Value, Value) {
+	if len(f.X) == 1 {
+		return f.V[0], f.V[0]
+	}
+	x0, x1 := f.X[i], f.X[i+1]
+	if x0 == x1 {
+		return f.V[i], f.V[i+1]
+	}
+	v := interpolate(x0, x1, f.V[i], f.V[i+1], x)
+	return v, v
+}
+
+// ValueAt returns f(x), the left limit at x.
+func (f *Scalar) ValueAt(x float64) float64 {
+	i := leftSegment(f.X, x)
+	return f.segLeft(i, x)
+}
+
+func (f *Scalar) segLeft(i int, x float64) float64 {
+	if len(f.X) == 1 {
+		return f.Y[0]
+	}
+	x0, x1 := f.X[i], f.X[i+1]
+	if x0 == x1 {
+		return f.Y[i]
+	}
+	return interpolateScalar(x0, x1, f.Y[i], f.Y[i+1], x)
+}
+
+func (f *Scalar) segRight(i int, x float64) float64 {
+	if len(f.X) == 1 {
+		return f.Y[0]
+	}
+	x0, x1 := f.X[i], f.X[i+1]
+	if x0 == x1 {
+		return f.Y[i+1]
+	}
+	return interpolateScalar(x0, x1, f.Y[i], f.Y[i+1], x)
+}
+
+func (f *Scalar) segmentAt(i int, x float64) int {
+	if i+1 < len(f.X) && f.X[i+1] == x && i+2 < len(f.X) && f.X[i+2] == x {
+		return i + 1
+	}
+	return i
+}
+
+func (f *Scalar) segLimits(i int, x float64) (float64, float64) {
+	if len(f.X) == 1 {
+		return f.Y[0], f.Y[0]
+	}
+	x0, x1 := f.X[i], f.X[i+1]
+	if x0 == x1 {
+		return f.Y[i], f.Y[i+1]
+	}
+	v := interpolateScalar(x0, x1, f.Y[i], f.Y[i+1], x)
+	return v, v
+}
+
+// LeftRightLimitAt returns both limits at x.
+func (f *Scalar) LeftRightLimitAt(x float64) (float64, float64) {
+	i := f.segmentAt(leftSegment(f.X, x), x)
+	return f.segLimits(i, x)
+}
+
+// Cursor samples a function at non-decreasing arguments in amortised O(1).
+type Cursor struct {
+	f *Vec
+	i int
+}
+
+// NewCursor returns a cursor at the start of f.
+func NewCursor(f *Vec) Cursor { return Cursor{f: f} }
+
+// LeftRightLimitAt returns both limits at x; x must not decrease between calls.
+func (c *Cursor) LeftRightLimitAt(x float64) (Value, Value) {
+	f := c.f
+	n := len(f.X)
+	for c.i+1 < n-1 && f.X[c.i+1] < x {
+		c.i++
+	}
+	return f.segLimits(f.segmentAt(c.i, x), x)
+}
+
+// ---- scalar operations used to build max-fit-factor-by-suggestion ----
+
+// ExtractComponent makes f the r-th component of g.
+func (f *Scalar) ExtractComponent(g *Vec, r int) {
+	f.Reset()
+	for i, x := range g.X {
+		f.Add(x, g.V[i][r])
+	}
+}
+
+// Transpose swaps arguments and values in place. f must be non-decreasing.
+func (f *Scalar) Transpose() { f.X, f.Y = f.Y, f.X }
+
+// NarrowTo makes f the restriction of g to [lo, hi] (which must lie inside
+// g's domain): the restriction's end points carry g's left and right limits.
+func (f *Scalar) NarrowTo(g *Scalar, lo, hi float64) {
+	f.Reset()
+	sample := func(x float64) {
+		l, r := g.LeftRightLimitAt(x)
+		f.Add(x, l)
+		f.Add(x, r)
+	}
+	sample(lo)
+	prev := lo
+	for _, x := range g.X {
+		if x > prev && x < hi {
+			sample(x)
+			prev = x
+		}
+	}
+	if hi > lo {
+		sample(hi)
+	}
+}
+
+// TrimLeft removes a jump at the left bound.
+func (f *Scalar) TrimLeft() {
+	if len(f.X) >= 2 && f.X[0] == f.X[1] {
+		if len(f.X) > 2 {
+			copy(f.X, f.X[1:])
+			copy(f.Y, f.Y[1:])
+			f.X, f.Y = f.X[:len(f.X)-1], f.Y[:len(f.Y)-1]
+		} else {
+			// A lone jump becomes a point carrying the right value.
+			f.Y[0] = f.Y[1]
+			f.X, f.Y = f.X[:1], f.Y[:1]
+		}
+	}
+}
+
+// TrimRight removes a jump at the right bound.
+func (f *Scalar) TrimRight() {
+	n := len(f.X)
+	if n >= 2 && f.X[n-1] == f.X[n-2] {
+		f.X, f.Y = f.X[:n-1], f.Y[:n-1]
+	}
+}
+
+// TrimRight removes a jump at the right bound.
+func (f *Vec) TrimRight() {
+	n := len(f.X)
+	if n >= 2 && f.X[n-1] == f.X[n-2] {
+		f.X, f.V = f.X[:n-1], f.V[:n-1]
+	}
+}
+
+// ShiftArgument adds d to every argument.
+func (f *Scalar) ShiftArgument(d float64) {
+	if d == 0 {
+		return
+	}
+	xs, ys := f.X, f.Y
+	f.X, f.Y = xs[:0], ys[:0]
+	for i := range xs {
+		x, y := xs[i]+d, ys[i]
+		f.Add(x, y)
+	}
+}
+
+// ExtendRight extends f to hi with its last value.
+func (f *Scalar) ExtendRight(hi float64) {
+	if f.RightBound() < hi {
+		f.Add(hi, f.Y[len(f.Y)-1])
+	}
+}
+
+// PointwiseMin sets f to min(a, b) on the intersection of their domains,
+// adding the points where a and b cross. scratch is reused storage.
+func (f *Scalar) PointwiseMin(a, b *Scalar, scratch *[]float64) {
+	lo := max(a.LeftBound(), b.LeftBound())
+	hi := min(a.RightBound(), b.RightBound())
+	cps := (*scratch)[:0]
+	cps = appendCritical(cps, a.X)
+	cps = appendCritical(cps, b.X)
+	cps = clearAndSort(cps, lo, hi)
+	n := len(cps)
+	for i := 1; i < n; i++ {
+		l, r := cps[i-1], cps[i]
+		ia, ib := rightSegment(a.X, l), rightSegment(b.X, l)
+		al, bl := a.segRight(ia, l), b.segRight(ib, l)
+		// The segment that is lower at l.
+		loF, loI, hiF, hiI := a, ia, b, ib
+		if bl < al {
+			loF, loI, hiF, hiI = b, ib, a, ia
+		}
+		if loF.segRight(loI, l) < hiF.segRight(hiI, l) && loF.segLine(loI, r) > hiF.segLine(hiI, r) {
+			x := InverseLowerBound(l, r, func(m float64) bool { return loF.segLine(loI, m) <= hiF.segLine(hiI, m) })
+			cps = append(cps, x)
+		}
+	}
+	cps = clearAndSort(cps, lo, hi)
+	*scratch = cps
+	f.Reset()
+	for _, x := range cps {
+		al, ar := a.LeftRightLimitAt(x)
+		bl, br := b.LeftRightLimitAt(x)
+		f.Add(x, min(al, bl))
+		f.Add(x, min(ar, br))
+	}
+}
+
+// segLine evaluates segment i's line at x (its interpolation), for x inside it.
+func (f *Scalar) segLine(i int, x float64) float64 {
+	if len(f.X) == 1 {
+		return f.Y[0]
+	}
+	x0, x1 := f.X[i], f.X[i+1]
+	if x0 == x1 {
+		return f.Y[i]
+	}
+	return interpolateScalar(x0, x1, f.Y[i], f.Y[i+1], x)
+}
+
+func appendCritical(dst, xs []float64) []float64 {
+	last := math.Inf(-1)
+	for _, x := range xs {
+		if x > last {
+			dst = append(dst, x)
+			last = x
+		}
+	}
+	return dst
+}
+
+// clearAndSort drops points outside [lo, hi], sorts and deduplicates.
+func clearAndSort(cps []float64, lo, hi float64) []float64 {
+	out := cps[:0]
+	for _, x := range cps {
+		if x >= lo && x <= hi {
+			out = append(out, x)
+		}
+	}
+	sortFloats(out)
+	w := 0
+	for i, x := range out {
+		if i == 0 || x != out[w-1] {
+			out[w] = x
+			w++
+		}
+	}
+	return out[:w]
+}
+
+// ---- composition ----
+
+// ComposeInto sets dst to f∘g: dst(x) = f(g(x)) on g's domain. g must be
+// non-decreasing and its values must lie in f's domain. scratch is reused.
+func (f *Vec) ComposeInto(dst *Vec, g *Scalar, scratch *[]CPoint) {
+	cps := (*scratch)[:0]
+	cps = append(cps, CPoint{g.X[0], g.Y[0]})
+	for i := 1; i < len(g.X); i++ {
+		cps = append(cps, CPoint{g.X[i], g.Y[i]})
+	}
+	if len(g.X) == 1 {
+		// A single point: one segment that is a point.
+		cps = append(cps, CPoint{g.X[0], g.Y[0]})
+	}
+	// Critical points of f that fall strictly inside a tilted segment of g.
+	last := math.Inf(-1)
+	j := 0 // segment index of g in transposed order (g is non-decreasing in both)
+	for _, y := range f.X {
+		if !(y > last) {
+			continue
+		}
+		last = y
+		if len(g.X) < 2 || y < g.Y[0] || y > g.Y[len(g.Y)-1] {
+			continue
+		}
+		// Find g's segment whose value range holds y, the way SegmentAt on the
+		// transposed function does.
+		for j+1 < len(g.Y)-1 && g.Y[j+1] < y {
+			j++
+		}
+		k := j
+		if k+1 < len(g.Y) && g.Y[k+1] == y && k+2 < len(g.Y) && g.Y[k+2] == y {
+			k++
+		}
+		x0, x1, y0, y1 := g.X[k], g.X[k+1], g.Y[k], g.Y[k+1]
+		if x0 != x1 && y0 != y1 && y != y0 && y != y1 {
+			cps = append(cps, CPoint{interpolateScalar(y0, y1, x0, x1, y), y})
+		}
+	}
+	sortCPoints(cps)
+	*scratch = cps
+	dst.Reset()
+	n := len(cps)
+	for i, c := range cps {
+		if i == 0 || cps[i-1].X != c.X {
+			var v Value
+			if i > 0 && cps[i-1].Y < c.Y {
+				v = f.LeftLimitAt(c.Y)
+			} else {
+				v = f.ValueAt(c.Y)
+			}
+			dst.Add(c.X, v)
+		}
+		if i+1 == n || cps[i+1].X != c.X {
+			var v Value
+			if i+1 < n && cps[i+1].Y > c.Y {
+				v = f.RightLimitAt(c.Y)
+			} else {
+				v = f.ValueAt(c.Y)
+			}
+			dst.Add(c.X, v)
+		}
+	}
+	dst.TrimRight()
+}
+
+// CPoint is a critical point of a composition: argument and inner value.
+type CPoint struct{ X, Y float64 }
+
+// ---- bisection ----
+
+func floatToKey(v float64) uint64 {
+	b := math.Float64bits(v)
+	mask := uint64(int64(b)>>63) | 1<<63
+	return b ^ mask
+}
+
+func keyToFloat(k uint64) float64 {
+	mask := uint64(int64(^k)>>63) | 1<<63
+	return math.Float64frombits(k ^ mask)
+}
+
+// InverseLowerBound returns the largest double x in [lo, hi] with pred(x),
+// for a predicate that is true at lo and monotonically turns false. If pred
+// is false at lo, lo is returned.
+func InverseLowerBound(lo, hi float64, pred func(float64) bool) float64 {
+	if lo == hi || !pred(lo) {
+		return lo
+	}
+	if pred(hi) {
+		return hi
+	}
+	a, b := floatToKey(lo), floatToKey(hi)
+	for a+1 < b {
+		m := a + (b-a)/2
+		if pred(keyToFloat(m)) {
+			a = m
+		} else {
+			b = m
+		}
+	}
+	return keyToFloat(a)
+}
+
+func sortFloats(xs []float64) { slices.Sort(xs) }
+
+func sortCPoints(cps []CPoint) {
+	slices.SortFunc(cps, func(a, b CPoint) int {
+		if c := cmp.Compare(a.X, b.X); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Y, b.Y)
+	})
+}

@@ -1,0 +1,216 @@
+package tree
+
+import (
+	"math"
+
+	"github.com/fairsched/fairsched/core/resource"
+)
+
+// Mode is a pool's scheduling mode (spec.md §1.3).
+type Mode uint8
+
+// Pool modes.
+const (
+	ModeFairShare Mode = iota
+	ModeFIFO
+)
+
+func (m Mode) String() string {
+	if m == ModeFIFO {
+		return "fifo"
+	}
+	return "fair_share"
+}
+
+// GuaranteeType is a pool's integral guarantee type (spec.md §2.5–2.7).
+type GuaranteeType uint8
+
+// Integral guarantee types.
+const (
+	GuaranteeNone GuaranteeType = iota
+	GuaranteeBurst
+	GuaranteeRelaxed
+)
+
+func (g GuaranteeType) String() string {
+	switch g {
+	case GuaranteeBurst:
+		return "burst"
+	case GuaranteeRelaxed:
+		return "relaxed"
+	}
+	return "none"
+}
+
+// FifoSortParam is one key of a FIFO pool's ordering (spec.md §2.14).
+type FifoSortParam uint8
+
+// FIFO sort keys.
+const (
+	FifoWeight FifoSortParam = iota
+	FifoStartTime
+	FifoPendingJobCount
+)
+
+func (p FifoSortParam) String() string {
+	switch p {
+	case FifoStartTime:
+		return "start_time"
+	case FifoPendingJobCount:
+		return "pending_job_count"
+	}
+	return "weight"
+}
+
+// Weight bounds (spec.md §1.3): [sqrt(DBL_EPSILON), 1/sqrt(DBL_EPSILON)].
+var (
+	MinWeight = math.Sqrt(0x1p-52)
+	MaxWeight = 1 / MinWeight
+)
+
+// OptFloat is a float64 that may be unset (inherit or default).
+type OptFloat struct {
+	V   float64
+	Set bool
+}
+
+// Some returns a set OptFloat.
+func Some(v float64) OptFloat { return OptFloat{V: v, Set: true} }
+
+// Or returns the value if set, else def.
+func (o OptFloat) Or(def float64) float64 {
+	if o.Set {
+		return o.V
+	}
+	return def
+}
+
+// OptBool is a bool that may be unset (inherit or default).
+type OptBool struct {
+	V   bool
+	Set bool
+}
+
+// SomeBool returns a set OptBool.
+func SomeBool(v bool) OptBool { return OptBool{V: v, Set: true} }
+
+// Or returns the value if set, else def.
+func (o OptBool) Or(def bool) bool {
+	if o.Set {
+		return o.V
+	}
+	return def
+}
+
+// OptInt is an int64 that may be unset.
+type OptInt struct {
+	V   int64
+	Set bool
+}
+
+// SomeInt returns a set OptInt.
+func SomeInt(v int64) OptInt { return OptInt{V: v, Set: true} }
+
+// Or returns the value if set, else def.
+func (o OptInt) Or(def int64) int64 {
+	if o.Set {
+		return o.V
+	}
+	return def
+}
+
+// PartialVec is a resource vector whose components may each be unspecified.
+// Unspecified components mean 0 in guarantees and "no limit" in limits; the
+// strong-guarantee inference (spec.md §2.2) needs to know which were given.
+type PartialVec struct {
+	V   resource.Vec
+	Set [resource.Count]bool
+}
+
+// IsEmpty reports whether no component is specified.
+func (p PartialVec) IsEmpty() bool { return p.Set == [resource.Count]bool{} }
+
+// OrZero returns the vector with unspecified components 0.
+func (p PartialVec) OrZero() resource.Vec {
+	var v resource.Vec
+	for i, s := range p.Set {
+		if s {
+			v[i] = p.V[i]
+		}
+	}
+	return v
+}
+
+// OrInfinite returns the vector with unspecified components infinite.
+func (p PartialVec) OrInfinite() resource.Vec {
+	v := resource.InfiniteVec()
+	for i, s := range p.Set {
+		if s {
+			v[i] = p.V[i]
+		}
+	}
+	return v
+}
+
+// Full returns a PartialVec with every component specified.
+func Full(v resource.Vec) PartialVec {
+	return PartialVec{V: v, Set: [resource.Count]bool{true, true, true, true, true}}
+}
+
+// IntegralConfig is a pool's integral guarantee configuration (spec.md §8.3).
+type IntegralConfig struct {
+	Type                        GuaranteeType
+	ResourceFlow                PartialVec
+	BurstGuarantee              PartialVec
+	RelaxedShareMultiplierLimit OptFloat // [1, 10]; unset → tree
+	CanAcceptFreeVolume         OptBool  // unset → true
+	ShouldDistributeFreeVolume  OptBool  // unset → tree
+}
+
+// PoolConfig is the configuration of a pool (spec.md §8.3, api.md §2).
+// The zero value is a valid default pool.
+type PoolConfig struct {
+	Mode                     Mode
+	Weight                   OptFloat
+	StrongGuarantee          PartialVec
+	ResourceLimits           PartialVec
+	MaxOperationCount        OptInt
+	MaxRunningOperationCount OptInt
+	// FifoSortParameters is nil for the default [weight, start_time].
+	FifoSortParameters          []FifoSortParam
+	EnableLightweightOperations bool
+	Integral                    IntegralConfig
+
+	FairShareStarvationTimeout           OptFloat
+	FairShareStarvationTolerance         OptFloat
+	EnableAggressiveStarvation           OptBool
+	AllowAggressivePreemption            OptBool
+	AllowNormalPreemption                OptBool // unset → true
+	NonPreemptibleResourceUsageThreshold PartialVec
+	ComputePromisedGuaranteeFairShare    bool
+
+	EnablePriorityStrongGuaranteeAdjustment          bool
+	EnablePriorityStrongGuaranteeAdjustmentDonorship bool
+}
+
+// DefaultFifoSortParameters is the FIFO order used when a pool names none.
+var DefaultFifoSortParameters = []FifoSortParam{FifoWeight, FifoStartTime}
+
+// SortParameters returns the pool's FIFO sort keys.
+func (c *PoolConfig) SortParameters() []FifoSortParam {
+	if c.FifoSortParameters == nil {
+		return DefaultFifoSortParameters
+	}
+	return c.FifoSortParameters
+}
+
+// OperationSpec is the part of an operation the pool tree and the fair-share
+// update need (spec.md §1.3, §8.4).
+type OperationSpec struct {
+	Weight OptFloat
+	IsGang bool
+	// Vanilla operations may be lightweight in FIFO pools (spec.md §6.3).
+	Vanilla        bool
+	StartTime      float64 // virtual seconds
+	ResourceLimits PartialVec
+}
