@@ -12,20 +12,66 @@ import (
 // compressEpsilon bounds the error of function compression (spec.md §2.8).
 const compressEpsilon = 1e-15
 
-// prepare builds the element's fair-share functions, children first,
-// skipping elements whose functions are already prepared (spec.md §2.8;
-// the reference's PrepareFairShareFunctions).
+// fnKey is everything an element's fair-share functions are built from.
+type fnKey struct {
+	usage, demand, limits resource.Share
+	strong, integral      resource.Share
+	children              uint64 // signature of the children's functions and weights
+	flags                 uint8
+}
+
+// prepare builds the element's fair-share functions, children first
+// (spec.md §2.8; the reference's PrepareFairShareFunctions). Functions whose
+// inputs are unchanged since they were built are kept.
 func (u *Updater) prepare(id tree.ID) {
 	e := &u.el[id]
-	if e.prepared {
-		return
-	}
 	if e.kind != tree.KindOperation {
 		for _, c := range u.children(id) {
 			u.prepare(c)
 		}
 	}
+	k := u.key(id)
+	if e.built && e.key == k {
+		return
+	}
 	u.prepareOne(id)
+	e.key, e.built = k, true
+	u.gen++
+	e.fnGen = u.gen
+}
+
+func (u *Updater) key(id tree.ID) fnKey {
+	e := &u.el[id]
+	a := &e.attrs
+	k := fnKey{usage: a.UsageShare, demand: a.DemandShare, limits: a.LimitsShare,
+		strong: a.StrongGuaranteeShare, integral: a.ProposedIntegralShare}
+	if u.cfg.EnableImprovedFitFactor {
+		k.flags |= 1
+	}
+	if u.cfg.EnableStepFunctionForGangOperations && e.gang {
+		k.flags |= 2
+	}
+	if e.kind == tree.KindOperation {
+		return k
+	}
+	kids := u.children(id)
+	if u.t.Pool(id).Mode == tree.ModeFIFO {
+		k.flags |= 4
+		kids = u.fifoOrder(id)
+	}
+	h := uint64(14695981039346656037)
+	mix := func(v uint64) {
+		h ^= v
+		h *= 1099511628211
+		h ^= h >> 29
+	}
+	for _, c := range kids {
+		mix(uint64(c))
+		mix(u.el[c].fnGen)
+		mix(math.Float64bits(u.el[c].attrs.Weight))
+	}
+	k.children = h
+	return k
 }
 
 func (u *Updater) prepareOne(id tree.ID) {
@@ -41,7 +87,6 @@ func (u *Updater) prepareOne(id tree.ID) {
 	u.maxFitFactorBySuggestion(id)
 	e.fsbff.ComposeInto(&u.scratchVec, &e.mffbs, &u.cpoints)
 	compress(&e.fsbs, &u.scratchVec, compressEpsilon)
-	e.prepared = true
 }
 
 // operationFSBFF: on [0,1] usage is water-filled, on [1,2] the share grows

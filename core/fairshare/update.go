@@ -53,10 +53,18 @@ type elem struct {
 	childOverflow  [resource.Count]float64
 	acceptedFree   [resource.Count]float64
 
-	fsbff    plf.Vec
-	mffbs    plf.Scalar
-	fsbs     plf.Vec
-	prepared bool
+	fsbff plf.Vec
+	mffbs plf.Scalar
+	fsbs  plf.Vec
+	// built and key record the inputs the functions were last built from;
+	// fnGen counts rebuilds so that parents notice a child's change.
+	built bool
+	key   fnKey
+	fnGen uint64
+	// The last top-down visit: skipped when target and functions are unchanged.
+	distValid  bool
+	distTarget resource.Share
+	distGen    uint64
 	// Improved-mode critical points of a fair-share-mode pool: suggestion and
 	// the child whose jump it is, one per unit of the fit factor.
 	cpS   []float64
@@ -87,6 +95,7 @@ type Updater struct {
 	promised []bool // per element: promised fair share computed this update
 
 	alerts []string
+	gen    uint64 // function generations, unique across elements
 
 	// scratch
 	comp         plf.Scalar
@@ -139,6 +148,18 @@ func (u *Updater) ForgetPreviousUpdate() { u.hasPrev = false }
 func (u *Updater) SetAccumulatedVolume(id tree.ID, v [resource.Count]float64) {
 	u.ensure()
 	u.el[id].volume = v
+}
+
+// Invalidate makes the next update recompute every element's functions, as
+// the first update does. Updates are otherwise incremental: an element's
+// functions are rebuilt only when their inputs changed, and the top-down pass
+// skips subtrees whose target and functions are unchanged; the results are
+// the same either way.
+func (u *Updater) Invalidate() {
+	for i := range u.el {
+		u.el[i].built = false
+		u.el[i].distValid = false
+	}
 }
 
 // FairShareBySuggestion returns element id's fair-share-by-suggestion
@@ -216,7 +237,6 @@ func (u *Updater) Update(total resource.Vec, now float64) {
 	u.now = now
 	for _, id := range u.pre {
 		e := &u.el[id]
-		e.prepared = false
 		e.attrs.ProposedIntegralShare = resource.Share{}
 		e.attrs.PromisedGuaranteeFairShare = Detailed{}
 		u.promised[id] = false
@@ -807,7 +827,6 @@ func (u *Updater) burstIntegralShares() {
 		within := e.fsbs.ValueAt(0)
 		integral := within.Sub(e.attrs.StrongGuaranteeShare).Max(resource.Share{})
 		u.increaseHierarchicalIntegralShare(id, integral)
-		e.prepared = false
 		e.lastShareRatio = integral.MaxComponent()
 	}
 }
@@ -861,7 +880,6 @@ func (u *Updater) relaxedIntegralShares() {
 		e.attrs.LimitsShare = limits[i]
 		limited := integral.Min(u.hierarchicalAvailableLimits(id))
 		u.increaseHierarchicalIntegralShare(id, limited)
-		e.prepared = false
 		e.lastShareRatio = limited.MaxComponent()
 	}
 }
@@ -907,6 +925,13 @@ func (u *Updater) childSuggestion(id tree.ID, fifo bool, i int, c tree.ID, ff, w
 // distribute is the classic top-down pass with a scalar suggestion.
 func (u *Updater) distribute(id tree.ID, s float64, t shareType) {
 	e := &u.el[id]
+	if t == regular {
+		st := resource.Uniform(s)
+		if e.distValid && e.distTarget == st && e.distGen == e.fnGen {
+			return
+		}
+		e.distValid, e.distTarget, e.distGen = true, st, e.fnGen
+	}
 	if e.kind == tree.KindOperation {
 		u.setDetailed(id, e.fsbs.ValueAt(s), t)
 		return
@@ -1000,6 +1025,12 @@ func (u *Updater) childShares(id tree.ID, ff float64, dst []resource.Share) []re
 // distributeVec is the improved top-down pass with a vector target.
 func (u *Updater) distributeVec(id tree.ID, target resource.Share, t shareType) {
 	e := &u.el[id]
+	if t == regular {
+		if e.distValid && e.distTarget == target && e.distGen == e.fnGen && e.attrs.FairShare.Total == target {
+			return
+		}
+		e.distValid, e.distTarget, e.distGen = true, target, e.fnGen
+	}
 	if e.kind == tree.KindOperation {
 		u.setDetailed(id, target, t)
 		return
