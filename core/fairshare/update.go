@@ -111,6 +111,8 @@ type Updater struct {
 	relaxedPools []tree.ID
 	relaxedW     []float64
 	relaxedLim   []resource.Share
+	stack        [][]resource.Share
+	stackSpare   [][]resource.Share
 }
 
 // New returns an Updater for t with configuration cfg.
@@ -1022,6 +1024,60 @@ func (u *Updater) childShares(id tree.ID, ff float64, dst []resource.Share) []re
 	return dst
 }
 
+// spare returns reusable storage for the child shares at recursion depth d.
+func (u *Updater) spare(d int) []resource.Share {
+	if d < len(u.stackSpare) {
+		return u.stackSpare[d][:0]
+	}
+	return nil
+}
+
+// fitFactorFor finds the largest improved fit factor at which the children's
+// shares fit into target (the reference bisects over the whole domain; this
+// finds the same double faster). The pool's own FSBFF equals the children's
+// sum at integer fit factors, so a binary search over its integer points
+// finds the piece; inside it the sum is linear, solved per resource and then
+// refined to the exact largest double.
+func (u *Updater) fitFactorFor(id tree.ID, target resource.Share) float64 {
+	e := &u.el[id]
+	f := &e.fsbff
+	hi := f.RightBound()
+	pred := func(ff float64) bool {
+		u.shares = u.childShares(id, ff, u.shares)
+		var s resource.Share
+		for _, v := range u.shares {
+			s = s.Add(v)
+		}
+		return target.Dominates(s)
+	}
+	if pred(hi) {
+		return hi
+	}
+	if !pred(0) {
+		return 0
+	}
+	// Largest integer k in [0, hi) with f(k) fitting.
+	lo, up := 0, int(hi)
+	for lo+1 < up {
+		mid := int(uint(lo+up) >> 1)
+		if target.Dominates(f.ValueAt(float64(mid))) {
+			lo = mid
+		} else {
+			up = mid
+		}
+	}
+	k := float64(lo)
+	_, a := f.LeftRightLimitAt(k)
+	b := f.ValueAt(k + 1)
+	cand := k + 1
+	for r := range resource.Count {
+		if d := b[r] - a[r]; d > 0 && target[r] < b[r] {
+			cand = min(cand, k+(target[r]-a[r])/d)
+		}
+	}
+	return plf.Refine(k, k+1, cand, pred)
+}
+
 // distributeVec is the improved top-down pass with a vector target.
 func (u *Updater) distributeVec(id tree.ID, target resource.Share, t shareType) {
 	e := &u.el[id]
@@ -1040,26 +1096,23 @@ func (u *Updater) distributeVec(id tree.ID, target resource.Share, t shareType) 
 		u.setDetailed(id, resource.Share{}, t)
 		return
 	}
-	sum := func(ff float64) resource.Share {
-		u.shares = u.childShares(id, ff, u.shares)
-		var s resource.Share
-		for _, v := range u.shares {
-			s = s.Add(v)
-		}
-		return s
-	}
-	hi := e.fsbff.RightBound()
-	ff := plf.InverseLowerBound(0, hi, func(ff float64) bool { return target.Dominates(sum(ff)) })
+	ff := u.fitFactorFor(id, target)
 	if ff < resource.Epsilon {
 		ff = 0
 	}
-	shares := u.childShares(id, ff, nil)
+	depth := len(u.stack)
+	u.stack = append(u.stack, u.childShares(id, ff, u.spare(depth)))
 	if u.t.Pool(id).Mode == tree.ModeFIFO {
 		kids = u.fifoOrder(id)
 	}
 	for i, c := range kids {
-		u.distributeVec(c, shares[i], t)
+		u.distributeVec(c, u.stack[depth][i], t)
 	}
+	for len(u.stackSpare) <= depth {
+		u.stackSpare = append(u.stackSpare, nil)
+	}
+	u.stackSpare[depth] = u.stack[depth]
+	u.stack = u.stack[:depth]
 	u.setDetailed(id, target, t)
 }
 

@@ -608,3 +608,35 @@ func sortCPoints(cps []CPoint) {
 		return cmp.Compare(a.Y, b.Y)
 	})
 }
+
+// Refine returns the largest double in [lo, hi] satisfying pred, starting
+// from a candidate x close to it: it steps by ULPs from x and falls back to
+// bisection when the candidate is far off. pred must be monotone (true, then
+// false) and true at lo; the result equals InverseLowerBound(lo, hi, pred).
+func Refine(lo, hi, x float64, pred func(float64) bool) float64 {
+	const steps = 8
+	x = min(max(x, lo), hi)
+	if !pred(x) {
+		for range steps {
+			x = math.Nextafter(x, lo)
+			if x <= lo {
+				return InverseLowerBound(lo, lo, pred)
+			}
+			if pred(x) {
+				return x
+			}
+		}
+		return InverseLowerBound(lo, x, pred)
+	}
+	for range steps {
+		if x >= hi {
+			return hi
+		}
+		nx := math.Nextafter(x, hi)
+		if !pred(nx) {
+			return x
+		}
+		x = nx
+	}
+	return InverseLowerBound(x, hi, pred)
+}
