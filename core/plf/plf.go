@@ -437,7 +437,11 @@ func (f *Scalar) PointwiseMin(a, b *Scalar, scratch *[]float64) {
 			loF, loI, hiF, hiI = b, ib, a, ia
 		}
 		if loF.segRight(loI, l) < hiF.segRight(hiI, l) && loF.segLine(loI, r) > hiF.segLine(hiI, r) {
-			x := InverseLowerBound(l, r, func(m float64) bool { return loF.segLine(loI, m) <= hiF.segLine(hiI, m) })
+			pred := func(m float64) bool { return loF.segLine(loI, m) <= hiF.segLine(hiI, m) }
+			// The lines cross where their difference, linear on [l, r], is zero.
+			dl := hiF.segLine(hiI, l) - loF.segLine(loI, l)
+			dr := loF.segLine(loI, r) - hiF.segLine(hiI, r)
+			x := Refine(l, r, l+(r-l)*(dl/(dl+dr)), pred)
 			cps = append(cps, x)
 		}
 	}
