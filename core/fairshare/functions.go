@@ -255,41 +255,11 @@ func (u *Updater) normalFSBFF(id tree.ID) {
 	u.cursors = curs
 
 	if u.cfg.EnableImprovedFitFactor {
-		cps := u.cps[:0]
-		idx := u.cpIdxScratch[:0]
-		for j := range curs {
-			c := &curs[j]
-			n := len(c.f.X)
-			last := c.bound(0)
-			cps, idx = append(cps, last), append(idx, int32(j))
-			for i := 1; i < n; i++ {
-				if b := c.bound(i); b > last {
-					cps, idx = append(cps, b), append(idx, int32(j))
-					last = b
-				}
-			}
-			if last < 1 {
-				cps, idx = append(cps, 1), append(idx, int32(j))
-			}
+		e.cpS, e.cpIdx = u.criticalPoints(curs, e.cpS, e.cpIdx)
+		if len(curs) > sweepThreshold {
+			u.sweepSum(f, curs, e.cpS, e.cpIdx, true)
+			return
 		}
-		order := u.order[:0]
-		for i := range cps {
-			order = append(order, int32(i))
-		}
-		slices.SortFunc(order, func(a, b int32) int {
-			if cps[a] != cps[b] {
-				if cps[a] < cps[b] {
-					return -1
-				}
-				return 1
-			}
-			return int(idx[a] - idx[b])
-		})
-		for _, o := range order {
-			e.cpS = append(e.cpS, cps[o])
-			e.cpIdx = append(e.cpIdx, idx[o])
-		}
-		u.cps, u.cpIdxScratch, u.order = cps, idx, order
 		ff := 0.0
 		for k, s := range e.cpS {
 			pi := int(e.cpIdx[k])
@@ -330,6 +300,10 @@ func (u *Updater) normalFSBFF(id tree.ID) {
 	slices.Sort(cps)
 	cps = slices.Compact(cps)
 	u.cps = cps
+	if len(curs) > sweepThreshold {
+		u.sweepClassic(f, curs)
+		return
+	}
 	for _, x := range cps {
 		if x > 1 {
 			break
@@ -429,4 +403,52 @@ func compress(dst, src *plf.Vec, eps float64) {
 		setBounds(start, end)
 	}
 	dst.Add(src.X[end], src.V[end])
+}
+
+// criticalPoints appends every child's critical points (its left bound, each
+// distinct right end of a segment, and 1 where the function is extended),
+// sorted by argument and then by child, with the child that owns each.
+func (u *Updater) criticalPoints(curs []scaledCursor, dstS []float64, dstIdx []int32) ([]float64, []int32) {
+	cps := u.cps[:0]
+	idx := u.cpIdxScratch[:0]
+	for j := range curs {
+		c := &curs[j]
+		n := len(c.f.X)
+		last := c.bound(0)
+		cps, idx = append(cps, last), append(idx, int32(j))
+		for i := 1; i < n; i++ {
+			if b := c.bound(i); b > last {
+				cps, idx = append(cps, b), append(idx, int32(j))
+				last = b
+			}
+		}
+		if last < 1 {
+			cps, idx = append(cps, 1), append(idx, int32(j))
+		}
+	}
+	order := u.order[:0]
+	for i := range cps {
+		order = append(order, int32(i))
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		if cps[a] != cps[b] {
+			if cps[a] < cps[b] {
+				return -1
+			}
+			return 1
+		}
+		return int(idx[a] - idx[b])
+	})
+	for _, o := range order {
+		dstS = append(dstS, cps[o])
+		dstIdx = append(dstIdx, idx[o])
+	}
+	u.cps, u.cpIdxScratch, u.order = cps, idx, order
+	return dstS, dstIdx
+}
+
+// sweepClassic builds a wide pool's classic FSBFF by sweeping.
+func (u *Updater) sweepClassic(f *plf.Vec, curs []scaledCursor) {
+	u.tmpS, u.tmpIdx = u.criticalPoints(curs, u.tmpS[:0], u.tmpIdx[:0])
+	u.sweepSum(f, curs, u.tmpS, u.tmpIdx, false)
 }

@@ -111,6 +111,9 @@ type Updater struct {
 	relaxedPools []tree.ID
 	relaxedW     []float64
 	relaxedLim   []resource.Share
+	sweep        []sweepChild
+	tmpS         []float64
+	tmpIdx       []int32
 	stack        [][]resource.Share
 	stackSpare   [][]resource.Share
 }
@@ -188,6 +191,9 @@ func (u *Updater) ensure() {
 		u.childStart = append(u.childStart, 0)
 		u.childEnd = append(u.childEnd, 0)
 		u.promised = append(u.promised, false)
+	}
+	if u.layoutValid && u.layoutVersion == u.t.StructureVersion() {
+		return // names and kinds change only with the structure
 	}
 	for id := range n {
 		e := &u.el[id]

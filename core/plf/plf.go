@@ -427,9 +427,10 @@ func (f *Scalar) PointwiseMin(a, b *Scalar, scratch *[]float64) {
 	cps = appendCritical(cps, b.X)
 	cps = clearAndSort(cps, lo, hi)
 	n := len(cps)
+	ca, cb := scalarCursor{f: a}, scalarCursor{f: b}
 	for i := 1; i < n; i++ {
 		l, r := cps[i-1], cps[i]
-		ia, ib := rightSegment(a.X, l), rightSegment(b.X, l)
+		ia, ib := ca.rightSegment(l), cb.rightSegment(l)
 		al, bl := a.segRight(ia, l), b.segRight(ib, l)
 		// The segment that is lower at l.
 		loF, loI, hiF, hiI := a, ia, b, ib
@@ -448,12 +449,40 @@ func (f *Scalar) PointwiseMin(a, b *Scalar, scratch *[]float64) {
 	cps = clearAndSort(cps, lo, hi)
 	*scratch = cps
 	f.Reset()
+	ca, cb = scalarCursor{f: a}, scalarCursor{f: b}
 	for _, x := range cps {
-		al, ar := a.LeftRightLimitAt(x)
-		bl, br := b.LeftRightLimitAt(x)
+		al, ar := ca.limits(x)
+		bl, br := cb.limits(x)
 		f.Add(x, min(al, bl))
 		f.Add(x, min(ar, br))
 	}
+}
+
+// scalarCursor samples a scalar function at non-decreasing arguments.
+type scalarCursor struct {
+	f *Scalar
+	i int
+}
+
+// rightSegment is Scalar's rightSegment for non-decreasing x.
+func (c *scalarCursor) rightSegment(x float64) int {
+	xs := c.f.X
+	for c.i+1 <= len(xs)-2 && xs[c.i+1] <= x {
+		c.i++
+	}
+	return c.i
+}
+
+// limits is LeftRightLimitAt for non-decreasing x.
+func (c *scalarCursor) limits(x float64) (float64, float64) {
+	xs := c.f.X
+	n := len(xs)
+	j := c.i
+	for j+1 < n-1 && xs[j+1] < x {
+		j++
+	}
+	c.i = j
+	return c.f.segLimits(c.f.segmentAt(j, x), x)
 }
 
 // segLine evaluates segment i's line at x (its interpolation), for x inside it.

@@ -202,7 +202,8 @@ func fittingJobs(share resource.Share, total, job resource.Vec) int64 {
 		if job[r] == 0 {
 			continue
 		}
-		avail := share[r]*float64(total[r]) + 1e-6
+		// A relative slack absorbs the rounding of shares that should be exact.
+		avail := share[r] * float64(total[r]) * (1 + 1e-9)
 		k := int64(avail / float64(job[r]))
 		if n < 0 || k < n {
 			n = k

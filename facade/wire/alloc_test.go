@@ -1,0 +1,27 @@
+//go:build !race
+
+package wire
+
+import (
+	"testing"
+
+	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/snapshot"
+	"github.com/fairsched/fairsched/core/tree"
+)
+
+func TestAppendSolveResultAllocs(t *testing.T) {
+	e := snapshot.ElementResult{Name: "pool-a"}
+	e.Attrs.FairShare.Total = resource.Share{0.25, 1.0 / 3, 0, 0.5, 1e-9}
+	e.Attrs.Integral.Type = tree.GuaranteeBurst
+	r := &snapshot.Result{Updates: []snapshot.UpdateResult{{Label: "l\n", Elements: []snapshot.ElementResult{e, e, e}}}}
+	buf := AppendSolveResult(nil, r)
+	if n := testing.AllocsPerRun(100, func() { buf = AppendSolveResult(buf[:0], r) }); n != 0 {
+		t.Fatalf("AppendSolveResult allocates %v times per call into a large enough buffer", n)
+	}
+	er := &Error{Code: CodeInvalidValue, Message: "cannot use \"x\"", Path: "$.a"}
+	buf = AppendError(buf[:0], er)
+	if n := testing.AllocsPerRun(100, func() { buf = AppendError(buf[:0], er) }); n != 0 {
+		t.Fatalf("AppendError allocates %v times per call", n)
+	}
+}

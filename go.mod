@@ -1,0 +1,10 @@
+module github.com/fairsched/fairsched
+
+go 1.26
+
+require (
+	github.com/goccy/go-json v0.12.0
+	github.com/klauspost/cpuid/v2 v2.4.2
+)
+
+require golang.org/x/sys v0.41.0 // indirect
