@@ -340,10 +340,24 @@ func (u *Updater) maxFitFactorBySuggestion(id tree.ID) {
 		m.TrimRight()
 		comp.Transpose()
 	}
+	// A component that is constant at the largest fit factor (a resource the
+	// element does not use) never lowers the minimum: skip it.
+	top := e.fsbff.RightBound()
 	acc, other := &u.mffAcc[0], &u.mffAcc[1]
-	acc.CopyFrom(&u.mff[0])
-	for r := 1; r < resource.Count; r++ {
-		other.PointwiseMin(acc, &u.mff[r], &u.cps)
+	first := true
+	for r := range resource.Count {
+		m := &u.mff[r]
+		if r < resource.Count-1 || !first {
+			if len(m.Y) == 2 && m.Y[0] == top && m.Y[1] == top {
+				continue
+			}
+		}
+		if first {
+			acc.CopyFrom(m)
+			first = false
+			continue
+		}
+		other.PointwiseMin(acc, m, &u.cps)
 		acc, other = other, acc
 	}
 	e.mffbs.CopyFrom(acc)
