@@ -138,10 +138,9 @@ var rules = []rule{
 		why:        "loadgen talks to the facade over HTTP; it shares only the wire types",
 	},
 	{
-		from:  []string{mod("loadgen")},
-		to:    []string{mod("core/internal")},
-		allow: []string{mod("core/internal/coretest")},
-		why:   "loadgen's in-process driver may use only core/internal/coretest",
+		from: []string{mod("loadgen")},
+		to:   []string{mod("core/internal")},
+		why:  "loadgen's in-process driver uses core/coretest, never core/internal",
 	},
 	{
 		from: []string{module},
@@ -150,7 +149,7 @@ var rules = []rule{
 	},
 	{
 		from:       []string{module},
-		exceptFrom: []string{mod("core/internal/coretest")},
+		exceptFrom: []string{mod("core/coretest")},
 		to:         []string{"github.com/cockroachdb/datadriven"},
 		testAllow:  []string{"github.com/cockroachdb/datadriven"},
 		why:        "test-only dependencies appear only in _test.go files (and the shared test harness)",
