@@ -48,10 +48,10 @@ func TestStarvationStateMachine(t *testing.T) {
 		below bool
 		want  State
 	}{
-		{0, true, NonStarving},   // arms the timer
-		{30, true, NonStarving},  // not strictly after the timeout
-		{30.1, true, Starving},   // strictly after
-		{120, true, Starving},    //
+		{0, true, NonStarving},  // arms the timer
+		{30, true, NonStarving}, // not strictly after the timeout
+		{30.1, true, Starving},  // strictly after
+		{120, true, Starving},   //
 		{120.2, true, AggressivelyStarving},
 		{121, false, NonStarving}, // resets
 		{122, true, NonStarving},
