@@ -199,6 +199,9 @@ func (t *Tree) setPool(m *Mutation) (func(), error) {
 		}
 		newParent = p
 	}
+	if id == Root && m.Pool.Mode == ModeFIFO {
+		return nil, errorf(CodeInvalidValue, "mode", "cannot make the root pool fifo: the root is always fair_share")
+	}
 	if m.Pool.Mode == ModeFIFO && t.childPools[id] > 0 {
 		return nil, errorf(CodeFifoChildPool, "mode", "cannot make pool %q fifo: it has child pools", m.Name)
 	}

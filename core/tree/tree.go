@@ -78,7 +78,10 @@ type opState struct {
 }
 
 // New returns a tree holding only the root pool, configured by root.
+// The root is always in fair-share mode (spec.md §1.3): a fifo mode in root
+// is ignored.
 func New(root PoolConfig) *Tree {
+	root.Mode = ModeFairShare
 	t := &Tree{byName: make(map[string]ID)}
 	id := t.allocID(KindRoot, RootName)
 	t.slot[id] = t.allocPoolSlot(id, root)
