@@ -1,0 +1,220 @@
+package schedule
+
+import (
+	"sync/atomic"
+
+	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/tree"
+)
+
+// OperationState is an operation's lifecycle state.
+type OperationState uint32
+
+// Operation states: pending (waiting for a running slot, spec.md §6),
+// running, and the two final states.
+const (
+	StatePending OperationState = iota
+	StateRunning
+	StateCompleted
+	StateAborted
+)
+
+func (s OperationState) String() string {
+	switch s {
+	case StateRunning:
+		return "running"
+	case StateCompleted:
+		return "completed"
+	case StateAborted:
+		return "aborted"
+	}
+	return "pending"
+}
+
+// Final reports whether the state is completed or aborted.
+func (s OperationState) Final() bool { return s >= StateCompleted }
+
+// PreemptionMode is an operation's preemption mode (spec.md §7).
+type PreemptionMode uint8
+
+// Preemption modes.
+const (
+	PreemptionNormal PreemptionMode = iota
+	PreemptionGraceful
+)
+
+func (m PreemptionMode) String() string {
+	if m == PreemptionGraceful {
+		return "graceful"
+	}
+	return "normal"
+}
+
+// TaskSpec is one task of an operation: JobCount jobs of Resources each.
+type TaskSpec struct {
+	Name          string
+	JobCount      int64
+	Resources     resource.Vec
+	DurationHintS float64
+}
+
+// OperationSpec describes an operation to start (api.md §3).
+type OperationSpec struct {
+	ID             string // empty: the scheduler names it op-<n>
+	Pool           string // empty: the root
+	Type           string // map, reduce, vanilla, …; only vanilla may be lightweight
+	Weight         tree.OptFloat
+	PreemptionMode PreemptionMode
+	IsGang         bool
+	ResourceLimits tree.PartialVec
+
+	AllocationPreemptionTimeout         tree.OptFloat
+	AllocationGracefulPreemptionTimeout tree.OptFloat
+	FairShareStarvationTolerance        tree.OptFloat
+	FairShareStarvationTimeout          tree.OptFloat
+
+	Tasks []TaskSpec
+}
+
+// task is the live state of one task. pending is claimed by heartbeats with
+// compare-and-swap; the counts are shared between shards.
+type task struct {
+	spec      TaskSpec
+	pending   atomic.Int64
+	running   atomic.Int64
+	completed atomic.Int64
+}
+
+// operation is the live state of one operation.
+type operation struct {
+	id     string
+	seq    uint64 // start order
+	treeID tree.ID
+	spec   OperationSpec
+	tasks  []task
+
+	state      atomic.Uint32 // OperationState
+	usage      [resource.Count]atomic.Int64
+	running    atomic.Int64 // allocations
+	unfinished atomic.Int64 // jobs not completed
+	// retired is set by the control plane when it removed the operation
+	// from the tree and the limits.
+	retired bool
+	// limited holds the usage counters of the operation itself and of every
+	// ancestor pool with specified resource limits, checked and charged
+	// when an allocation starts (spec.md §5.2 precommit).
+	limited atomic.Pointer[[]*limitCounter]
+
+	starvation starvationState // control plane only
+	fsGen      uint64          // the fair-share update that last saw it
+	startTime  float64
+}
+
+// limitCounter is the live usage of an element with resource limits.
+type limitCounter struct {
+	limits resource.Vec
+	usage  [resource.Count]atomic.Int64
+}
+
+func (o *operation) State() OperationState { return OperationState(o.state.Load()) }
+
+// Usage returns the operation's current usage.
+func (o *operation) Usage() resource.Vec {
+	var v resource.Vec
+	for r := range v {
+		v[r] = o.usage[r].Load()
+	}
+	return v
+}
+
+// demand is usage plus every pending job (spec.md §11: demand is derived
+// from unfinished jobs).
+func (o *operation) demand() resource.Vec {
+	d := o.Usage()
+	for i := range o.tasks {
+		t := &o.tasks[i]
+		if p := t.pending.Load(); p > 0 {
+			d = d.Add(t.spec.Resources.Scale(p))
+		}
+	}
+	return d
+}
+
+// pendingJobs is the number of jobs not yet started.
+func (o *operation) pendingJobs() int64 {
+	n := int64(0)
+	for i := range o.tasks {
+		n += max(o.tasks[i].pending.Load(), 0)
+	}
+	return n
+}
+
+func (o *operation) addUsage(v resource.Vec, sign int64) {
+	for r, x := range v {
+		if x != 0 {
+			o.usage[r].Add(sign * x)
+		}
+	}
+}
+
+// charge adds v to the operation's and its limited ancestors' usage if none
+// of their limits is exceeded; it reports whether it did.
+func (o *operation) charge(v resource.Vec) bool {
+	lp := o.limited.Load()
+	if lp == nil {
+		return true
+	}
+	cs := *lp
+	for i, c := range cs {
+		ok := true
+		for r, x := range v {
+			if x == 0 {
+				continue
+			}
+			if c.usage[r].Add(x) > c.limits[r] {
+				ok = false
+			}
+		}
+		if !ok {
+			for j := 0; j <= i; j++ {
+				for r, x := range v {
+					if x != 0 {
+						cs[j].usage[r].Add(-x)
+					}
+				}
+			}
+			return false
+		}
+	}
+	return true
+}
+
+// fitsLimits reports whether v fits under every limit the operation charges.
+func (o *operation) fitsLimits(v resource.Vec) bool {
+	lp := o.limited.Load()
+	if lp == nil {
+		return true
+	}
+	for _, c := range *lp {
+		for r, x := range v {
+			if x != 0 && c.usage[r].Load()+x > c.limits[r] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (o *operation) uncharge(v resource.Vec) {
+	lp := o.limited.Load()
+	if lp == nil {
+		return
+	}
+	for _, c := range *lp {
+		for r, x := range v {
+			if x != 0 {
+				c.usage[r].Add(-x)
+			}
+		}
+	}
+}

@@ -1,0 +1,284 @@
+package schedule
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/tree"
+)
+
+const gib = int64(1) << 30
+
+func cores(c float64) int64 { return resource.Cores(c) }
+
+// cluster is a deterministic harness of simulated nodes on virtual time.
+type cluster struct {
+	t     *testing.T
+	s     *Scheduler
+	nodes []simNode
+	now   float64
+	resp  Response
+}
+
+type simNode struct {
+	name   string
+	limits resource.Vec
+	allocs []AllocationReport
+}
+
+func newCluster(t *testing.T, cfg Config, nodes int, limits resource.Vec, pools ...tree.Mutation) *cluster {
+	t.Helper()
+	s := New(tree.New(tree.PoolConfig{}), cfg)
+	if len(pools) > 0 {
+		if _, err := s.ApplyPools(pools...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &cluster{t: t, s: s}
+	for i := range nodes {
+		c.nodes = append(c.nodes, simNode{name: fmt.Sprintf("n%03d", i), limits: limits})
+	}
+	// Nodes register with their first heartbeat.
+	c.heartbeatAll()
+	return c
+}
+
+// heartbeatAll sends one heartbeat per node in order and applies the answers.
+func (c *cluster) heartbeatAll() {
+	c.t.Helper()
+	for i := range c.nodes {
+		c.heartbeat(i)
+	}
+}
+
+func (c *cluster) heartbeat(i int) {
+	c.t.Helper()
+	n := &c.nodes[i]
+	c.resp.Reset()
+	hb := NodeHeartbeat{Node: n.name, Limits: n.limits, Allocations: n.allocs}
+	if err := c.s.Heartbeat(c.now, &hb, &c.resp); err != nil {
+		c.t.Fatalf("heartbeat of %s: %v", n.name, err)
+	}
+	// Finished reports are delivered once.
+	kept := n.allocs[:0]
+	for _, a := range n.allocs {
+		if a.State == AllocRunning {
+			kept = append(kept, a)
+		}
+	}
+	n.allocs = kept
+	for _, ab := range c.resp.Abort {
+		for j := range n.allocs {
+			if n.allocs[j].ID == ab.Allocation {
+				n.allocs = append(n.allocs[:j], n.allocs[j+1:]...)
+				break
+			}
+		}
+	}
+	for _, st := range c.resp.Start {
+		n.allocs = append(n.allocs, AllocationReport{ID: st.Allocation, State: AllocRunning})
+	}
+}
+
+func (c *cluster) update() { c.s.UpdateFairShare(c.now) }
+
+func (c *cluster) start(spec OperationSpec) string {
+	c.t.Helper()
+	id, _, err := c.s.StartOperation(c.now, spec)
+	if err != nil {
+		c.t.Fatalf("start %+v: %v", spec, err)
+	}
+	return id
+}
+
+func (c *cluster) info(id string) OperationInfo {
+	c.t.Helper()
+	info, err := c.s.Operation(id)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return info
+}
+
+func job(cpu float64, memGiB int64) resource.Vec {
+	return resource.Vec{resource.UserSlots: 1, resource.CPU: cores(cpu), resource.Memory: memGiB * gib}
+}
+
+func tasks(n int64, res resource.Vec) []TaskSpec {
+	return []TaskSpec{{Name: "t", JobCount: n, Resources: res}}
+}
+
+// TestLectureFifoVersusFairShare is the lecture's cluster (100 nodes of 32
+// cpu and 64 GB) with an operation of 1000 jobs {1 cpu, 4 GB} and one of 500
+// jobs {10 cpu, 1 GB}: in a fair-share pool DRF gives the memory-heavy
+// operation all its 1000 jobs and the cpu-heavy one the remaining 2200 cpu;
+// in a FIFO pool the earlier cpu-heavy operation takes the cpu and the other
+// one gets only the leftovers.
+func TestLectureFifoVersusFairShare(t *testing.T) {
+	node := resource.Vec{resource.UserSlots: 100, resource.CPU: cores(32), resource.Memory: 64 * gib}
+	run := func(mode tree.Mode) (a, b int64) {
+		c := newCluster(t, DefaultConfig(), 100, node,
+			tree.Mutation{Kind: tree.AddPool, Name: "p", Pool: tree.PoolConfig{Mode: mode}})
+		// B starts first: in the FIFO pool it comes first.
+		idB := c.start(OperationSpec{Pool: "p", Tasks: tasks(500, job(10, 1))})
+		c.now = 1
+		idA := c.start(OperationSpec{Pool: "p", Tasks: tasks(1000, job(1, 4))})
+		for range 3 {
+			c.update()
+			c.heartbeatAll()
+			c.now++
+		}
+		return c.info(idA).RunningAllocations, c.info(idB).RunningAllocations
+	}
+	a, b := run(tree.ModeFairShare)
+	if a != 1000 || b < 200 || b > 220 {
+		t.Errorf("fair share: A runs %d jobs, B %d; want A 1000 (its whole demand) and B ≈ 220 (the remaining cpu)", a, b)
+	}
+	a, b = run(tree.ModeFIFO)
+	if b != 300 || a != 200 {
+		t.Errorf("fifo: A runs %d jobs, B %d; want B 300 (3 per node) and A only the 2 cpu left per node (200)", a, b)
+	}
+}
+
+func TestHeartbeatSettlesReports(t *testing.T) {
+	node := resource.Vec{resource.UserSlots: 10, resource.CPU: cores(10), resource.Memory: 100 * gib}
+	c := newCluster(t, DefaultConfig(), 1, node)
+	id := c.start(OperationSpec{Tasks: tasks(4, job(2, 1))})
+	c.update()
+	c.heartbeat(0)
+	if got := len(c.resp.Start); got != 4 {
+		t.Fatalf("started %d allocations, want 4", got)
+	}
+	n := &c.nodes[0]
+	first, second := n.allocs[0].ID, n.allocs[1].ID
+
+	// A completed job counts once even when reported twice.
+	n.allocs[0].State = AllocCompleted
+	c.heartbeat(0)
+	c.s.Heartbeat(c.now, &NodeHeartbeat{Node: n.name, Limits: node, Allocations: []AllocationReport{{ID: first, State: AllocCompleted}}}, &c.resp)
+	if info := c.info(id); info.CompletedJobs != 1 || info.RunningAllocations != 3 {
+		t.Fatalf("after a repeated completion: %+v", info)
+	}
+	// A failed job returns to pending and is started again.
+	for i := range n.allocs {
+		if n.allocs[i].ID == second {
+			n.allocs[i].State = AllocFailed
+		}
+	}
+	c.heartbeat(0)
+	if info := c.info(id); info.CompletedJobs != 1 || info.RunningAllocations != 3 || info.PendingJobs != 0 {
+		t.Fatalf("after a failure: %+v", info)
+	}
+	// An unknown running allocation is answered with an abort.
+	c.resp.Reset()
+	unknown := uint64(0)<<32 | 999
+	if err := c.s.Heartbeat(c.now, &NodeHeartbeat{Node: n.name, Limits: node, Allocations: []AllocationReport{{ID: unknown, State: AllocRunning}}}, &c.resp); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.resp.Abort) != 1 || c.resp.Abort[0].Allocation != unknown || c.resp.Abort[0].Reason != AbortUnknownAllocation {
+		t.Fatalf("unknown allocation: abort %+v", c.resp.Abort)
+	}
+	// Completing every job completes the operation.
+	for i := range n.allocs {
+		n.allocs[i].State = AllocCompleted
+	}
+	c.heartbeat(0)
+	if info := c.info(id); info.State != StateCompleted || info.CompletedJobs != 4 {
+		t.Fatalf("after all completions: %+v", info)
+	}
+}
+
+func TestForeignAllocationIsRejected(t *testing.T) {
+	node := resource.Vec{resource.UserSlots: 10, resource.CPU: cores(10), resource.Memory: 100 * gib}
+	c := newCluster(t, DefaultConfig(), 2, node)
+	c.start(OperationSpec{Tasks: tasks(4, job(2, 1))})
+	c.update()
+	c.heartbeat(0)
+	c.heartbeat(1)
+	stolen := c.nodes[0].allocs[0]
+	before, _ := c.s.Node(c.nodes[1].name)
+	c.resp.Reset()
+	err := c.s.Heartbeat(c.now, &NodeHeartbeat{Node: c.nodes[1].name, Limits: node, Allocations: append(c.nodes[1].allocs[:len(c.nodes[1].allocs):len(c.nodes[1].allocs)], stolen)}, &c.resp)
+	var se *Error
+	if !errors.As(err, &se) || se.Code != CodeForeignAllocation {
+		t.Fatalf("foreign allocation: err %v", err)
+	}
+	if after, _ := c.s.Node(c.nodes[1].name); len(after.Allocations) != len(before.Allocations) || after.Usage != before.Usage {
+		t.Fatalf("a rejected heartbeat changed the node: %+v → %+v", before, after)
+	}
+}
+
+func TestAbortedOperationsAllocationsAreAborted(t *testing.T) {
+	node := resource.Vec{resource.UserSlots: 10, resource.CPU: cores(10), resource.Memory: 100 * gib}
+	c := newCluster(t, DefaultConfig(), 1, node)
+	id := c.start(OperationSpec{Tasks: tasks(3, job(2, 1))})
+	c.update()
+	c.heartbeat(0)
+	if err := c.s.AbortOperation(id); err != nil {
+		t.Fatal(err)
+	}
+	c.heartbeat(0)
+	if len(c.resp.Abort) != 3 {
+		t.Fatalf("aborts %+v, want the operation's 3 allocations", c.resp.Abort)
+	}
+	for _, a := range c.resp.Abort {
+		if a.Reason != AbortOperationFinished || a.Operation != id {
+			t.Fatalf("abort %+v", a)
+		}
+	}
+	if info := c.info(id); info.State != StateAborted || info.RunningAllocations != 0 || info.Usage != (resource.Vec{}) {
+		t.Fatalf("aborted operation: %+v", info)
+	}
+}
+
+func TestSilentNodeReturnsJobsToPending(t *testing.T) {
+	node := resource.Vec{resource.UserSlots: 10, resource.CPU: cores(10), resource.Memory: 100 * gib}
+	c := newCluster(t, DefaultConfig(), 2, node)
+	id := c.start(OperationSpec{Tasks: tasks(8, job(2, 1))})
+	c.update()
+	c.heartbeat(0)
+	running := c.info(id).RunningAllocations
+	c.now = 61 // node 0 silent for more than 60 s
+	c.heartbeat(1)
+	c.update()
+	if _, ok := c.s.Node(c.nodes[0].name); ok {
+		t.Fatal("silent node still registered")
+	}
+	info := c.info(id)
+	if info.RunningAllocations+info.PendingJobs != 8 || running == 0 {
+		t.Fatalf("after unregistering: %+v (had %d running)", info, running)
+	}
+	if tot := c.s.Total(); tot != node {
+		t.Fatalf("total %v, want one node %v", tot, node)
+	}
+}
+
+func TestPendingQueueAndTotalLimit(t *testing.T) {
+	node := resource.Vec{resource.UserSlots: 10, resource.CPU: cores(10), resource.Memory: 100 * gib}
+	c := newCluster(t, DefaultConfig(), 1, node,
+		tree.Mutation{Kind: tree.AddPool, Name: "p", Pool: tree.PoolConfig{MaxRunningOperationCount: tree.SomeInt(1), MaxOperationCount: tree.SomeInt(2)}})
+	a := c.start(OperationSpec{Pool: "p", Tasks: tasks(1, job(1, 1))})
+	b, st, err := c.s.StartOperation(c.now, OperationSpec{Pool: "p", Tasks: tasks(1, job(1, 1))})
+	if err != nil || st != StatePending {
+		t.Fatalf("second operation: state %v err %v, want pending", st, err)
+	}
+	if info := c.info(b); info.WaitingPool != "p" || info.WaitingLimit != 1 {
+		t.Fatalf("pending operation does not say why it waits: %+v", info)
+	}
+	if _, _, err := c.s.StartOperation(c.now, OperationSpec{Pool: "p", Tasks: tasks(1, job(1, 1))}); err == nil {
+		t.Fatal("third operation admitted over max_operation_count 2")
+	}
+	c.update()
+	c.heartbeat(0)
+	c.nodes[0].allocs[0].State = AllocCompleted
+	c.heartbeat(0)
+	c.update()
+	if info := c.info(a); info.State != StateCompleted {
+		t.Fatalf("first operation: %v", info.State)
+	}
+	if info := c.info(b); info.State != StateRunning {
+		t.Fatalf("queued operation did not start when the first finished: %v", info.State)
+	}
+}

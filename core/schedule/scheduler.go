@@ -1,0 +1,519 @@
+package schedule
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/fairsched/fairsched/core/fairshare"
+	"github.com/fairsched/fairsched/core/limits"
+	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/tree"
+)
+
+// Error is a rejected request: a stable code, the field (a JSON key of
+// api.md, when there is one) and a sentence.
+type Error struct {
+	Code  string
+	Field string
+	Msg   string
+}
+
+func (e *Error) Error() string { return "schedule: " + e.Msg }
+
+// Error codes beyond those of core/tree and core/limits.
+const (
+	CodeUnknownOperation  = "unknown_operation"
+	CodeDuplicateID       = "duplicate_id"
+	CodeInvalidValue      = "invalid_value"
+	CodeForeignAllocation = "foreign_allocation"
+	CodeFinished          = "operation_finished"
+)
+
+func errorf(code, field, format string, args ...any) *Error {
+	return &Error{Code: code, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Scheduler is the scheduling core. See the package documentation for its
+// concurrency contract.
+type Scheduler struct {
+	cfg Config
+
+	mu       sync.Mutex // control plane
+	tree     *tree.Tree
+	limits   *limits.Limits
+	fs       *fairshare.Updater
+	ops      map[string]*operation
+	byTree   []*operation // tree.ID → operation
+	opSeq    uint64
+	counters map[tree.ID]*limitCounter // pools with resource limits
+	lastNow  float64
+	total    resource.Vec
+
+	shards   []shard
+	registry registry
+
+	snap atomic.Pointer[Snapshot]
+
+	finishedMu sync.Mutex // leaf: operations finished by heartbeats
+	finished   []*operation
+
+	scratchIDs     []tree.ID
+	poolStarvation map[string]*starvationState
+	// fsGen counts fair-share updates; attributes are read only for
+	// elements the last update saw.
+	fsGen         uint64
+	poolsAtUpdate uint64
+}
+
+// New returns a scheduler with the pool tree t (which it owns from now on).
+func New(t *tree.Tree, cfg Config) *Scheduler {
+	if cfg.Shards <= 0 {
+		cfg.Shards = 1
+	}
+	s := &Scheduler{
+		cfg:      cfg,
+		tree:     t,
+		limits:   limits.New(t, cfg.Limits),
+		fs:       fairshare.New(t, cfg.FairShare),
+		ops:      make(map[string]*operation),
+		counters: make(map[tree.ID]*limitCounter),
+		shards:   make([]shard, cfg.Shards),
+	}
+	for i := range s.shards {
+		s.shards[i].nodes = make(map[string]*node)
+		s.shards[i].index = i
+	}
+	s.snap.Store(&Snapshot{})
+	return s
+}
+
+// Config returns the configuration.
+func (s *Scheduler) Config() Config {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg
+}
+
+// ---- pools ----
+
+// ApplyPools validates and applies pool mutations as a whole (core/tree);
+// operations are managed with StartOperation and friends.
+func (s *Scheduler) ApplyPools(ms ...tree.Mutation) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, m := range ms {
+		switch m.Kind {
+		case tree.AddPool, tree.SetPool, tree.RemovePool:
+		default:
+			return i, errorf(CodeInvalidValue, "", "cannot apply an operation mutation to the pool tree: use StartOperation")
+		}
+	}
+	type move struct{ pool, oldParent tree.ID }
+	var moves []move
+	for _, m := range ms {
+		if m.Kind == tree.SetPool && m.Parent != "" {
+			if id, ok := s.tree.Lookup(m.Name); ok && !s.tree.IsOperation(id) {
+				moves = append(moves, move{id, s.tree.Parent(id)})
+			}
+		}
+	}
+	i, err := s.tree.Apply(ms...)
+	if err != nil {
+		return i, err
+	}
+	for _, mv := range moves {
+		if s.tree.Parent(mv.pool) != mv.oldParent {
+			s.scratchIDs = s.limits.PoolMoved(mv.pool, mv.oldParent, s.scratchIDs[:0])
+		}
+	}
+	// Limits may have been raised: re-check the pending queues.
+	s.scratchIDs = s.limits.RescanAll(s.scratchIDs[:0])
+	s.syncStates()
+	s.refreshLimitCounters()
+	return -1, nil
+}
+
+// WithTree calls fn with the pool tree under the control lock, for reads.
+func (s *Scheduler) WithTree(fn func(t *tree.Tree)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fn(s.tree)
+}
+
+// refreshLimitCounters keeps one counter per element with specified resource
+// limits and gives every operation the list it charges.
+func (s *Scheduler) refreshLimitCounters() {
+	t := s.tree
+	seen := map[tree.ID]bool{}
+	t.Walk(func(id tree.ID) {
+		if t.Kind(id) != tree.KindPool {
+			return
+		}
+		l := t.Pool(id).ResourceLimits
+		if l.IsEmpty() {
+			return
+		}
+		c := s.counters[id]
+		if c == nil {
+			c = &limitCounter{}
+			s.counters[id] = c
+		}
+		c.limits = l.OrInfinite()
+		seen[id] = true
+	})
+	for id := range s.counters {
+		if !seen[id] {
+			delete(s.counters, id)
+		}
+	}
+	for _, o := range s.ops {
+		s.setLimited(o)
+	}
+}
+
+func (s *Scheduler) setLimited(o *operation) {
+	if o.retired {
+		return
+	}
+	var cs []*limitCounter
+	if !o.spec.ResourceLimits.IsEmpty() {
+		if old := o.limited.Load(); old != nil && len(*old) > 0 && (*old)[0].limits == o.spec.ResourceLimits.OrInfinite() && o.ownCounter() != nil {
+			cs = append(cs, o.ownCounter())
+		} else {
+			c := &limitCounter{limits: o.spec.ResourceLimits.OrInfinite()}
+			u := o.Usage()
+			for r := range u {
+				c.usage[r].Store(u[r])
+			}
+			cs = append(cs, c)
+		}
+	}
+	for p := s.tree.Parent(o.treeID); p != tree.None; p = s.tree.Parent(p) {
+		if c := s.counters[p]; c != nil {
+			cs = append(cs, c)
+		}
+	}
+	o.limited.Store(&cs)
+}
+
+// ownCounter returns the operation's own limit counter, if it has limits.
+func (o *operation) ownCounter() *limitCounter {
+	if o.spec.ResourceLimits.IsEmpty() {
+		return nil
+	}
+	if lp := o.limited.Load(); lp != nil && len(*lp) > 0 {
+		return (*lp)[0]
+	}
+	return nil
+}
+
+// ---- operations ----
+
+// StartOperation validates and admits an operation (spec.md §6): it returns
+// the operation's ID and whether it runs or waits in a pending queue. A
+// rejected operation changes nothing. Starting an operation with the ID of
+// an existing one returns that operation when the specs are equal, and a
+// duplicate_id error otherwise (api.md §3 idempotency).
+func (s *Scheduler) StartOperation(now float64, spec OperationSpec) (string, OperationState, error) {
+	if err := validateSpec(&spec); err != nil {
+		return "", 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.retireFinished()
+	if spec.ID != "" {
+		if o := s.ops[spec.ID]; o != nil {
+			if specEqual(&o.spec, &spec) {
+				return o.id, o.State(), nil
+			}
+			return "", 0, errorf(CodeDuplicateID, "id", "cannot start operation %q: an operation with that id and a different spec exists", spec.ID)
+		}
+	}
+	pool := tree.Root
+	if spec.Pool != "" {
+		id, ok := s.tree.Lookup(spec.Pool)
+		if !ok || s.tree.IsOperation(id) {
+			return "", 0, &Error{Code: tree.CodeUnknownPool, Field: "pool", Msg: fmt.Sprintf("cannot find pool %q", spec.Pool)}
+		}
+		pool = id
+	}
+	if err := s.limits.CanRegister(pool); err != nil {
+		return "", 0, err
+	}
+	id := spec.ID
+	if id == "" {
+		for {
+			s.opSeq++
+			id = "op-" + strconv.FormatUint(s.opSeq, 10)
+			if _, taken := s.tree.Lookup(id); !taken {
+				break
+			}
+		}
+	} else if _, taken := s.tree.Lookup(id); taken {
+		return "", 0, errorf(CodeDuplicateID, "id", "cannot start operation %q: a pool has that name", id)
+	}
+	o := &operation{id: id, spec: spec, startTime: now}
+	s.opSeq++
+	o.seq = s.opSeq
+	o.tasks = make([]task, len(spec.Tasks))
+	total := int64(0)
+	for i := range spec.Tasks {
+		o.tasks[i].spec = spec.Tasks[i]
+		o.tasks[i].pending.Store(spec.Tasks[i].JobCount)
+		total += spec.Tasks[i].JobCount
+	}
+	o.unfinished.Store(total)
+	if _, err := s.tree.Apply(tree.Mutation{
+		Kind: tree.AddOperation, Name: id, Parent: spec.Pool,
+		Op: tree.OperationSpec{Weight: spec.Weight, IsGang: spec.IsGang, Vanilla: spec.Type == "vanilla", StartTime: now, ResourceLimits: spec.ResourceLimits},
+	}); err != nil {
+		return "", 0, err
+	}
+	o.treeID, _ = s.tree.Lookup(id)
+	for int(o.treeID) >= len(s.byTree) {
+		s.byTree = append(s.byTree, nil)
+	}
+	s.byTree[o.treeID] = o
+	s.ops[id] = o
+	switch s.limits.Register(o.treeID) {
+	case limits.Pending:
+		o.state.Store(uint32(StatePending))
+	default:
+		o.state.Store(uint32(StateRunning))
+	}
+	s.setLimited(o)
+	if total == 0 {
+		o.state.Store(uint32(StateCompleted))
+		s.retire(o)
+	}
+	return id, o.State(), nil
+}
+
+func validateSpec(spec *OperationSpec) error {
+	if spec.ID != "" && !tree.ValidName(spec.ID) {
+		return errorf(tree.CodeInvalidName, "id", "cannot use %q as an operation id: want 1-128 characters of [A-Za-z0-9._:-]", spec.ID)
+	}
+	if len(spec.Tasks) == 0 {
+		return errorf(CodeInvalidValue, "tasks", "cannot start an operation without tasks")
+	}
+	if err := tree.ValidateOperation(&tree.OperationSpec{Weight: spec.Weight, ResourceLimits: spec.ResourceLimits}, resource.Vec{}, resource.Vec{}); err != nil {
+		return err
+	}
+	for i := range spec.Tasks {
+		t := &spec.Tasks[i]
+		field := "tasks[" + strconv.Itoa(i) + "]"
+		if t.JobCount <= 0 || t.JobCount > 1<<40 {
+			return errorf(CodeInvalidValue, field+".job_count", "cannot use job_count %d: want 1 to 2^40", t.JobCount)
+		}
+		if t.Resources.IsZero() {
+			return errorf(CodeInvalidValue, field+".resources", "cannot start jobs that use no resources")
+		}
+		for r, x := range t.Resources {
+			if x < 0 || x > resource.MaxAmount {
+				return errorf(CodeInvalidValue, field+".resources."+resource.Kind(r).String(), "cannot use %s %d: want a non-negative amount of at most 2^53", resource.Kind(r), x)
+			}
+		}
+		for r, x := range t.Resources {
+			if x > 0 && t.JobCount > resource.MaxAmount/x {
+				return errorf(CodeInvalidValue, field+".job_count", "cannot use job_count %d: the task's total %s exceeds 2^53", t.JobCount, resource.Kind(r))
+			}
+		}
+	}
+	for _, v := range []tree.OptFloat{spec.AllocationPreemptionTimeout, spec.AllocationGracefulPreemptionTimeout, spec.FairShareStarvationTimeout} {
+		if v.Set && !(v.V >= 0 && v.V <= 1e9) {
+			return errorf(CodeInvalidValue, "", "cannot use a timeout of %v s", v.V)
+		}
+	}
+	if v := spec.FairShareStarvationTolerance; v.Set && !(v.V >= 0 && v.V <= 1) {
+		return errorf(CodeInvalidValue, "fair_share_starvation_tolerance", "cannot use fair_share_starvation_tolerance %v: want [0, 1]", v.V)
+	}
+	return nil
+}
+
+func specEqual(a, b *OperationSpec) bool {
+	if a.Pool != b.Pool || a.Type != b.Type || a.Weight != b.Weight || a.PreemptionMode != b.PreemptionMode ||
+		a.IsGang != b.IsGang || a.ResourceLimits != b.ResourceLimits || len(a.Tasks) != len(b.Tasks) ||
+		a.AllocationPreemptionTimeout != b.AllocationPreemptionTimeout ||
+		a.AllocationGracefulPreemptionTimeout != b.AllocationGracefulPreemptionTimeout ||
+		a.FairShareStarvationTolerance != b.FairShareStarvationTolerance ||
+		a.FairShareStarvationTimeout != b.FairShareStarvationTimeout {
+		return false
+	}
+	for i := range a.Tasks {
+		if a.Tasks[i] != b.Tasks[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// ErrUnknownOperation is returned for an operation ID the scheduler does not know.
+var ErrUnknownOperation = errors.New("schedule: unknown operation")
+
+func (s *Scheduler) lookup(id string) (*operation, error) {
+	o := s.ops[id]
+	if o == nil {
+		return nil, errorf(CodeUnknownOperation, "id", "cannot find operation %q", id)
+	}
+	return o, nil
+}
+
+// AbortOperation aborts an operation: it stops being scheduled, its pending
+// jobs are dropped and its running allocations are told to abort on their
+// nodes' next heartbeats.
+func (s *Scheduler) AbortOperation(id string) error { return s.finish(id, StateAborted) }
+
+// CompleteOperation completes an operation early, as AbortOperation but
+// reported as completed.
+func (s *Scheduler) CompleteOperation(id string) error { return s.finish(id, StateCompleted) }
+
+func (s *Scheduler) finish(id string, st OperationState) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.retireFinished()
+	o, err := s.lookup(id)
+	if err != nil {
+		return err
+	}
+	for {
+		cur := o.State()
+		if cur.Final() {
+			return errorf(CodeFinished, "id", "cannot finish operation %q: it is already %s", id, cur)
+		}
+		if o.state.CompareAndSwap(uint32(cur), uint32(st)) {
+			break
+		}
+	}
+	for i := range o.tasks {
+		o.tasks[i].pending.Store(0)
+	}
+	s.retire(o)
+	return nil
+}
+
+// retire removes a finished operation from the limits (releasing pending
+// operations) and from the tree. Control plane only.
+func (s *Scheduler) retire(o *operation) {
+	if o.retired {
+		return
+	}
+	o.retired = true
+	s.scratchIDs = s.limits.Unregister(o.treeID, s.scratchIDs[:0])
+	for _, id := range s.scratchIDs {
+		if a := s.byTree[id]; a != nil && a.State() == StatePending {
+			a.state.CompareAndSwap(uint32(StatePending), uint32(StateRunning))
+		}
+	}
+	s.byTree[o.treeID] = nil
+	if _, err := s.tree.Apply(tree.Mutation{Kind: tree.RemoveOperation, Name: o.id}); err != nil {
+		panic("BUG: cannot remove a finished operation from the tree: " + err.Error())
+	}
+}
+
+// retireFinished retires operations whose last job completed in a heartbeat.
+func (s *Scheduler) retireFinished() {
+	s.finishedMu.Lock()
+	fin := s.finished
+	s.finished = nil
+	s.finishedMu.Unlock()
+	for _, o := range fin {
+		s.retire(o)
+	}
+}
+
+// operationFinishedByHeartbeat queues an operation whose last job completed.
+func (s *Scheduler) operationFinishedByHeartbeat(o *operation) {
+	s.finishedMu.Lock()
+	s.finished = append(s.finished, o)
+	s.finishedMu.Unlock()
+}
+
+// ForgetOperation drops a finished operation from the table (after its
+// results were read). Unknown or unfinished operations are an error.
+func (s *Scheduler) ForgetOperation(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, err := s.lookup(id)
+	if err != nil {
+		return err
+	}
+	if !o.State().Final() {
+		return errorf(CodeInvalidValue, "id", "cannot forget operation %q: it is %s", id, o.State())
+	}
+	if o.running.Load() > 0 {
+		return errorf(CodeInvalidValue, "id", "cannot forget operation %q: %d allocations still run", id, o.running.Load())
+	}
+	delete(s.ops, id)
+	return nil
+}
+
+// SetOperationWeight changes an operation's runtime weight.
+func (s *Scheduler) SetOperationWeight(id string, w float64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, err := s.lookup(id)
+	if err != nil {
+		return err
+	}
+	if o.retired {
+		return errorf(CodeFinished, "id", "cannot change operation %q: it is %s", id, o.State())
+	}
+	if err := s.tree.SetOperationWeight(o.treeID, tree.Some(w)); err != nil {
+		return err
+	}
+	o.spec.Weight = tree.Some(w)
+	return nil
+}
+
+// MoveOperation moves an operation to another pool, re-validating the
+// operation limits of the new ancestors (spec.md §6.2).
+func (s *Scheduler) MoveOperation(id, pool string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, err := s.lookup(id)
+	if err != nil {
+		return err
+	}
+	if o.retired {
+		return errorf(CodeFinished, "id", "cannot move operation %q: it is %s", id, o.State())
+	}
+	p := tree.Root
+	if pool != "" {
+		pid, ok := s.tree.Lookup(pool)
+		if !ok || s.tree.IsOperation(pid) {
+			return &Error{Code: tree.CodeUnknownPool, Field: "pool", Msg: fmt.Sprintf("cannot find pool %q", pool)}
+		}
+		p = pid
+	}
+	activated, err := s.limits.Move(o.treeID, p, s.scratchIDs[:0])
+	if err != nil {
+		return err
+	}
+	s.scratchIDs = activated
+	if _, err := s.tree.Apply(tree.Mutation{Kind: tree.MoveOperation, Name: id, Parent: pool}); err != nil {
+		panic("BUG: limits accepted a move the tree refused: " + err.Error())
+	}
+	o.spec.Pool = pool
+	s.syncStates()
+	s.setLimited(o)
+	return nil
+}
+
+// syncStates aligns operation states with the limits after a change that
+// may have started or queued operations.
+func (s *Scheduler) syncStates() {
+	for _, o := range s.ops {
+		if o.retired {
+			continue
+		}
+		switch s.limits.State(o.treeID) {
+		case limits.Pending:
+			o.state.CompareAndSwap(uint32(StateRunning), uint32(StatePending))
+		case limits.Running, limits.Lightweight:
+			o.state.CompareAndSwap(uint32(StatePending), uint32(StateRunning))
+		}
+	}
+}

@@ -1,0 +1,370 @@
+package schedule
+
+import (
+	"github.com/fairsched/fairsched/core/fairshare"
+	"github.com/fairsched/fairsched/core/limits"
+	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/starvation"
+	"github.com/fairsched/fairsched/core/tree"
+)
+
+// Snapshot is what heartbeats read from the last fair-share update. It is
+// immutable once published.
+type Snapshot struct {
+	Time  float64
+	Total resource.Vec
+	ops   []opView // running operations, in tree pre-order
+}
+
+// opView is an operation as of the last fair-share update.
+type opView struct {
+	op             *operation
+	fairShare      resource.Share
+	demandShare    resource.Share
+	belowFairShare bool
+	starvation     starvation.State
+}
+
+// starvationState is an element's persistent status (control plane only).
+type starvationState struct {
+	tracker        starvation.Tracker
+	belowFairShare bool
+	satisfaction   float64
+}
+
+// effective holds an element's inherited starvation parameters.
+type effective struct {
+	tolerance float64
+	params    starvation.Params
+}
+
+// UpdateFairShare runs the fair-share update at virtual time now (every
+// Config.FairShareUpdatePeriod): it retires finished operations,
+// unregisters silent nodes (their jobs return to pending), feeds every
+// operation's demand and usage to the fair-share core, judges statuses and
+// starvation (spec.md §3) and publishes a new Snapshot for heartbeats.
+func (s *Scheduler) UpdateFairShare(now float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.retireFinished()
+	total := s.sweepNodes(now)
+	s.retireFinished()
+	s.total = total
+	s.lastNow = now
+
+	t := s.tree
+	for _, o := range s.ops {
+		if o.retired {
+			continue
+		}
+		if o.State() == StateRunning {
+			t.SetDemandUsage(o.treeID, o.demand(), o.Usage())
+			t.SetPendingJobCount(o.treeID, o.pendingJobs())
+		} else {
+			t.SetDemandUsage(o.treeID, resource.Vec{}, resource.Vec{})
+		}
+	}
+	s.fs.Update(total, now)
+	s.fsGen++
+	for _, o := range s.ops {
+		if !o.retired {
+			o.fsGen = s.fsGen
+		}
+	}
+	s.poolsAtUpdate = t.StructureVersion()
+
+	snap := &Snapshot{Time: now, Total: total}
+	eff := make([]effective, t.Len())
+	t.Walk(func(id tree.ID) {
+		e := s.effectiveParams(id, eff)
+		eff[id] = e
+		a := s.fs.Attributes(id)
+		if t.IsOperation(id) {
+			o := s.byTree[id]
+			if o == nil || o.State() != StateRunning {
+				return
+			}
+			p := e.params.ScaleForPendingJobs(o.pendingJobs(), s.cfg.AllocationCountPreemptionTimeoutCoefficient)
+			below := starvation.OperationBelowFairShare(a.FairShare.Total, a.DemandShare, a.UsageShare, e.tolerance)
+			o.starvation.belowFairShare = below
+			o.starvation.tracker.Observe(now, below, p)
+			o.starvation.satisfaction = starvation.LocalSatisfaction(a.FairShare.Total, a.DemandShare, a.UsageShare)
+			snap.ops = append(snap.ops, opView{op: o, fairShare: a.FairShare.Total, demandShare: a.DemandShare,
+				belowFairShare: below, starvation: o.starvation.tracker.State})
+		}
+	})
+	s.updatePoolStarvation(now, eff)
+	s.snap.Store(snap)
+}
+
+// effectiveParams inherits tolerance and timeouts down the tree (spec.md
+// §3.3–3.4): pools take their own value or their parent's; operations may
+// only be more conservative (lower tolerance, longer timeout).
+func (s *Scheduler) effectiveParams(id tree.ID, eff []effective) effective {
+	t := s.tree
+	if id == tree.Root {
+		return effective{
+			tolerance: s.cfg.FairShareStarvationTolerance,
+			params: starvation.Params{Timeout: s.cfg.FairShareStarvationTimeout,
+				AggressiveTimeout: s.cfg.FairShareAggressiveStarvationTimeout, Aggressive: s.cfg.EnableAggressiveStarvation},
+		}
+	}
+	e := eff[t.Parent(id)]
+	if t.IsOperation(id) {
+		if o := s.byTree[id]; o != nil {
+			if v := o.spec.FairShareStarvationTolerance; v.Set {
+				e.tolerance = min(e.tolerance, v.V)
+			}
+			if v := o.spec.FairShareStarvationTimeout; v.Set {
+				e.params.Timeout = max(e.params.Timeout, v.V)
+			}
+		}
+		return e
+	}
+	c := t.Pool(id)
+	e.tolerance = c.FairShareStarvationTolerance.Or(e.tolerance)
+	e.params.Timeout = c.FairShareStarvationTimeout.Or(e.params.Timeout)
+	e.params.Aggressive = c.EnableAggressiveStarvation.Or(e.params.Aggressive)
+	return e
+}
+
+// updatePoolStarvation runs the pools' starvation state machines.
+func (s *Scheduler) updatePoolStarvation(now float64, eff []effective) {
+	if s.poolStarvation == nil {
+		s.poolStarvation = make(map[string]*starvationState)
+	}
+	t := s.tree
+	seen := 0
+	t.Walk(func(id tree.ID) {
+		if t.Kind(id) != tree.KindPool {
+			return
+		}
+		seen++
+		name := t.Name(id)
+		st := s.poolStarvation[name]
+		if st == nil {
+			st = &starvationState{}
+			s.poolStarvation[name] = st
+		}
+		a := s.fs.Attributes(id)
+		st.satisfaction = starvation.LocalSatisfaction(a.FairShare.Total, a.DemandShare, a.UsageShare)
+		if !s.cfg.EnablePoolStarvation {
+			*st = starvationState{satisfaction: st.satisfaction}
+			return
+		}
+		st.belowFairShare = starvation.BelowFairShare(a.FairShare.Total, a.DemandShare, a.UsageShare, eff[id].tolerance)
+		st.tracker.Observe(now, st.belowFairShare, eff[id].params)
+	})
+	if len(s.poolStarvation) > seen {
+		for name := range s.poolStarvation {
+			if id, ok := t.Lookup(name); !ok || t.Kind(id) != tree.KindPool {
+				delete(s.poolStarvation, name)
+			}
+		}
+	}
+}
+
+// sweepNodes unregisters nodes silent for longer than the heartbeat timeout
+// (their allocations count as aborted and their jobs return to pending) and
+// returns the total resources of the remaining nodes.
+func (s *Scheduler) sweepNodes(now float64) resource.Vec {
+	var total resource.Vec
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for name, n := range sh.nodes {
+			if now-n.lastHeartbeat > s.cfg.NodeHeartbeatTimeout {
+				for len(n.allocs) > 0 {
+					s.release(n, len(n.allocs)-1, false)
+				}
+				delete(sh.nodes, name)
+				continue
+			}
+			total = total.Add(n.limits)
+		}
+		sh.mu.Unlock()
+	}
+	return total
+}
+
+// Snapshot returns the last published snapshot.
+func (s *Scheduler) Snapshot() *Snapshot { return s.snap.Load() }
+
+// ---- introspection ----
+
+// OperationInfo is an operation's orchid view (api.md §3, §5).
+type OperationInfo struct {
+	ID, Pool           string
+	State              OperationState
+	Demand, Usage      resource.Vec
+	Attrs              fairshare.Attributes // as of the last update
+	BelowFairShare     bool
+	Starvation         starvation.State
+	Satisfaction       float64
+	RunningAllocations int64
+	PendingJobs        int64
+	CompletedJobs      int64
+	// WaitingPool and WaitingLimit say why a pending operation waits: the
+	// pool whose max_running_operation_count it is queued behind.
+	WaitingPool  string
+	WaitingLimit int64
+	StartTime    float64
+}
+
+// Operation returns an operation's view.
+func (s *Scheduler) Operation(id string) (OperationInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, err := s.lookup(id)
+	if err != nil {
+		return OperationInfo{}, err
+	}
+	return s.operationInfo(o), nil
+}
+
+// Operations appends the views of every known operation, in start order.
+func (s *Scheduler) Operations(dst []OperationInfo) []OperationInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	start := len(dst)
+	for _, o := range s.ops {
+		dst = append(dst, s.operationInfo(o))
+	}
+	sortInfos(dst[start:], s.ops)
+	return dst
+}
+
+func sortInfos(xs []OperationInfo, ops map[string]*operation) {
+	for i := 1; i < len(xs); i++ {
+		for j := i; j > 0 && ops[xs[j].ID].seq < ops[xs[j-1].ID].seq; j-- {
+			xs[j], xs[j-1] = xs[j-1], xs[j]
+		}
+	}
+}
+
+func (s *Scheduler) operationInfo(o *operation) OperationInfo {
+	info := OperationInfo{ID: o.id, Pool: o.spec.Pool, State: o.State(), Demand: o.demand(), Usage: o.Usage(),
+		RunningAllocations: o.running.Load(), PendingJobs: o.pendingJobs(), StartTime: o.startTime}
+	if info.Pool == "" {
+		info.Pool = tree.RootName
+	}
+	for i := range o.tasks {
+		info.CompletedJobs += o.tasks[i].completed.Load()
+	}
+	if !o.retired && s.fsGen > 0 && o.fsGen == s.fsGen {
+		info.Attrs = *s.fs.Attributes(o.treeID)
+	}
+	if !o.retired {
+		info.BelowFairShare = o.starvation.belowFairShare
+		info.Starvation = o.starvation.tracker.State
+		info.Satisfaction = o.starvation.satisfaction
+		if s.limits.State(o.treeID) == limits.Pending {
+			p, l := s.limits.WaitingFor(o.treeID)
+			info.WaitingPool, info.WaitingLimit = s.tree.Name(p), l
+		}
+	}
+	return info
+}
+
+// PoolInfo is a pool's orchid view (api.md §5).
+type PoolInfo struct {
+	Name, Parent                     string
+	Config                           tree.PoolConfig
+	Attrs                            fairshare.Attributes
+	BelowFairShare                   bool
+	Starvation                       starvation.State
+	Satisfaction                     float64
+	OperationCount                   int64
+	RunningOperationCount            int64
+	LightweightRunningOperationCount int64
+	PendingOperationCount            int64
+	MaxOperationCount                int64
+	MaxRunningOperationCount         int64
+}
+
+// Pool returns a pool's view (the root is "<Root>").
+func (s *Scheduler) Pool(name string) (PoolInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id, ok := s.tree.Lookup(name)
+	if !ok || s.tree.IsOperation(id) {
+		return PoolInfo{}, &Error{Code: tree.CodeUnknownPool, Field: "name", Msg: "cannot find pool \"" + name + "\""}
+	}
+	return s.poolInfo(id), nil
+}
+
+// Pools appends every pool's view in tree pre-order, the root first.
+func (s *Scheduler) Pools(dst []PoolInfo) []PoolInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tree.Walk(func(id tree.ID) {
+		if !s.tree.IsOperation(id) {
+			dst = append(dst, s.poolInfo(id))
+		}
+	})
+	return dst
+}
+
+func (s *Scheduler) poolInfo(id tree.ID) PoolInfo {
+	t := s.tree
+	info := PoolInfo{Name: t.Name(id), Config: *t.Pool(id),
+		OperationCount:                   s.limits.OperationCount(id),
+		RunningOperationCount:            s.limits.RunningOperationCount(id),
+		LightweightRunningOperationCount: s.limits.LightweightRunningOperationCount(id),
+		PendingOperationCount:            s.limits.PendingOperationCount(id),
+		MaxOperationCount:                s.limits.EffectiveMaxOperationCount(id),
+		MaxRunningOperationCount:         s.limits.EffectiveMaxRunningOperationCount(id),
+	}
+	if p := t.Parent(id); p != tree.None {
+		info.Parent = t.Name(p)
+	}
+	if s.fsGen > 0 && s.poolsAtUpdate == t.StructureVersion() {
+		info.Attrs = *s.fs.Attributes(id)
+	}
+	if st := s.poolStarvation[info.Name]; st != nil {
+		info.BelowFairShare, info.Starvation, info.Satisfaction = st.belowFairShare, st.tracker.State, st.satisfaction
+	}
+	return info
+}
+
+// Total returns the total resources of the registered nodes at the last update.
+func (s *Scheduler) Total() resource.Vec {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.total
+}
+
+// NodeInfo is a node's orchid view.
+type NodeInfo struct {
+	Name          string
+	Limits, Usage resource.Vec
+	LastHeartbeat float64
+	Allocations   []AllocationInfo
+}
+
+// AllocationInfo is one allocation of a node.
+type AllocationInfo struct {
+	ID        uint64
+	Operation string
+	Task      int
+	Resources resource.Vec
+	Start     float64
+	Preempted bool
+}
+
+// Node returns a node's view.
+func (s *Scheduler) Node(name string) (NodeInfo, bool) {
+	sh := s.shardOf(name)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	n := sh.nodes[name]
+	if n == nil {
+		return NodeInfo{}, false
+	}
+	info := NodeInfo{Name: n.name, Limits: n.limits, Usage: n.usage, LastHeartbeat: n.lastHeartbeat}
+	for _, a := range n.allocs {
+		info.Allocations = append(info.Allocations, AllocationInfo{ID: a.id, Operation: a.op.id, Task: int(a.task),
+			Resources: a.resources, Start: a.start, Preempted: a.preempted})
+	}
+	return info, true
+}
