@@ -11,17 +11,30 @@ import (
 )
 
 // TestConcurrentHeartbeatsKeepInvariants runs heartbeats of many nodes in
-// parallel goroutines together with operation starts, aborts and fair-share
-// updates, then checks that every operation's usage equals the sum of its
-// allocations, that no node is overcommitted, and that pool limits hold.
+// parallel goroutines together with operation starts, aborts, moves, pool
+// limit changes and fair-share updates. Starvation is quick (2 s) and the
+// preemptive backoff short (1 s), and a starving operation appears
+// mid-run, so preemption (normal, graceful, limit violations) happens
+// concurrently with everything else. Checked along the way: a node's usage
+// never exceeds its limits except by allocations already being preempted,
+// and every operation's status lists are consistent with the node indexes
+// (no allocation in two lists). Checked at the end: every operation's
+// usage equals the sum of its allocations, per-status counts add up, pool
+// limits hold and pool operation counts are exact.
 func TestConcurrentHeartbeatsKeepInvariants(t *testing.T) {
 	const (
 		nodes   = 32
 		workers = 4
-		rounds  = 60
+		rounds  = 80
 	)
+	seed := uint64(1)
+	t.Logf("seed %d", seed)
 	cfg := DefaultConfig()
 	cfg.Shards = 8
+	cfg.FairShareStarvationTimeout = 2
+	cfg.PreemptiveSchedulingBackoff = 1
+	cfg.AllocationPreemptionTimeout = 3
+	cfg.AllocationGracefulPreemptionTimeout = 4
 	s := New(tree.New(tree.PoolConfig{}), cfg)
 	limit := resource.Vec{resource.UserSlots: 1000, resource.CPU: cores(40), resource.Memory: 1000 * gib}
 	if _, err := s.ApplyPools(
@@ -34,7 +47,11 @@ func TestConcurrentHeartbeatsKeepInvariants(t *testing.T) {
 	var ops []string
 	for i := range 8 {
 		pool := []string{"a", "b", ""}[i%3]
-		id, _, err := s.StartOperation(0, OperationSpec{Pool: pool, Tasks: []TaskSpec{{JobCount: 200, Resources: job(float64(1+i%3), 1)}}})
+		mode := PreemptionNormal
+		if i%4 == 3 {
+			mode = PreemptionGraceful
+		}
+		id, _, err := s.StartOperation(0, OperationSpec{Pool: pool, PreemptionMode: mode, Tasks: []TaskSpec{{JobCount: 400, Resources: job(float64(1+i%3), 1)}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,99 +66,299 @@ func TestConcurrentHeartbeatsKeepInvariants(t *testing.T) {
 	}
 	s.UpdateFairShare(0)
 
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			r := rand.New(rand.NewPCG(uint64(w), 1))
-			held := make(map[int][]AllocationReport)
-			var resp Response
-			for round := range rounds {
-				for i := w; i < nodes; i += workers {
-					reports := held[i]
-					for j := range reports {
-						if r.IntN(4) == 0 {
-							reports[j].State = AllocCompleted
-						}
-					}
-					resp.Reset()
-					now := float64(round)
-					if err := s.Heartbeat(now, &NodeHeartbeat{Node: fmt.Sprintf("n%d", i), Limits: node, Allocations: reports}, &resp); err != nil {
-						t.Error(err)
-						return
-					}
-					kept := reports[:0]
-					for _, a := range reports {
-						aborted := false
-						for _, ab := range resp.Abort {
-							aborted = aborted || ab.Allocation == a.ID
-						}
-						if a.State == AllocRunning && !aborted {
-							kept = append(kept, a)
-						}
-					}
-					for _, st := range resp.Start {
-						kept = append(kept, AllocationReport{ID: st.Allocation, State: AllocRunning})
-					}
-					held[i] = kept
+	var (
+		mu          sync.Mutex
+		preemptions = map[PreemptReason]int{}
+	)
+	type workerState struct {
+		r         *rand.Rand
+		held      map[int][]AllocationReport
+		preempted map[uint64]bool
+		resp      Response
+	}
+	states := make([]*workerState, workers)
+	for w := range states {
+		states[w] = &workerState{r: rand.New(rand.NewPCG(seed, uint64(w))), held: map[int][]AllocationReport{}, preempted: map[uint64]bool{}}
+	}
+	heartbeats := func(ws *workerState, w, round int) {
+		r, preempted, resp := ws.r, ws.preempted, &ws.resp
+		for i := w; i < nodes; i += workers {
+			name := fmt.Sprintf("n%d", i)
+			reports := ws.held[i]
+			for j := range reports {
+				switch {
+				case preempted[reports[j].ID] && r.IntN(2) == 0:
+					reports[j].State = AllocAborted
+				case r.IntN(64) == 0:
+					reports[j].State = AllocCompleted
 				}
 			}
-		}(w)
+			resp.Reset()
+			if err := s.Heartbeat(float64(round), &NodeHeartbeat{Node: name, Limits: node, Allocations: reports}, resp); err != nil {
+				t.Error(err)
+				return
+			}
+			kept := reports[:0]
+			for _, a := range reports {
+				aborted := false
+				for _, ab := range resp.Abort {
+					aborted = aborted || ab.Allocation == a.ID
+				}
+				if a.State == AllocRunning && !aborted {
+					kept = append(kept, a)
+				} else {
+					delete(preempted, a.ID)
+				}
+			}
+			for _, st := range resp.Start {
+				kept = append(kept, AllocationReport{ID: st.Allocation, State: AllocRunning})
+			}
+			mu.Lock()
+			for _, p := range resp.Preempt {
+				if preempted[p.Allocation] {
+					t.Errorf("allocation %d preempted twice", p.Allocation)
+				}
+				preempted[p.Allocation] = true
+				preemptions[p.Reason]++
+			}
+			mu.Unlock()
+			ws.held[i] = kept
+			checkNodeInfo(t, s, name)
+		}
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for round := range rounds {
-			s.UpdateFairShare(float64(round))
-			switch round {
-			case 10:
-				s.AbortOperation(ops[0])
-			case 20:
-				s.StartOperation(float64(round), OperationSpec{Pool: "b", Tasks: []TaskSpec{{JobCount: 50, Resources: job(2, 2)}}})
+	control := func(round int) {
+		s.UpdateFairShare(float64(round))
+		switch round {
+		case 10:
+			s.AbortOperation(ops[0])
+		case 20:
+			// A heavy operation appears and starves.
+			s.StartOperation(float64(round), OperationSpec{Pool: "b", Weight: tree.Some(4), Tasks: []TaskSpec{{JobCount: 2000, Resources: job(2, 2)}}})
+		case 30:
+			// Lower pool a's limits below its usage: limit violations.
+			lower := limit
+			lower[resource.CPU] = cores(16)
+			if _, err := s.ApplyPools(tree.Mutation{Kind: tree.SetPool, Name: "a", Pool: tree.PoolConfig{ResourceLimits: tree.Full(lower)}}); err != nil {
+				t.Error(err)
+			}
+		case 40:
+			if err := s.MoveOperation(ops[1], "a"); err != nil {
+				t.Error(err)
 			}
 		}
-	}()
-	wg.Wait()
+		if round%5 == 0 {
+			checkOperationLists(t, s)
+		}
+	}
+	// Each round runs the control plane and every worker's heartbeats in
+	// parallel; rounds are separated so that virtual time moves together.
+	for round := range rounds {
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				heartbeats(states[w], w, round)
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			control(round)
+		}()
+		wg.Wait()
+	}
+	t.Logf("preemptions by reason: %v", preemptions)
+	if preemptions[PreemptForStarving]+preemptions[PreemptForStarvingAncestor] == 0 || preemptions[PreemptGraceful] == 0 {
+		t.Errorf("preemptions %v: want some for starvation and some graceful ones", preemptions)
+	}
 
 	// Invariants.
+	checkOperationLists(t, s)
+	checkQuiescent(t, s)
 	sum := map[string]resource.Vec{}
+	var poolA resource.Vec
+	poolOf := map[string]string{}
+	for _, info := range s.Operations(nil) {
+		poolOf[info.ID] = info.Pool
+	}
 	for i := range nodes {
 		info, ok := s.Node(fmt.Sprintf("n%d", i))
 		if !ok {
 			t.Fatalf("node n%d lost", i)
 		}
-		var u resource.Vec
+		var u, held resource.Vec
 		for _, a := range info.Allocations {
 			u = u.Add(a.Resources)
 			sum[a.Operation] = sum[a.Operation].Add(a.Resources)
+			if !a.Preempted {
+				held = held.Add(a.Resources)
+				if poolOf[a.Operation] == "a" {
+					poolA = poolA.Add(a.Resources)
+				}
+			}
 		}
-		if u != info.Usage || !info.Limits.Dominates(u) {
-			t.Errorf("node %s: usage %v, allocations %v, limits %v", info.Name, info.Usage, u, info.Limits)
+		if u != info.Usage || !info.Limits.Dominates(held) || held != info.Usage.Sub(info.PreemptedUsage) {
+			t.Errorf("node %s: usage %v (preempted %v), allocations %v (not preempted %v), limits %v", info.Name, info.Usage, info.PreemptedUsage, u, held, info.Limits)
 		}
 	}
-	var poolA resource.Vec
 	for _, info := range s.Operations(nil) {
 		if info.Usage != sum[info.ID] {
 			t.Errorf("operation %s: usage %v, its allocations %v", info.ID, info.Usage, sum[info.ID])
 		}
-		if info.Pool == "a" {
-			poolA = poolA.Add(info.Usage)
+		c := info.AllocationsByStatus
+		if c[0]+c[1]+c[2]+info.PreemptedAllocations != info.RunningAllocations {
+			t.Errorf("operation %s: statuses %v + preempted %d != running %d", info.ID, c, info.PreemptedAllocations, info.RunningAllocations)
 		}
 	}
-	if !limit.Dominates(poolA) {
-		t.Errorf("pool a uses %v over its limits %v", poolA, limit)
+	lower := limit
+	lower[resource.CPU] = cores(16)
+	if !lower.Dominates(poolA) {
+		// Limit violations are repaid by the normal stage, one node per
+		// backoff: after 40 rounds they must be gone.
+		t.Errorf("pool a uses %v over its limits %v", poolA, lower)
 	}
 	s.UpdateFairShare(rounds)
+	infos := s.Operations(nil)
 	for _, p := range s.Pools(nil) {
-		running := int64(0)
-		for _, info := range s.Operations(nil) {
-			if (info.Pool == p.Name || p.Name == tree.RootName) && info.State == StateRunning {
+		var running, total, pending int64
+		for _, info := range infos {
+			if info.State.Final() || !(info.Pool == p.Name || p.Name == tree.RootName) {
+				continue
+			}
+			total++
+			switch info.State {
+			case StateRunning:
 				running++
+			case StatePending:
+				pending++
 			}
 		}
-		if p.RunningOperationCount != running {
-			t.Errorf("pool %s: running count %d, want %d", p.Name, p.RunningOperationCount, running)
+		if p.RunningOperationCount != running || p.OperationCount != total || p.PendingOperationCount != pending {
+			t.Errorf("pool %s: running %d, all %d, pending %d; want %d, %d, %d", p.Name, p.RunningOperationCount, p.OperationCount, p.PendingOperationCount, running, total, pending)
 		}
+	}
+}
+
+// checkNodeInfo checks one node under its shard lock: usage is the sum of its
+// allocations and exceeds the limits only by preempted ones.
+func checkNodeInfo(t *testing.T, s *Scheduler, name string) {
+	t.Helper()
+	info, ok := s.Node(name)
+	if !ok {
+		t.Errorf("node %s lost", name)
+		return
+	}
+	var u, held resource.Vec
+	for _, a := range info.Allocations {
+		u = u.Add(a.Resources)
+		if !a.Preempted {
+			held = held.Add(a.Resources)
+		}
+	}
+	if u != info.Usage || held != info.Usage.Sub(info.PreemptedUsage) || !info.Limits.Dominates(held) {
+		t.Errorf("node %s: usage %v (preempted %v), allocations %v (not preempted %v), limits %v", name, info.Usage, info.PreemptedUsage, u, held, info.Limits)
+	}
+}
+
+// checkOperationLists verifies every operation's status lists under its
+// mutex, concurrently with heartbeats: each listed allocation is in exactly
+// one list, carries that list's status, belongs to the operation and is
+// linked in its node's bucket of that status; counts and sums match.
+func checkOperationLists(t *testing.T, s *Scheduler) {
+	t.Helper()
+	s.mu.Lock()
+	ops := make([]*operation, 0, len(s.ops))
+	for _, o := range s.ops {
+		ops = append(ops, o)
+	}
+	s.mu.Unlock()
+	for _, o := range ops {
+		o.pre.mu.Lock()
+		seen := map[*allocation]PreemptionStatus{}
+		for st := range PreemptionStatus(statusCount) {
+			l := &o.pre.lists[st]
+			var n int64
+			var u resource.Vec
+			for a := l.head; a != nil; a = a.next {
+				if prev, dup := seen[a]; dup {
+					t.Errorf("operation %s: allocation %d in lists %v and %v", o.id, a.id, prev, st)
+					break
+				}
+				seen[a] = st
+				if a.op != o || !a.listed || a.status != st {
+					t.Errorf("operation %s: allocation %d in list %v: op %s listed %v status %v", o.id, a.id, st, a.op.id, a.listed, a.status)
+				}
+				nd := a.node
+				nd.idxMu.Lock()
+				if a.bprev == nil && nd.buckets[st] != a || a.bprev != nil && a.bprev.bnext != a {
+					t.Errorf("operation %s: allocation %d of list %v is not linked in its node's bucket", o.id, a.id, st)
+				}
+				nd.idxMu.Unlock()
+				n++
+				u = u.Add(a.resources)
+			}
+			if n != l.n || u != l.usage {
+				t.Errorf("operation %s list %v: %d allocations summing to %v, recorded %d and %v", o.id, st, n, u, l.n, l.usage)
+			}
+		}
+		o.pre.mu.Unlock()
+	}
+}
+
+// checkQuiescent verifies every node's index when no heartbeat runs: each
+// not preempted allocation is in exactly the bucket of its status, each
+// preempted one in none; allocations are sorted by ID; usage, preempted
+// usage and the graceful count match the allocations.
+func checkQuiescent(t *testing.T, s *Scheduler) {
+	t.Helper()
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for _, n := range sh.nodes {
+			n.idxMu.Lock()
+			inBucket := map[*allocation]PreemptionStatus{}
+			for st := range PreemptionStatus(statusCount) {
+				k := 0
+				for a := n.buckets[st]; a != nil; a = a.bnext {
+					if prev, dup := inBucket[a]; dup {
+						t.Errorf("node %s: allocation %d in buckets %v and %v", n.name, a.id, prev, st)
+						break
+					}
+					inBucket[a] = st
+					k++
+				}
+				if k != n.bucketN[st] {
+					t.Errorf("node %s bucket %v: %d allocations, recorded %d", n.name, st, k, n.bucketN[st])
+				}
+			}
+			var u, pu resource.Vec
+			graceful := 0
+			for j, a := range n.allocs {
+				if j > 0 && n.allocs[j-1].id >= a.id {
+					t.Errorf("node %s: allocations out of ID order", n.name)
+				}
+				st, in := inBucket[a]
+				if a.preempted == in || in && (st != a.status || !a.listed) || a.node != n {
+					t.Errorf("node %s: allocation %d preempted %v listed %v status %v, in bucket %v (%v)", n.name, a.id, a.preempted, a.listed, a.status, in, st)
+				}
+				delete(inBucket, a)
+				u = u.Add(a.resources)
+				if a.preempted {
+					pu = pu.Add(a.resources)
+				}
+				if a.op.graceful() {
+					graceful++
+				}
+			}
+			if len(inBucket) != 0 {
+				t.Errorf("node %s: %d indexed allocations the node does not hold", n.name, len(inBucket))
+			}
+			if u != n.usage || pu != n.preemptedUsage || graceful != n.graceful {
+				t.Errorf("node %s: usage %v preempted %v graceful %d; allocations say %v, %v, %d", n.name, n.usage, n.preemptedUsage, n.graceful, u, pu, graceful)
+			}
+			n.idxMu.Unlock()
+		}
+		sh.mu.Unlock()
 	}
 }

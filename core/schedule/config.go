@@ -4,7 +4,25 @@ import (
 	"github.com/fairsched/fairsched/core/fairshare"
 	"github.com/fairsched/fairsched/core/limits"
 	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/tree"
 )
+
+// PreemptionPriorityScope is scheduling_preemption_priority_scope (spec.md
+// §3.5): whether an operation may preempt because an ancestor pool starves.
+type PreemptionPriorityScope uint8
+
+// Preemption priority scopes.
+const (
+	ScopeOperationAndAncestors PreemptionPriorityScope = iota // default
+	ScopeOperationOnly
+)
+
+func (s PreemptionPriorityScope) String() string {
+	if s == ScopeOperationOnly {
+		return "operation_only"
+	}
+	return "operation_and_ancestors"
+}
 
 // Config is the scheduler's configuration; DefaultConfig gives spec.md §8.
 type Config struct {
@@ -35,6 +53,25 @@ type Config struct {
 	AllocationPreemptionTimeout               float64 // 10 s
 	AllocationGracefulPreemptionTimeout       float64 // 60 s
 
+	// NonPreemptibleResourceUsageThreshold is the tree default of
+	// non_preemptible_resource_usage_threshold (spec.md §4): while an
+	// operation's usage strictly stays below it in every resource, its
+	// allocations are not preemptible. Empty (the default) means no
+	// threshold; unspecified components of a partial one are infinite.
+	// Pools override it, operations may only lower it per resource.
+	NonPreemptibleResourceUsageThreshold tree.PartialVec
+	// MaxUnpreemptibleRunningAllocationCount fills the threshold's
+	// user_slots when that is unspecified (spec.md §8.1; unset by default).
+	MaxUnpreemptibleRunningAllocationCount tree.OptInt
+	// AllowAggressivePreemption is the root's allow_aggressive_preemption,
+	// inherited by pools that set none (spec.md §4; docs: true).
+	AllowAggressivePreemption bool
+	// SchedulingPreemptionPriorityScope is spec.md §3.5's scope.
+	SchedulingPreemptionPriorityScope PreemptionPriorityScope
+	// AllowedNodeResourcesOvercommitDuration is how long a node's usage may
+	// exceed its limits before allocations are aborted (spec.md §5.6; 0).
+	AllowedNodeResourcesOvercommitDuration float64
+
 	FairShare fairshare.Config
 	Limits    limits.Config
 }
@@ -56,6 +93,7 @@ func DefaultConfig() Config {
 		PreemptiveSchedulingBackoff:                 5,
 		AllocationPreemptionTimeout:                 10,
 		AllocationGracefulPreemptionTimeout:         60,
+		AllowAggressivePreemption:                   true,
 		FairShare:                                   fairshare.DefaultConfig(),
 		Limits:                                      limits.DefaultConfig(),
 	}

@@ -10,23 +10,58 @@
 //     limits and pending queues (core/limits), the fair-share updater and the
 //     table of operations. Starting, completing, aborting and moving
 //     operations, pool changes and UpdateFairShare take it.
+//
 //   - Nodes are sharded by a hash of their name (Config.Shards); each shard's
 //     mutex guards its nodes and their allocations. Heartbeats of nodes in
 //     different shards run in parallel and never take the control lock.
+//
 //   - What heartbeats need from the control plane is published after every
 //     fair-share update as an immutable Snapshot behind an atomic pointer:
 //     the schedulable operations with their fair, demand and limit shares and
 //     statuses.
+//
 //   - Live per-operation state shared between shards — usage, pending jobs per
 //     task, unfinished job counts, the operation's state — and the usage of
 //     every pool with resource limits are atomics, so a heartbeat changes them
 //     without a lock.
 //
-// Lock order: Scheduler.mu before any shard mutex; shard mutexes are taken
-// one at a time, never two together; registry.mu (node names) is a leaf.
-// A heartbeat that finishes an operation's last job does not take the
-// control lock: it marks the operation completed (atomically) and queues it;
-// the control plane retires queued operations on its next call.
+//   - Each shard keeps an index of the snapshot's operations (a heap by
+//     satisfaction with live usage, refreshed lazily; see opIndex) for the
+//     regular stage's search, so a heartbeat does not scan every operation.
+//
+//   - Each operation keeps its allocations' preemption statuses (spec.md
+//     §4) in three ordered lists under its own mutex, because its
+//     allocations live on nodes of every shard. Each node keeps a
+//     preemption index — its listed allocations bucketed by status — under
+//     a small leaf mutex, so that the preemptive stages find candidate
+//     victims without scanning every allocation of the node while statuses
+//     change from any shard.
+//
+// Lock order:
+//
+//	Scheduler.mu → shard.mu → operation.pre.mu → node.idxMu
+//
+// Locks are only ever taken in this order, and any of them may be skipped (a
+// heartbeat starts at a shard mutex; the fair-share publish goes from
+// Scheduler.mu straight to operation mutexes). Heartbeats and the node
+// sweep take shard mutexes one at a time; only the control plane, to swap
+// limit counters exactly (pool limits change, an operation moves), holds
+// all of them, taken in index order. Operation mutexes are taken one at a
+// time; node.idxMu, registry.mu (node names) and finishedMu are leaves. A heartbeat that finishes an operation's last job
+// does not take the control lock: it marks the operation completed
+// (atomically) and queues it; the control plane retires queued operations
+// on its next call.
+//
+// # Allocations and preemption
+//
+// Allocation structs have stable addresses from start to release and are
+// recycled through a per-shard free list; a node's allocations are kept
+// sorted by ID. A preempted allocation leaves its operation's status lists
+// and the limit counters at once, but keeps its resources on the node and
+// in the operation's usage until the node reports it finished (or, after
+// its deadline, is told to abort): a node's usage exceeds its limits only
+// by preempted allocations. Heartbeats that change nothing, or that start,
+// complete and preempt allocations into a reused Response, do not allocate.
 //
 // Time is virtual: every entry point takes now in seconds. The package reads
 // no clock and does no I/O.

@@ -1,8 +1,8 @@
 package schedule
 
 import (
+	"github.com/fairsched/fairsched/core/internal/invariants"
 	"github.com/fairsched/fairsched/core/resource"
-	"github.com/fairsched/fairsched/core/starvation"
 )
 
 // AllocationState is what a node reports about an allocation.
@@ -69,16 +69,26 @@ type AbortDecision struct {
 	Operation  string // the allocation's operation, when known
 }
 
-// PreemptReason says why an allocation is preempted (spec.md §5.4–5.5, §7).
+// PreemptReason says why an allocation is preempted (spec.md §5.4–5.6, §7).
 type PreemptReason uint8
 
-// Preemption reasons.
+// Preemption reasons. The first three name why the operation an
+// allocation made room for was allowed to preempt: it starves itself, it
+// starves aggressively, or an ancestor pool starves (spec.md §3.5 scope
+// operation_and_ancestors).
 const (
 	PreemptForStarving PreemptReason = iota
 	PreemptForAggressivelyStarving
 	PreemptForStarvingAncestor
+	// PreemptLimitViolated: the allocation's operation or an ancestor pool
+	// uses more than its specified resource limits.
 	PreemptLimitViolated
+	// PreemptGraceful: a graceful operation sheds an allocation above its
+	// fair share (spec.md §7).
 	PreemptGraceful
+	// PreemptNodeOvercommit: the node's usage exceeds its limits and the
+	// preemptive stage started nothing (spec.md §5.5).
+	PreemptNodeOvercommit
 )
 
 func (r PreemptReason) String() string {
@@ -91,12 +101,16 @@ func (r PreemptReason) String() string {
 		return "resource limits violated"
 	case PreemptGraceful:
 		return "graceful preemption"
+	case PreemptNodeOvercommit:
+		return "node resources overcommitted"
 	}
 	return "starving"
 }
 
 // PreemptDecision tells the node to stop an allocation within Timeout
-// seconds; ForAllocation and ForOperation name what it made room for.
+// seconds; ForAllocation and ForOperation name what it made room for (zero
+// for graceful, overcommit and pure limit-violation preemptions). Status is
+// the allocation's preemption status when it was preempted.
 type PreemptDecision struct {
 	Allocation    uint64
 	Operation     string
@@ -104,6 +118,7 @@ type PreemptDecision struct {
 	Timeout       float64
 	ForAllocation uint64
 	ForOperation  string
+	Status        PreemptionStatus
 }
 
 // Response is a heartbeat's answer. It is owned by the caller and reused:
@@ -120,13 +135,30 @@ func (r *Response) Reset() {
 }
 
 // Heartbeat processes a node heartbeat at virtual time now and appends the
-// decisions to resp (spec.md §5): reported allocations are settled first
-// (completed jobs count once; failed and aborted jobs return to pending;
-// unknown allocations are told to abort), then new allocations start on
-// the node's free resources, least satisfied operation first.
+// decisions to resp (spec.md §5.1):
+//
+//  1. reported allocations are settled: completed jobs count once; failed
+//     and aborted jobs return to pending; unknown allocations, allocations
+//     of finished operations and preempted allocations past their deadline
+//     are told to abort;
+//  2. graceful preemption (spec.md §7);
+//  3. the regular stage starts allocations on the node's free resources,
+//     least satisfied operation first (§5.2–5.3);
+//  4. at most every Config.PreemptiveSchedulingBackoff seconds per node,
+//     the preemptive stages (§5.4–5.5) start at most one allocation using
+//     the resources of preemptible allocations and preempt those;
+//  5. a node whose limits no longer hold its allocations aborts the most
+//     preemptible ones (§5.6).
 //
 // A heartbeat that reports an allocation of another node is rejected with
 // a *Error (code foreign_allocation) before anything changes.
+//
+// Heartbeats of one node's shard are serialised; others run in parallel.
+// In steady state (a registered node, a Response reused, the shard's
+// scratch grown) a heartbeat does not allocate, whether it changes
+// nothing or starts, completes and preempts allocations; registering a
+// node, the first search after a snapshot with more operations and
+// rejected heartbeats do.
 func (s *Scheduler) Heartbeat(now float64, hb *NodeHeartbeat, resp *Response) error {
 	sh := s.shardOf(hb.Node)
 	sh.mu.Lock()
@@ -152,48 +184,90 @@ func (s *Scheduler) Heartbeat(now float64, hb *NodeHeartbeat, resp *Response) er
 	}
 
 	for _, rep := range hb.Allocations {
-		i := n.find(rep.ID)
-		if i < 0 {
+		a := n.find(rep.ID)
+		if a == nil {
 			if rep.State == AllocRunning {
 				resp.Abort = append(resp.Abort, AbortDecision{Allocation: rep.ID, Reason: AbortUnknownAllocation})
 			}
 			continue
 		}
-		a := &n.allocs[i]
 		switch rep.State {
 		case AllocCompleted:
-			s.release(n, i, true)
+			s.release(sh, n, a, true)
 		case AllocFailed, AllocAborted:
-			s.release(n, i, false)
+			s.release(sh, n, a, false)
 		default:
 			switch {
 			case a.op.State().Final():
 				resp.Abort = append(resp.Abort, AbortDecision{Allocation: a.id, Reason: AbortOperationFinished, Operation: a.op.id})
-				s.release(n, i, false)
+				s.release(sh, n, a, false)
 			case a.preempted && now >= a.deadline:
 				resp.Abort = append(resp.Abort, AbortDecision{Allocation: a.id, Reason: AbortPreemptionTimedOut, Operation: a.op.id})
-				s.release(n, i, false)
+				s.release(sh, n, a, false)
 			}
 		}
 	}
 
-	snap := s.snap.Load()
-	if snap.Total.IsZero() {
-		return nil
+	if snap := s.snap.Load(); !snap.Total.IsZero() {
+		s.preemptGracefully(now, sh, n, resp)
+		started := s.scheduleRegular(now, sh, n, snap, resp)
+		if !n.hadPreemptive || now-n.lastPreemptive > s.cfg.PreemptiveSchedulingBackoff {
+			n.hadPreemptive, n.lastPreemptive = true, now
+			s.schedulePreemptive(now, sh, n, snap, started, resp)
+		}
 	}
-	s.scheduleRegular(now, n, snap, resp)
+	s.abortOvercommitted(now, sh, n, resp)
+	if invariants.Enabled {
+		checkNode(n)
+	}
 	return nil
 }
 
-// release settles allocation i of node n: its resources return to the node,
+// checkNode asserts, under -race and the invariants tag, that the node's
+// usage is the sum of its allocations, that it exceeds the limits only by
+// preempted allocations (or within the allowed overcommit duration), and
+// that its preemption index holds exactly the not preempted allocations.
+func checkNode(n *node) {
+	var u, pu resource.Vec
+	preempted := 0
+	for _, a := range n.allocs {
+		u = u.Add(a.resources)
+		if a.preempted {
+			pu = pu.Add(a.resources)
+			preempted++
+		}
+	}
+	invariants.Check(u == n.usage && pu == n.preemptedUsage, "node %s: usage %v and preempted %v, its allocations say %v and %v", n.name, n.usage, n.preemptedUsage, u, pu)
+	invariants.Check(n.overcommitted || n.limits.Dominates(u.Sub(pu)), "node %s: usage %v less preempted %v exceeds limits %v", n.name, u, pu, n.limits)
+	n.idxMu.Lock()
+	indexed := n.bucketN[0] + n.bucketN[1] + n.bucketN[2]
+	n.idxMu.Unlock()
+	invariants.Check(indexed == len(n.allocs)-preempted, "node %s: %d allocations indexed, %d not preempted", n.name, indexed, len(n.allocs)-preempted)
+}
+
+// release settles allocation a of node n: its resources return to the node,
 // the operation and its limited ancestors; a completed job counts as done,
-// any other job returns to pending unless its operation has finished.
-func (s *Scheduler) release(n *node, i int, completed bool) {
-	a := n.allocs[i]
+// any other job returns to pending unless its operation has finished. The
+// allocation is recycled. Shard mutex held.
+func (s *Scheduler) release(sh *shard, n *node, a *allocation, completed bool) {
 	o := a.op
 	n.usage = n.usage.Sub(a.resources)
+	if a.preempted {
+		// Already out of the status lists and the limit counters.
+		n.preemptedUsage = n.preemptedUsage.Sub(a.resources)
+		for r, x := range a.resources {
+			if x != 0 {
+				o.preempted[r].Add(-x)
+			}
+		}
+		o.preemptedCount.Add(-1)
+	} else {
+		o.pre.mu.Lock()
+		o.pre.remove(a)
+		o.pre.mu.Unlock()
+		o.uncharge(a.resources)
+	}
 	o.addUsage(a.resources, -1)
-	o.uncharge(a.resources)
 	o.running.Add(-1)
 	t := &o.tasks[a.task]
 	t.running.Add(-1)
@@ -205,52 +279,69 @@ func (s *Scheduler) release(n *node, i int, completed bool) {
 	} else if !o.State().Final() {
 		t.pending.Add(1)
 	}
-	n.remove(i)
+	if o.graceful() {
+		n.graceful--
+	}
+	n.removeAlloc(a)
+	sh.recycle(a)
+	sh.ops.touch(o)
 }
 
 // canStartMore is CanStartMoreAllocations (spec.md §5.1): the node keeps at
-// least the minimum spare resources after its usage.
-func (s *Scheduler) canStartMore(n *node, started int) bool {
+// least the minimum spare resources after usage less discount.
+func (s *Scheduler) canStartMore(n *node, usage, discount resource.Vec, started int) bool {
 	if m := s.cfg.MaxStartedAllocationsPerHeartbeat; m > 0 && started >= m {
 		return false
 	}
-	return n.limits.Dominates(n.usage.Add(s.cfg.MinSpareAllocationResources))
+	return n.limits.Add(discount).Dominates(usage.Add(s.cfg.MinSpareAllocationResources))
 }
 
 // scheduleRegular is the regular (non-preemptive) stage (spec.md §5.3):
 // while the node has room, start one job of the least satisfied operation
-// that has a pending job fitting the node.
-func (s *Scheduler) scheduleRegular(now float64, n *node, snap *Snapshot, resp *Response) {
+// that has a pending job fitting the node, found with the shard's index.
+// Preempted allocations still hold their resources here: the node has not
+// stopped them yet. It returns the number of allocations it started.
+func (s *Scheduler) scheduleRegular(now float64, sh *shard, n *node, snap *Snapshot, resp *Response) int {
+	if !s.canStartMore(n, n.usage, resource.Vec{}, 0) {
+		return 0
+	}
+	h := &sh.ops
+	h.sync(snap)
 	started := 0
-	for s.canStartMore(n, started) {
+	for s.canStartMore(n, n.usage, resource.Vec{}, started) {
 		free := n.limits.Sub(n.usage)
-		v, t := s.best(snap, free)
-		if v == nil {
-			return
+		idx, t := h.best(free)
+		if idx < 0 {
+			break
 		}
-		if !s.start(now, n, v.op, t, resp) {
-			// Lost a race for the job or a limit: try the others next time.
-			return
+		if s.start(now, sh, n, snap.ops[idx].op, t, resp) == nil {
+			// Lost a race for the job or a limit: not again in this stage.
+			h.skip(idx)
+			continue
 		}
 		started++
 	}
+	h.restore()
+	return started
 }
 
-// best returns the schedulable operation with the least satisfaction that
-// has a pending job fitting free, and that job's task (spec.md §5.2: with
-// composite satisfaction the minimum over children, descending the tree by
-// least satisfaction reaches the least satisfied active operation).
-func (s *Scheduler) best(snap *Snapshot, free resource.Vec) (*opView, int) {
+// bestTarget returns the operation of the given preemption priority with
+// the least satisfaction that has a pending job fitting free, and that
+// job's task (spec.md §5.2; with composite satisfaction the minimum over
+// children, descending the tree by least satisfaction reaches the least
+// satisfied active operation). The preemptive stages use it: only their
+// target operations are active, usually few, so it scans them.
+func bestTarget(snap *Snapshot, free resource.Vec, target PreemptionPriority) (*opView, int) {
 	var best *opView
 	bestTask := -1
 	bestSat := 0.0
-	for i := range snap.ops {
+	for _, i := range snap.targets[target] {
 		v := &snap.ops[i]
 		o := v.op
 		if o.State() != StateRunning {
 			continue
 		}
-		if o.spec.PreemptionMode == PreemptionGraceful && !v.belowFairShare {
+		if o.graceful() && !v.belowFairShare {
 			continue
 		}
 		t := -1
@@ -264,8 +355,7 @@ func (s *Scheduler) best(snap *Snapshot, free resource.Vec) (*opView, int) {
 		if t < 0 {
 			continue
 		}
-		usage := resource.FromResources(o.Usage(), snap.Total)
-		sat := starvation.LocalSatisfaction(v.fairShare, v.demandShare, usage)
+		sat := satisfaction(v, snap.Total)
 		if best == nil || sat < bestSat {
 			best, bestTask, bestSat = v, t, sat
 		}
@@ -273,13 +363,14 @@ func (s *Scheduler) best(snap *Snapshot, free resource.Vec) (*opView, int) {
 	return best, bestTask
 }
 
-// start claims one pending job of task t and starts it on n.
-func (s *Scheduler) start(now float64, n *node, o *operation, t int, resp *Response) bool {
+// start claims one pending job of task t and starts it on n; it returns the
+// new allocation, or nil when the job or a limit was lost to a race.
+func (s *Scheduler) start(now float64, sh *shard, n *node, o *operation, t int, resp *Response) *allocation {
 	tk := &o.tasks[t]
 	for {
 		p := tk.pending.Load()
 		if p <= 0 {
-			return false
+			return nil
 		}
 		if tk.pending.CompareAndSwap(p, p-1) {
 			break
@@ -288,20 +379,29 @@ func (s *Scheduler) start(now float64, n *node, o *operation, t int, resp *Respo
 	res := tk.spec.Resources
 	if !o.charge(res) {
 		tk.pending.Add(1)
-		return false
+		return nil
 	}
 	if o.State() != StateRunning {
 		o.uncharge(res)
 		tk.pending.Add(1)
-		return false
+		return nil
 	}
 	n.seq++
-	id := uint64(n.index)<<32 | uint64(n.seq)
+	a := sh.newAllocation()
+	a.id = uint64(n.index)<<32 | uint64(n.seq)
+	a.op, a.node, a.task, a.resources, a.start = o, n, int32(t), res, now
 	o.addUsage(res, 1)
 	o.running.Add(1)
 	tk.running.Add(1)
 	n.usage = n.usage.Add(res)
-	n.allocs = append(n.allocs, allocation{id: id, op: o, task: int32(t), resources: res, start: now})
-	resp.Start = append(resp.Start, StartDecision{Allocation: id, Operation: o.id, Task: t, Resources: res})
-	return true
+	n.allocs = append(n.allocs, a)
+	if o.graceful() {
+		n.graceful++
+	}
+	o.pre.mu.Lock()
+	o.pre.add(a)
+	o.pre.mu.Unlock()
+	sh.ops.touch(o)
+	resp.Start = append(resp.Start, StartDecision{Allocation: a.id, Operation: o.id, Task: t, Resources: res})
+	return a
 }

@@ -12,7 +12,15 @@ type shard struct {
 	mu    sync.Mutex
 	index int
 	nodes map[string]*node
-	_     [40]byte // keep shards' mutexes on separate cache lines
+	// free recycles allocation structs (linked through next), so that
+	// steady-state heartbeats do not allocate.
+	free *allocation
+	// victims is the scratch of the preemptive stages, graceful preemption
+	// and the overcommit abort.
+	victims []victim
+	// ops finds the operation to schedule in the regular stage.
+	ops opIndex
+	_   [64]byte // keep one shard's mutex off the cache lines of the previous shard's fields
 }
 
 // node is a registered node and the allocations it holds.
@@ -24,24 +32,130 @@ type node struct {
 	tags          []string
 	lastHeartbeat float64
 	seq           uint32
-	allocs        []allocation
+	// allocs holds the node's allocations sorted by ID (IDs grow with seq).
+	allocs []*allocation
+	// preemptedUsage is the part of usage held by preempted allocations
+	// that still run: the node is told to stop them, so the preemptive
+	// stages and the overcommit check treat it as free (spec.md §5.5).
+	preemptedUsage resource.Vec
+	// graceful counts allocations of graceful operations (spec.md §7).
+	graceful int
 	// lastPreemptive is when preemptive scheduling last ran on the node.
 	lastPreemptive float64
 	hadPreemptive  bool
+	// overcommitSince is when the node's usage first exceeded its limits
+	// (spec.md §5.6); valid while overcommitted.
+	overcommitSince float64
+	overcommitted   bool
+
+	// idxMu guards the preemption index: the node's listed allocations
+	// bucketed by status (linked through allocation.bprev/bnext), and their
+	// status and listed fields together with the operation's mutex. It is
+	// a leaf: statuses change under an operation's mutex, from any shard.
+	idxMu   sync.Mutex
+	buckets [statusCount]*allocation
+	bucketN [statusCount]int
 }
 
-// allocation is a slot of node resources held by an operation's job.
+// allocation is a slot of node resources held by an operation's job. Its
+// address is stable from start to release; released allocations are
+// recycled through their shard's free list.
 type allocation struct {
 	id        uint64
 	op        *operation
+	node      *node
 	task      int32
 	resources resource.Vec
 	start     float64
 	// preempted is set once the node was told to stop it; deadline is when
-	// it must be gone (spec.md §5.5).
+	// it must be gone (spec.md §5.5). Shard mutex.
 	preempted bool
 	deadline  float64
+
+	// status and listed (in the operation's lists and the node's bucket)
+	// are written under both the operation's mutex and node.idxMu and may
+	// be read under either; prev/next under the operation's mutex;
+	// bprev/bnext under node.idxMu.
+	status       PreemptionStatus
+	listed       bool
+	prev, next   *allocation
+	bprev, bnext *allocation
 }
+
+// victim is an allocation considered for preemption or abort with the
+// status it had when it was collected.
+type victim struct {
+	a      *allocation
+	status PreemptionStatus
+}
+
+// newAllocation takes an allocation from the free list. Shard mutex held.
+func (sh *shard) newAllocation() *allocation {
+	a := sh.free
+	if a == nil {
+		return &allocation{}
+	}
+	sh.free = a.next
+	a.next = nil
+	return a
+}
+
+// recycle returns a released allocation to the free list.
+func (sh *shard) recycle(a *allocation) {
+	*a = allocation{next: sh.free}
+	sh.free = a
+}
+
+// bucketInsert files a newly listed allocation under status st.
+func (n *node) bucketInsert(a *allocation, st PreemptionStatus) {
+	n.idxMu.Lock()
+	a.status, a.listed = st, true
+	n.link(a)
+	n.idxMu.Unlock()
+}
+
+// bucketMove refiles a listed allocation under status st.
+func (n *node) bucketMove(a *allocation, st PreemptionStatus) {
+	n.idxMu.Lock()
+	n.unlinkBucket(a)
+	a.status = st
+	n.link(a)
+	n.idxMu.Unlock()
+}
+
+// bucketRemove takes a listed allocation out of the index.
+func (n *node) bucketRemove(a *allocation) {
+	n.idxMu.Lock()
+	n.unlinkBucket(a)
+	a.listed = false
+	n.idxMu.Unlock()
+}
+
+func (n *node) link(a *allocation) {
+	h := n.buckets[a.status]
+	a.bprev, a.bnext = nil, h
+	if h != nil {
+		h.bprev = a
+	}
+	n.buckets[a.status] = a
+	n.bucketN[a.status]++
+}
+
+func (n *node) unlinkBucket(a *allocation) {
+	if a.bprev != nil {
+		a.bprev.bnext = a.bnext
+	} else {
+		n.buckets[a.status] = a.bnext
+	}
+	if a.bnext != nil {
+		a.bnext.bprev = a.bprev
+	}
+	a.bprev, a.bnext = nil, nil
+	n.bucketN[a.status]--
+}
+
+// effectiveUsage is the usage of the allocations that are not preempted.
+func (n *node) effectiveUsage() resource.Vec { return n.usage.Sub(n.preemptedUsage) }
 
 // registry maps node indices to names, for telling a node that an
 // allocation it reports belongs to another node. Append-only; readers load
@@ -87,20 +201,35 @@ func (s *Scheduler) shardOf(name string) *shard {
 	return &s.shards[h%uint32(len(s.shards))]
 }
 
-// find returns the index of allocation id in the node, or -1.
-func (n *node) find(id uint64) int {
-	for i := range n.allocs {
-		if n.allocs[i].id == id {
-			return i
-		}
+// find returns allocation id of the node, or nil.
+func (n *node) find(id uint64) *allocation {
+	i, ok := n.search(id)
+	if !ok {
+		return nil
 	}
-	return -1
+	return n.allocs[i]
 }
 
-// remove drops allocation i (order is not kept).
-func (n *node) remove(i int) {
-	last := len(n.allocs) - 1
-	n.allocs[i] = n.allocs[last]
-	n.allocs[last] = allocation{}
-	n.allocs = n.allocs[:last]
+func (n *node) search(id uint64) (int, bool) {
+	lo, hi := 0, len(n.allocs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if n.allocs[m].id < id {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, lo < len(n.allocs) && n.allocs[lo].id == id
+}
+
+// removeAlloc drops a from allocs, keeping the ID order.
+func (n *node) removeAlloc(a *allocation) {
+	i, ok := n.search(a.id)
+	if !ok {
+		panic("BUG: releasing an allocation its node does not hold")
+	}
+	copy(n.allocs[i:], n.allocs[i+1:])
+	n.allocs[len(n.allocs)-1] = nil
+	n.allocs = n.allocs[:len(n.allocs)-1]
 }

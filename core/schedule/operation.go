@@ -72,6 +72,9 @@ type OperationSpec struct {
 	AllocationGracefulPreemptionTimeout tree.OptFloat
 	FairShareStarvationTolerance        tree.OptFloat
 	FairShareStarvationTimeout          tree.OptFloat
+	// NonPreemptibleResourceUsageThreshold may only lower the inherited
+	// threshold, per resource (spec.md §4, §8.4).
+	NonPreemptibleResourceUsageThreshold tree.PartialVec
 
 	Tasks []TaskSpec
 }
@@ -108,6 +111,18 @@ type operation struct {
 	starvation starvationState // control plane only
 	fsGen      uint64          // the fair-share update that last saw it
 	startTime  float64
+
+	// pre holds the preemption status lists of the operation's allocations
+	// (spec.md §4) under their own mutex: the allocations live on nodes of
+	// every shard.
+	pre opPreemption
+	// view is the operation in the last published snapshot (nil before
+	// the first update that saw it running).
+	view atomic.Pointer[opView]
+	// preempted is the usage of its allocations that were told to stop but
+	// still run; they are no longer charged to the limit counters.
+	preempted      [resource.Count]atomic.Int64
+	preemptedCount atomic.Int64
 }
 
 // limitCounter is the live usage of an element with resource limits.
@@ -125,6 +140,34 @@ func (o *operation) Usage() resource.Vec {
 		v[r] = o.usage[r].Load()
 	}
 	return v
+}
+
+// preemptedUsage returns the usage of its preempted, still running allocations.
+func (o *operation) preemptedUsage() resource.Vec {
+	var v resource.Vec
+	for r := range v {
+		v[r] = o.preempted[r].Load()
+	}
+	return v
+}
+
+func (o *operation) graceful() bool { return o.spec.PreemptionMode == PreemptionGraceful }
+
+// limitViolated reports whether the operation's or an ancestor pool's
+// specified resource limits are exceeded (spec.md §5.5).
+func (o *operation) limitViolated() bool {
+	lp := o.limited.Load()
+	if lp == nil {
+		return false
+	}
+	for _, c := range *lp {
+		for r := range c.limits {
+			if c.usage[r].Load() > c.limits[r] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // demand is usage plus every pending job (spec.md §11: demand is derived

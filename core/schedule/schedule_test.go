@@ -2,7 +2,11 @@ package schedule
 
 import (
 	"errors"
+	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/fairsched/fairsched/core/resource"
@@ -14,18 +18,50 @@ const gib = int64(1) << 30
 func cores(c float64) int64 { return resource.Cores(c) }
 
 // cluster is a deterministic harness of simulated nodes on virtual time.
+// Simulated nodes run every allocation they are told to start until its
+// task's DurationHintS passed (never, without one), and stop a preempted
+// allocation stopDelay seconds after being told (never, when negative),
+// reporting it aborted.
 type cluster struct {
 	t     *testing.T
 	s     *Scheduler
 	nodes []simNode
 	now   float64
 	resp  Response
+	// stopDelay is how long a node takes to stop a preempted allocation.
+	stopDelay float64
+	durations map[string][]float64 // operation → task durations
+	// preempts and aborts log every decision with its time and node;
+	// events is the whole decision trace, for golden files.
+	preempts []loggedPreempt
+	aborts   []loggedAbort
+	events   []string
+}
+
+type loggedPreempt struct {
+	t    float64
+	node string
+	PreemptDecision
+}
+
+type loggedAbort struct {
+	t    float64
+	node string
+	AbortDecision
 }
 
 type simNode struct {
 	name   string
 	limits resource.Vec
 	allocs []AllocationReport
+	meta   []simAlloc // parallel to allocs
+}
+
+type simAlloc struct {
+	op        string
+	finishAt  float64 // 0: runs until stopped
+	preempted bool
+	stopAt    float64
 }
 
 func newCluster(t *testing.T, cfg Config, nodes int, limits resource.Vec, pools ...tree.Mutation) *cluster {
@@ -36,7 +72,7 @@ func newCluster(t *testing.T, cfg Config, nodes int, limits resource.Vec, pools 
 			t.Fatal(err)
 		}
 	}
-	c := &cluster{t: t, s: s}
+	c := &cluster{t: t, s: s, durations: map[string][]float64{}}
 	for i := range nodes {
 		c.nodes = append(c.nodes, simNode{name: fmt.Sprintf("n%03d", i), limits: limits})
 	}
@@ -56,29 +92,123 @@ func (c *cluster) heartbeatAll() {
 func (c *cluster) heartbeat(i int) {
 	c.t.Helper()
 	n := &c.nodes[i]
+	for len(n.meta) < len(n.allocs) {
+		n.meta = append(n.meta, simAlloc{})
+	}
+	for j := range n.allocs {
+		m := &n.meta[j]
+		if n.allocs[j].State != AllocRunning {
+			continue
+		}
+		switch {
+		case m.preempted && c.stopDelay >= 0 && c.now >= m.stopAt:
+			n.allocs[j].State = AllocAborted
+		case m.finishAt > 0 && c.now >= m.finishAt:
+			n.allocs[j].State = AllocCompleted
+		}
+	}
 	c.resp.Reset()
 	hb := NodeHeartbeat{Node: n.name, Limits: n.limits, Allocations: n.allocs}
 	if err := c.s.Heartbeat(c.now, &hb, &c.resp); err != nil {
 		c.t.Fatalf("heartbeat of %s: %v", n.name, err)
 	}
-	// Finished reports are delivered once.
-	kept := n.allocs[:0]
-	for _, a := range n.allocs {
-		if a.State == AllocRunning {
-			kept = append(kept, a)
+	// Finished reports are delivered once; aborted allocations are gone.
+	kept, keptMeta := n.allocs[:0], n.meta[:0]
+	for j, a := range n.allocs {
+		if a.State != AllocRunning {
+			continue
+		}
+		aborted := false
+		for _, ab := range c.resp.Abort {
+			aborted = aborted || ab.Allocation == a.ID
+		}
+		if !aborted {
+			kept, keptMeta = append(kept, a), append(keptMeta, n.meta[j])
 		}
 	}
-	n.allocs = kept
+	n.allocs, n.meta = kept, keptMeta
 	for _, ab := range c.resp.Abort {
+		c.aborts = append(c.aborts, loggedAbort{c.now, n.name, ab})
+		c.events = append(c.events, fmt.Sprintf("%g %s abort %s op=%s reason=%q", c.now, n.name, allocName(ab.Allocation), ab.Operation, ab.Reason))
+	}
+	for _, st := range c.resp.Start {
+		c.events = append(c.events, fmt.Sprintf("%g %s start %s op=%s task=%d", c.now, n.name, allocName(st.Allocation), st.Operation, st.Task))
+	}
+	for _, p := range c.resp.Preempt {
+		c.events = append(c.events, fmt.Sprintf("%g %s preempt %s op=%s status=%s timeout=%g reason=%q for=%s/%s", c.now, n.name,
+			allocName(p.Allocation), p.Operation, p.Status, p.Timeout, p.Reason, allocName(p.ForAllocation), p.ForOperation))
+		c.preempts = append(c.preempts, loggedPreempt{c.now, n.name, p})
 		for j := range n.allocs {
-			if n.allocs[j].ID == ab.Allocation {
-				n.allocs = append(n.allocs[:j], n.allocs[j+1:]...)
-				break
+			if n.allocs[j].ID == p.Allocation {
+				n.meta[j].preempted, n.meta[j].stopAt = true, c.now+c.stopDelay
 			}
 		}
 	}
 	for _, st := range c.resp.Start {
+		m := simAlloc{op: st.Operation}
+		if ds := c.durations[st.Operation]; st.Task < len(ds) && ds[st.Task] > 0 {
+			m.finishAt = c.now + ds[st.Task]
+		}
 		n.allocs = append(n.allocs, AllocationReport{ID: st.Allocation, State: AllocRunning})
+		n.meta = append(n.meta, m)
+	}
+}
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the golden traces under testdata/")
+
+// allocName writes an allocation ID as node-index:sequence.
+func allocName(id uint64) string {
+	if id == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d:%d", id>>32, id&(1<<32-1))
+}
+
+// golden compares the cluster's decision trace with testdata/name.trace
+// (regenerate with go test -run ... -rewrite and review the diff).
+func (c *cluster) golden(name string) {
+	c.t.Helper()
+	got := strings.Join(c.events, "\n") + "\n"
+	path := filepath.Join("testdata", name+".trace")
+	if *rewrite {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			c.t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			c.t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		c.t.Fatalf("cannot read the golden trace (run with -rewrite): %v", err)
+	}
+	if got == string(want) {
+		return
+	}
+	g, w := strings.Split(got, "\n"), strings.Split(string(want), "\n")
+	for i := 0; i < len(g) || i < len(w); i++ {
+		var gl, wl string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if gl != wl {
+			c.t.Fatalf("%s: trace differs at line %d:\n got %s\nwant %s", path, i+1, gl, wl)
+		}
+	}
+}
+
+// run advances virtual time in steps of dt until until, running a
+// fair-share update and a heartbeat of every node at each step.
+func (c *cluster) run(until, dt float64) {
+	c.t.Helper()
+	for c.now+dt <= until+1e-9 {
+		c.now += dt
+		c.update()
+		c.heartbeatAll()
 	}
 }
 
@@ -89,6 +219,9 @@ func (c *cluster) start(spec OperationSpec) string {
 	id, _, err := c.s.StartOperation(c.now, spec)
 	if err != nil {
 		c.t.Fatalf("start %+v: %v", spec, err)
+	}
+	for _, tk := range spec.Tasks {
+		c.durations[id] = append(c.durations[id], tk.DurationHintS)
 	}
 	return id
 }

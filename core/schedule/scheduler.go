@@ -144,8 +144,13 @@ func (s *Scheduler) WithTree(fn func(t *tree.Tree)) {
 }
 
 // refreshLimitCounters keeps one counter per element with specified resource
-// limits and gives every operation the list it charges.
+// limits and gives every operation the list it charges. It holds every
+// shard mutex (in index order) so that no heartbeat charges a counter while
+// limits change and operations move between counter lists: a counter
+// created for limits added to a busy pool starts at the usage below it.
 func (s *Scheduler) refreshLimitCounters() {
+	s.lockShards()
+	defer s.unlockShards()
 	t := s.tree
 	seen := map[tree.ID]bool{}
 	t.Walk(func(id tree.ID) {
@@ -174,29 +179,63 @@ func (s *Scheduler) refreshLimitCounters() {
 	}
 }
 
+// lockShards takes every shard mutex in index order (control plane only:
+// heartbeats take one shard mutex, so this cannot deadlock with them).
+func (s *Scheduler) lockShards() {
+	for i := range s.shards {
+		s.shards[i].mu.Lock()
+	}
+}
+
+func (s *Scheduler) unlockShards() {
+	for i := len(s.shards) - 1; i >= 0; i-- {
+		s.shards[i].mu.Unlock()
+	}
+}
+
+// setLimited gives the operation the list of counters it charges (its own
+// limits first, then every ancestor pool with limits) and moves its
+// charged usage (usage less preempted allocations) from the old list to
+// the new one. With allocations running, the caller holds every shard
+// mutex.
 func (s *Scheduler) setLimited(o *operation) {
 	if o.retired {
 		return
 	}
+	u := o.Usage().Sub(o.preemptedUsage())
+	old := o.limited.Load()
 	var cs []*limitCounter
 	if !o.spec.ResourceLimits.IsEmpty() {
-		if old := o.limited.Load(); old != nil && len(*old) > 0 && (*old)[0].limits == o.spec.ResourceLimits.OrInfinite() && o.ownCounter() != nil {
-			cs = append(cs, o.ownCounter())
-		} else {
-			c := &limitCounter{limits: o.spec.ResourceLimits.OrInfinite()}
-			u := o.Usage()
-			for r := range u {
-				c.usage[r].Store(u[r])
-			}
-			cs = append(cs, c)
+		own := o.ownCounter()
+		if own == nil || own.limits != o.spec.ResourceLimits.OrInfinite() {
+			own = &limitCounter{limits: o.spec.ResourceLimits.OrInfinite()}
 		}
+		cs = append(cs, own)
 	}
 	for p := s.tree.Parent(o.treeID); p != tree.None; p = s.tree.Parent(p) {
 		if c := s.counters[p]; c != nil {
 			cs = append(cs, c)
 		}
 	}
+	if !u.IsZero() {
+		if old != nil {
+			for _, c := range *old {
+				c.add(u, -1)
+			}
+		}
+		for _, c := range cs {
+			c.add(u, 1)
+		}
+	}
 	o.limited.Store(&cs)
+}
+
+func (c *limitCounter) add(v resource.Vec, sign int64) {
+	for r, x := range v {
+		if x != 0 {
+			c.usage[r].Add(sign * x)
+		}
+	}
 }
 
 // ownCounter returns the operation's own limit counter, if it has limits.
@@ -322,6 +361,11 @@ func validateSpec(spec *OperationSpec) error {
 			}
 		}
 	}
+	for r, set := range spec.NonPreemptibleResourceUsageThreshold.Set {
+		if x := spec.NonPreemptibleResourceUsageThreshold.V[r]; set && (x < 0 || x > resource.MaxAmount) {
+			return errorf(CodeInvalidValue, "non_preemptible_resource_usage_threshold."+resource.Kind(r).String(), "cannot use %s %d: want a non-negative amount of at most 2^53", resource.Kind(r), x)
+		}
+	}
 	for _, v := range []tree.OptFloat{spec.AllocationPreemptionTimeout, spec.AllocationGracefulPreemptionTimeout, spec.FairShareStarvationTimeout} {
 		if v.Set && !(v.V >= 0 && v.V <= 1e9) {
 			return errorf(CodeInvalidValue, "", "cannot use a timeout of %v s", v.V)
@@ -339,7 +383,8 @@ func specEqual(a, b *OperationSpec) bool {
 		a.AllocationPreemptionTimeout != b.AllocationPreemptionTimeout ||
 		a.AllocationGracefulPreemptionTimeout != b.AllocationGracefulPreemptionTimeout ||
 		a.FairShareStarvationTolerance != b.FairShareStarvationTolerance ||
-		a.FairShareStarvationTimeout != b.FairShareStarvationTimeout {
+		a.FairShareStarvationTimeout != b.FairShareStarvationTimeout ||
+		a.NonPreemptibleResourceUsageThreshold != b.NonPreemptibleResourceUsageThreshold {
 		return false
 	}
 	for i := range a.Tasks {
@@ -498,7 +543,9 @@ func (s *Scheduler) MoveOperation(id, pool string) error {
 	}
 	o.spec.Pool = pool
 	s.syncStates()
+	s.lockShards()
 	s.setLimited(o)
+	s.unlockShards()
 	return nil
 }
 

@@ -14,15 +14,26 @@ type Snapshot struct {
 	Time  float64
 	Total resource.Vec
 	ops   []opView // running operations, in tree pre-order
+	// targets lists the operations (indices into ops) of each preemption
+	// priority: the candidates of the preemptive stage with that target; a
+	// stage without any is skipped (spec.md §5.4).
+	targets [priorityCount][]int32
 }
 
 // opView is an operation as of the last fair-share update.
 type opView struct {
 	op             *operation
+	index          int32 // in Snapshot.ops
 	fairShare      resource.Share
 	demandShare    resource.Share
 	belowFairShare bool
 	starvation     starvation.State
+	// priority is the operation's preemption priority (spec.md §3.5).
+	priority PreemptionPriority
+	// allowAggressive is the effective allow_aggressive_preemption (§4).
+	allowAggressive bool
+	// normalBlocked: allow_normal_preemption = false on the path (§5.4).
+	normalBlocked bool
 }
 
 // starvationState is an element's persistent status (control plane only).
@@ -32,17 +43,27 @@ type starvationState struct {
 	satisfaction   float64
 }
 
-// effective holds an element's inherited starvation parameters.
+// effective holds an element's inherited parameters.
 type effective struct {
 	tolerance float64
 	params    starvation.Params
+	// starving and aggressive: the element or an ancestor pool starves
+	// (aggressively) — spec.md §3.4's lowest (aggressively) starving
+	// ancestor exists.
+	starving, aggressive bool
+	allowAggressive      bool
+	normalBlocked        bool
+	// threshold is the absolute non_preemptible_resource_usage_threshold.
+	threshold resource.Vec
 }
 
 // UpdateFairShare runs the fair-share update at virtual time now (every
 // Config.FairShareUpdatePeriod): it retires finished operations,
 // unregisters silent nodes (their jobs return to pending), feeds every
-// operation's demand and usage to the fair-share core, judges statuses and
-// starvation (spec.md §3) and publishes a new Snapshot for heartbeats.
+// operation's demand and usage to the fair-share core, judges statuses,
+// starvation and preemption priorities (spec.md §3), publishes a new
+// Snapshot for heartbeats and rebalances every operation's preemption
+// status lists with its new fair share (§4).
 func (s *Scheduler) UpdateFairShare(now float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -75,38 +96,102 @@ func (s *Scheduler) UpdateFairShare(now float64) {
 
 	snap := &Snapshot{Time: now, Total: total}
 	eff := make([]effective, t.Len())
+	pools := 0
 	t.Walk(func(id tree.ID) {
 		e := s.effectiveParams(id, eff)
-		eff[id] = e
 		a := s.fs.Attributes(id)
-		if t.IsOperation(id) {
-			o := s.byTree[id]
-			if o == nil || o.State() != StateRunning {
-				return
+		if !t.IsOperation(id) {
+			if id != tree.Root {
+				pools++
+				st := s.poolStarvationAt(now, id, a, e)
+				e.starving = e.starving || st.tracker.State != starvation.NonStarving
+				e.aggressive = e.aggressive || st.tracker.State == starvation.AggressivelyStarving
 			}
-			p := e.params.ScaleForPendingJobs(o.pendingJobs(), s.cfg.AllocationCountPreemptionTimeoutCoefficient)
-			below := starvation.OperationBelowFairShare(a.FairShare.Total, a.DemandShare, a.UsageShare, e.tolerance)
-			o.starvation.belowFairShare = below
-			o.starvation.tracker.Observe(now, below, p)
-			o.starvation.satisfaction = starvation.LocalSatisfaction(a.FairShare.Total, a.DemandShare, a.UsageShare)
-			snap.ops = append(snap.ops, opView{op: o, fairShare: a.FairShare.Total, demandShare: a.DemandShare,
-				belowFairShare: below, starvation: o.starvation.tracker.State})
+			eff[id] = e
+			return
 		}
+		eff[id] = e
+		o := s.byTree[id]
+		if o == nil || o.State() != StateRunning {
+			return
+		}
+		p := e.params.ScaleForPendingJobs(o.pendingJobs(), s.cfg.AllocationCountPreemptionTimeoutCoefficient)
+		below := starvation.OperationBelowFairShare(a.FairShare.Total, a.DemandShare, a.UsageShare, e.tolerance)
+		o.starvation.belowFairShare = below
+		state := o.starvation.tracker.Observe(now, below, p)
+		o.starvation.satisfaction = starvation.LocalSatisfaction(a.FairShare.Total, a.DemandShare, a.UsageShare)
+		snap.ops = append(snap.ops, opView{op: o, fairShare: a.FairShare.Total, demandShare: a.DemandShare,
+			belowFairShare: below, starvation: state, priority: s.preemptionPriority(state, &e),
+			allowAggressive: e.allowAggressive, normalBlocked: e.normalBlocked})
 	})
-	s.updatePoolStarvation(now, eff)
+	s.forgetPools(pools)
+	for i := range snap.ops {
+		v := &snap.ops[i]
+		v.index = int32(i)
+		if v.priority != PriorityNone {
+			snap.targets[v.priority] = append(snap.targets[v.priority], int32(i))
+		}
+		v.op.view.Store(v)
+		s.publishPreemption(v, total, eff[v.op.treeID].threshold)
+	}
 	s.snap.Store(snap)
 }
 
-// effectiveParams inherits tolerance and timeouts down the tree (spec.md
-// §3.3–3.4): pools take their own value or their parent's; operations may
-// only be more conservative (lower tolerance, longer timeout).
+// preemptionPriority is spec.md §3.5 for a schedulable operation in state
+// st whose parent's inherited flags are in e (e.starving/aggressive
+// include the ancestor pools).
+func (s *Scheduler) preemptionPriority(st starvation.State, e *effective) PreemptionPriority {
+	aggressive := st == starvation.AggressivelyStarving
+	starving := st != starvation.NonStarving
+	if s.cfg.SchedulingPreemptionPriorityScope == ScopeOperationAndAncestors {
+		aggressive = aggressive || e.aggressive
+		starving = starving || e.starving
+	}
+	switch {
+	case aggressive:
+		return PriorityAggressive
+	case starving:
+		return PriorityNormal
+	}
+	return PriorityNone
+}
+
+// publishPreemption installs an operation's new fair share in its status
+// lists and rebalances them (spec.md §4).
+func (s *Scheduler) publishPreemption(v *opView, total, threshold resource.Vec) {
+	o := v.op
+	o.pre.mu.Lock()
+	o.pre.setParams(preemptParams{
+		fairShare:           v.fairShare,
+		demandShare:         v.demandShare,
+		total:               total,
+		aggressiveThreshold: s.cfg.AggressivePreemptionSatisfactionThreshold,
+		preemptionThreshold: s.cfg.PreemptionSatisfactionThreshold,
+		threshold:           threshold,
+		preemptible:         operationPreemptible(v.fairShare, v.demandShare),
+	})
+	o.pre.mu.Unlock()
+}
+
+// effectiveParams inherits tolerance, timeouts and the preemption settings
+// down the tree (spec.md §3.3–3.4, §4, §5.4): pools take their own value or
+// their parent's; operations may only be more conservative (lower
+// tolerance, longer timeout, lower non-preemptible threshold).
 func (s *Scheduler) effectiveParams(id tree.ID, eff []effective) effective {
 	t := s.tree
 	if id == tree.Root {
+		rc := t.Pool(tree.Root)
+		th := s.cfg.NonPreemptibleResourceUsageThreshold
+		if n := s.cfg.MaxUnpreemptibleRunningAllocationCount; n.Set && !th.Set[resource.UserSlots] {
+			th.V[resource.UserSlots], th.Set[resource.UserSlots] = n.V, true
+		}
 		return effective{
 			tolerance: s.cfg.FairShareStarvationTolerance,
 			params: starvation.Params{Timeout: s.cfg.FairShareStarvationTimeout,
 				AggressiveTimeout: s.cfg.FairShareAggressiveStarvationTimeout, Aggressive: s.cfg.EnableAggressiveStarvation},
+			allowAggressive: rc.AllowAggressivePreemption.Or(s.cfg.AllowAggressivePreemption),
+			normalBlocked:   !rc.AllowNormalPreemption.Or(true),
+			threshold:       effectiveThreshold(th),
 		}
 	}
 	e := eff[t.Parent(id)]
@@ -118,6 +203,9 @@ func (s *Scheduler) effectiveParams(id tree.ID, eff []effective) effective {
 			if v := o.spec.FairShareStarvationTimeout; v.Set {
 				e.params.Timeout = max(e.params.Timeout, v.V)
 			}
+			if th := o.spec.NonPreemptibleResourceUsageThreshold; !th.IsEmpty() {
+				e.threshold = e.threshold.Min(th.OrInfinite())
+			}
 		}
 		return e
 	}
@@ -125,41 +213,45 @@ func (s *Scheduler) effectiveParams(id tree.ID, eff []effective) effective {
 	e.tolerance = c.FairShareStarvationTolerance.Or(e.tolerance)
 	e.params.Timeout = c.FairShareStarvationTimeout.Or(e.params.Timeout)
 	e.params.Aggressive = c.EnableAggressiveStarvation.Or(e.params.Aggressive)
+	e.allowAggressive = c.AllowAggressivePreemption.Or(e.allowAggressive)
+	e.normalBlocked = e.normalBlocked || !c.AllowNormalPreemption.Or(true)
+	if !c.NonPreemptibleResourceUsageThreshold.IsEmpty() {
+		e.threshold = effectiveThreshold(c.NonPreemptibleResourceUsageThreshold)
+	}
 	return e
 }
 
-// updatePoolStarvation runs the pools' starvation state machines.
-func (s *Scheduler) updatePoolStarvation(now float64, eff []effective) {
+// poolStarvationAt runs a pool's starvation state machine (the root never
+// starves; pools only with Config.EnablePoolStarvation).
+func (s *Scheduler) poolStarvationAt(now float64, id tree.ID, a *fairshare.Attributes, e effective) *starvationState {
 	if s.poolStarvation == nil {
 		s.poolStarvation = make(map[string]*starvationState)
 	}
+	name := s.tree.Name(id)
+	st := s.poolStarvation[name]
+	if st == nil {
+		st = &starvationState{}
+		s.poolStarvation[name] = st
+	}
+	st.satisfaction = starvation.LocalSatisfaction(a.FairShare.Total, a.DemandShare, a.UsageShare)
+	if !s.cfg.EnablePoolStarvation {
+		*st = starvationState{satisfaction: st.satisfaction}
+		return st
+	}
+	st.belowFairShare = starvation.BelowFairShare(a.FairShare.Total, a.DemandShare, a.UsageShare, e.tolerance)
+	st.tracker.Observe(now, st.belowFairShare, e.params)
+	return st
+}
+
+// forgetPools drops the starvation state of removed pools.
+func (s *Scheduler) forgetPools(seen int) {
+	if len(s.poolStarvation) <= seen {
+		return
+	}
 	t := s.tree
-	seen := 0
-	t.Walk(func(id tree.ID) {
-		if t.Kind(id) != tree.KindPool {
-			return
-		}
-		seen++
-		name := t.Name(id)
-		st := s.poolStarvation[name]
-		if st == nil {
-			st = &starvationState{}
-			s.poolStarvation[name] = st
-		}
-		a := s.fs.Attributes(id)
-		st.satisfaction = starvation.LocalSatisfaction(a.FairShare.Total, a.DemandShare, a.UsageShare)
-		if !s.cfg.EnablePoolStarvation {
-			*st = starvationState{satisfaction: st.satisfaction}
-			return
-		}
-		st.belowFairShare = starvation.BelowFairShare(a.FairShare.Total, a.DemandShare, a.UsageShare, eff[id].tolerance)
-		st.tracker.Observe(now, st.belowFairShare, eff[id].params)
-	})
-	if len(s.poolStarvation) > seen {
-		for name := range s.poolStarvation {
-			if id, ok := t.Lookup(name); !ok || t.Kind(id) != tree.KindPool {
-				delete(s.poolStarvation, name)
-			}
+	for name := range s.poolStarvation {
+		if id, ok := t.Lookup(name); !ok || t.Kind(id) != tree.KindPool {
+			delete(s.poolStarvation, name)
 		}
 	}
 }
@@ -175,7 +267,7 @@ func (s *Scheduler) sweepNodes(now float64) resource.Vec {
 		for name, n := range sh.nodes {
 			if now-n.lastHeartbeat > s.cfg.NodeHeartbeatTimeout {
 				for len(n.allocs) > 0 {
-					s.release(n, len(n.allocs)-1, false)
+					s.release(sh, n, n.allocs[len(n.allocs)-1], false)
 				}
 				delete(sh.nodes, name)
 				continue
@@ -194,8 +286,9 @@ func (s *Scheduler) Snapshot() *Snapshot { return s.snap.Load() }
 
 // OperationInfo is an operation's orchid view (api.md §3, §5).
 type OperationInfo struct {
-	ID, Pool           string
-	State              OperationState
+	ID, Pool string
+	State    OperationState
+	// Usage includes preempted allocations that still run.
 	Demand, Usage      resource.Vec
 	Attrs              fairshare.Attributes // as of the last update
 	BelowFairShare     bool
@@ -209,6 +302,14 @@ type OperationInfo struct {
 	WaitingPool  string
 	WaitingLimit int64
 	StartTime    float64
+	// PreemptionPriority is the operation's preemption priority at the
+	// last update (spec.md §3.5).
+	PreemptionPriority PreemptionPriority
+	// AllocationsByStatus counts its running, not preempted allocations
+	// per preemption status (spec.md §4), indexed by PreemptionStatus;
+	// PreemptedAllocations counts those told to stop that still run.
+	AllocationsByStatus  [statusCount]int64
+	PreemptedAllocations int64
 }
 
 // Operation returns an operation's view.
@@ -253,6 +354,13 @@ func (s *Scheduler) operationInfo(o *operation) OperationInfo {
 	}
 	if !o.retired && s.fsGen > 0 && o.fsGen == s.fsGen {
 		info.Attrs = *s.fs.Attributes(o.treeID)
+	}
+	o.pre.mu.Lock()
+	info.AllocationsByStatus = o.pre.counts()
+	o.pre.mu.Unlock()
+	info.PreemptedAllocations = o.preemptedCount.Load()
+	if v, snap := o.view.Load(), s.snap.Load(); v != nil && !o.retired && int(v.index) < len(snap.ops) && &snap.ops[v.index] == v {
+		info.PreemptionPriority = v.priority
 	}
 	if !o.retired {
 		info.BelowFairShare = o.starvation.belowFairShare
@@ -338,8 +446,11 @@ func (s *Scheduler) Total() resource.Vec {
 type NodeInfo struct {
 	Name          string
 	Limits, Usage resource.Vec
-	LastHeartbeat float64
-	Allocations   []AllocationInfo
+	// PreemptedUsage is the part of Usage held by preempted allocations
+	// that have not stopped yet.
+	PreemptedUsage resource.Vec
+	LastHeartbeat  float64
+	Allocations    []AllocationInfo
 }
 
 // AllocationInfo is one allocation of a node.
@@ -349,10 +460,15 @@ type AllocationInfo struct {
 	Task      int
 	Resources resource.Vec
 	Start     float64
+	// Status is the allocation's preemption status (spec.md §4); for a
+	// preempted allocation the one it had when it was preempted.
+	Status    PreemptionStatus
 	Preempted bool
+	// Deadline is when a preempted allocation must be gone.
+	Deadline float64
 }
 
-// Node returns a node's view.
+// Node returns a node's view; Allocations are in ID (start) order.
 func (s *Scheduler) Node(name string) (NodeInfo, bool) {
 	sh := s.shardOf(name)
 	sh.mu.Lock()
@@ -361,10 +477,13 @@ func (s *Scheduler) Node(name string) (NodeInfo, bool) {
 	if n == nil {
 		return NodeInfo{}, false
 	}
-	info := NodeInfo{Name: n.name, Limits: n.limits, Usage: n.usage, LastHeartbeat: n.lastHeartbeat}
+	info := NodeInfo{Name: n.name, Limits: n.limits, Usage: n.usage, PreemptedUsage: n.preemptedUsage, LastHeartbeat: n.lastHeartbeat}
+	info.Allocations = make([]AllocationInfo, 0, len(n.allocs))
+	n.idxMu.Lock()
 	for _, a := range n.allocs {
 		info.Allocations = append(info.Allocations, AllocationInfo{ID: a.id, Operation: a.op.id, Task: int(a.task),
-			Resources: a.resources, Start: a.start, Preempted: a.preempted})
+			Resources: a.resources, Start: a.start, Status: a.status, Preempted: a.preempted, Deadline: a.deadline})
 	}
+	n.idxMu.Unlock()
 	return info, true
 }

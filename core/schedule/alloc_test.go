@@ -1,0 +1,138 @@
+//go:build !race && !invariants
+
+package schedule
+
+import (
+	"testing"
+
+	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/tree"
+)
+
+// Zero allocations on the heartbeat path (style.md rule 4): a heartbeat
+// into a reused Response allocates nothing in steady state, whether it
+// changes nothing, completes and starts an allocation, or preempts.
+
+// allocNode builds a scheduler with one node holding `slots` allocations
+// of operation a (plenty of pending jobs) and returns it with the node's
+// reports.
+func allocNode(t *testing.T, cfg Config, slots int64) (*Scheduler, *NodeHeartbeat, *Response) {
+	t.Helper()
+	s := New(tree.New(tree.PoolConfig{}), cfg)
+	limits := resource.Vec{resource.UserSlots: slots, resource.CPU: cores(float64(slots)), resource.Memory: slots * gib}
+	hb := &NodeHeartbeat{Node: "n0", Limits: limits, Allocations: make([]AllocationReport, 0, 4*slots)}
+	resp := &Response{}
+	if err := s.Heartbeat(0, hb, resp); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.StartOperation(0, OperationSpec{ID: "a", Tasks: tasks(1<<30, job(1, 0)) /* no memory: fits 2^53 */}); err != nil {
+		t.Fatal(err)
+	}
+	s.UpdateFairShare(0)
+	resp.Reset()
+	if err := s.Heartbeat(0, hb, resp); err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(resp.Start)) != slots {
+		t.Fatalf("started %d, want %d", len(resp.Start), slots)
+	}
+	for _, st := range resp.Start {
+		hb.Allocations = append(hb.Allocations, AllocationReport{ID: st.Allocation, State: AllocRunning})
+	}
+	s.UpdateFairShare(1)
+	return s, hb, resp
+}
+
+func TestHeartbeatAllocsSteady(t *testing.T) {
+	// Half of a's allocations are Preemptible: the normal stage (always
+	// attempted) collects and sorts them as victims, then finds nothing
+	// to do.
+	cfg := DefaultConfig()
+	cfg.PreemptionSatisfactionThreshold = 0.5
+	s, hb, resp := allocNode(t, cfg, 100)
+	if info, _ := s.Operation("a"); info.AllocationsByStatus[Preemptible] != 50 {
+		t.Fatalf("a: %v, want 50 Preemptible allocations", info.AllocationsByStatus)
+	}
+	now := 1.0
+	allocs := testing.AllocsPerRun(100, func() {
+		now += 6 // every heartbeat runs the preemptive stages too
+		resp.Reset()
+		if err := s.Heartbeat(now, hb, resp); err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Start)+len(resp.Preempt)+len(resp.Abort) != 0 {
+			t.Fatalf("steady heartbeat decided %+v", resp)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("steady heartbeat: %v allocations per run, want 0", allocs)
+	}
+}
+
+func TestHeartbeatAllocsCompleteAndStart(t *testing.T) {
+	s, hb, resp := allocNode(t, DefaultConfig(), 100)
+	now := 1.0
+	allocs := testing.AllocsPerRun(100, func() {
+		now++
+		hb.Allocations[0].State = AllocCompleted
+		resp.Reset()
+		if err := s.Heartbeat(now, hb, resp); err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Start) != 1 || len(resp.Preempt)+len(resp.Abort) != 0 {
+			t.Fatalf("heartbeat decided %+v, want one start", resp)
+		}
+		copy(hb.Allocations, hb.Allocations[1:])
+		hb.Allocations[len(hb.Allocations)-1] = AllocationReport{ID: resp.Start[0].Allocation, State: AllocRunning}
+	})
+	if allocs != 0 {
+		t.Errorf("complete-and-start heartbeat: %v allocations per run, want 0", allocs)
+	}
+}
+
+func TestHeartbeatAllocsPreempt(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.FairShareStarvationTimeout = 1
+	const slots = 1000
+	s, hb, resp := allocNode(t, cfg, slots)
+	if _, _, err := s.StartOperation(1, OperationSpec{ID: "b", Tasks: tasks(1<<30, job(1, 0))}); err != nil {
+		t.Fatal(err)
+	}
+	for now := 2.0; now <= 4; now++ {
+		s.UpdateFairShare(now) // b starves; no heartbeat in between
+	}
+	if info, _ := s.Operation("b"); info.PreemptionPriority != PriorityNormal {
+		t.Fatalf("b: priority %v, want normal", info.PreemptionPriority)
+	}
+	now := 4.0
+	var victim uint64
+	allocs := testing.AllocsPerRun(100, func() {
+		now += 6
+		resp.Reset()
+		if err := s.Heartbeat(now, hb, resp); err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Start) != 1 || len(resp.Preempt) != 1 || len(resp.Abort) != 0 || resp.Preempt[0].ForAllocation != resp.Start[0].Allocation {
+			t.Fatalf("heartbeat decided %+v, want one start by preemption", resp)
+		}
+		// The previous victim was reported aborted in this heartbeat: drop it.
+		if victim != 0 {
+			for i := range hb.Allocations {
+				if hb.Allocations[i].ID == victim {
+					hb.Allocations = append(hb.Allocations[:i], hb.Allocations[i+1:]...)
+					break
+				}
+			}
+		}
+		victim = resp.Preempt[0].Allocation
+		for i := range hb.Allocations {
+			if hb.Allocations[i].ID == victim {
+				hb.Allocations[i].State = AllocAborted
+			}
+		}
+		hb.Allocations = append(hb.Allocations, AllocationReport{ID: resp.Start[0].Allocation, State: AllocRunning})
+	})
+	if allocs != 0 {
+		t.Errorf("preempting heartbeat: %v allocations per run, want 0", allocs)
+	}
+}

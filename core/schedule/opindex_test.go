@@ -1,0 +1,117 @@
+package schedule
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/tree"
+)
+
+// scanBest is the reference search the index replaces: the first operation
+// in the snapshot (tree pre-order) with the least satisfaction among those
+// that may be scheduled and have a pending job fitting free.
+func scanBest(snap *Snapshot, free resource.Vec) (int32, int) {
+	best, bestTask, bestSat := int32(-1), -1, 0.0
+	for i := range snap.ops {
+		v := &snap.ops[i]
+		o := v.op
+		if o.State() != StateRunning || o.graceful() && !v.belowFairShare {
+			continue
+		}
+		t := -1
+		for j := range o.tasks {
+			tk := &o.tasks[j]
+			if tk.pending.Load() > 0 && free.Dominates(tk.spec.Resources) && o.fitsLimits(tk.spec.Resources) {
+				t = j
+				break
+			}
+		}
+		if t < 0 {
+			continue
+		}
+		if sat := satisfaction(v, snap.Total); best < 0 || sat < bestSat {
+			best, bestTask, bestSat = int32(i), t, sat
+		}
+	}
+	return best, bestTask
+}
+
+// TestOpIndexMatchesScan drives a one-shard scheduler (every usage change
+// is local, so the index must be exact) through random operations, pools,
+// heartbeats, completions, failures and updates, and compares the index's
+// choice with a scan of the snapshot for random free vectors.
+func TestOpIndexMatchesScan(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 7))
+			cfg := DefaultConfig()
+			cfg.Shards = 1
+			c := newCluster(t, cfg, 1+r.IntN(5), resource.Vec{resource.UserSlots: 20, resource.CPU: cores(16), resource.Memory: 64 * gib},
+				tree.Mutation{Kind: tree.AddPool, Name: "p", Pool: tree.PoolConfig{Weight: tree.Some(1 + float64(r.IntN(3)))}},
+				tree.Mutation{Kind: tree.AddPool, Name: "q", Pool: tree.PoolConfig{Mode: tree.ModeFIFO}},
+				tree.Mutation{Kind: tree.AddPool, Name: "lim", Parent: "p", Pool: tree.PoolConfig{ResourceLimits: tree.PartialVec{V: resource.Vec{resource.CPU: cores(10)}, Set: [resource.Count]bool{resource.CPU: true}}}})
+			for i := range c.nodes {
+				c.nodes[i].limits[resource.CPU] = cores(float64(4 + r.IntN(16)))
+			}
+			pools := []string{"", "p", "q", "lim"}
+			for i := range 6 + r.IntN(20) {
+				var ts []TaskSpec
+				for range 1 + r.IntN(3) {
+					ts = append(ts, TaskSpec{JobCount: 1 + int64(r.IntN(30)), Resources: job(float64(1+r.IntN(6)), int64(1+r.IntN(8))), DurationHintS: float64(r.IntN(6))})
+				}
+				mode := PreemptionNormal
+				if r.IntN(5) == 0 {
+					mode = PreemptionGraceful
+				}
+				c.start(OperationSpec{ID: fmt.Sprintf("o%d", i), Pool: pools[r.IntN(len(pools))], Weight: tree.Some(1 + float64(r.IntN(4))), PreemptionMode: mode, Tasks: ts})
+			}
+			compared := 0
+			for step := range 300 {
+				switch r.IntN(6) {
+				case 0:
+					c.now++
+					c.update()
+				case 1:
+					// A failed job returns to pending.
+					n := &c.nodes[r.IntN(len(c.nodes))]
+					if len(n.allocs) > 0 {
+						n.allocs[r.IntN(len(n.allocs))].State = AllocFailed
+					}
+				default:
+					c.now += 0.5
+					c.heartbeat(r.IntN(len(c.nodes)))
+				}
+				snap := c.s.Snapshot()
+				if snap.Total.IsZero() {
+					continue
+				}
+				sh := &c.s.shards[0]
+				sh.mu.Lock()
+				h := &sh.ops
+				h.sync(snap)
+				for range 4 {
+					var free resource.Vec
+					free[resource.UserSlots] = int64(r.IntN(4))
+					free[resource.CPU] = cores(float64(r.IntN(12)))
+					free[resource.Memory] = int64(r.IntN(10)) * gib
+					gi, gt := h.best(free)
+					wi, wt := scanBest(snap, free)
+					h.restore()
+					if gi != wi || gt != wt {
+						sh.mu.Unlock()
+						t.Fatalf("step %d, free %v: index chose %d/%d, scan %d/%d", step, free, gi, gt, wi, wt)
+					}
+					if wi >= 0 {
+						compared++
+					}
+				}
+				sh.mu.Unlock()
+			}
+			if compared == 0 {
+				t.Fatal("no search found an operation")
+			}
+		})
+	}
+}

@@ -1,0 +1,270 @@
+package schedule
+
+import (
+	"testing"
+
+	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/tree"
+)
+
+// statusesOf returns the statuses of the allocations in order, and checks
+// that the lists and the node buckets agree with them.
+func statusesOf(t *testing.T, p *opPreemption, as []*allocation) string {
+	t.Helper()
+	checkLists(t, p)
+	b := make([]byte, len(as))
+	for i, a := range as {
+		if !a.listed {
+			b[i] = '-'
+			continue
+		}
+		b[i] = "NAP"[a.status]
+	}
+	return string(b)
+}
+
+// checkLists verifies the lists: their concatenation is in start order,
+// each member carries its list's status, counts and sums match, and every
+// member is in its node's bucket of that status (no allocation in two lists).
+func checkLists(t *testing.T, p *opPreemption) {
+	t.Helper()
+	var prev *allocation
+	for st := range PreemptionStatus(statusCount) {
+		l := &p.lists[st]
+		var n int64
+		var u resource.Vec
+		for a := l.head; a != nil; a = a.next {
+			if !a.listed || a.status != st {
+				t.Fatalf("allocation %d in list %v has status %v listed %v", a.id, st, a.status, a.listed)
+			}
+			if prev != nil && (prev.start > a.start || prev.start == a.start && prev.id > a.id) {
+				t.Fatalf("lists out of start order: %d before %d", prev.id, a.id)
+			}
+			if a.next == nil && l.tail != a {
+				t.Fatalf("list %v: tail mismatch", st)
+			}
+			found := false
+			a.node.idxMu.Lock()
+			for b := a.node.buckets[st]; b != nil; b = b.bnext {
+				found = found || b == a
+			}
+			a.node.idxMu.Unlock()
+			if !found {
+				t.Fatalf("allocation %d of list %v is not in its node's %v bucket", a.id, st, st)
+			}
+			prev = a
+			n++
+			u = u.Add(a.resources)
+		}
+		if n != l.n || u != l.usage {
+			t.Fatalf("list %v: count %d sum %v, recorded %d %v", st, n, u, l.n, l.usage)
+		}
+	}
+}
+
+// TestPreemptionListsBalance pins the balance procedure of spec.md §4 on
+// the lists alone: scanning oldest-first with a running sum, an allocation
+// is NonPreemptible while the sum before it is below F·a, Aggressively-
+// preemptible while below F·p and Preemptible after; the boundary-crossing
+// allocation stays on the less preemptible side.
+func TestPreemptionListsBalance(t *testing.T) {
+	unit := resource.Vec{1, 100, 0, 10, 0}
+	total := unit.Scale(100)
+	type step struct {
+		grow   int // index of an allocation whose resources double (-1: none)
+		remove int // index of an allocation that finishes (-1: none)
+		want   string
+	}
+	f := func(name string, n int, params preemptParams, want string, steps ...step) {
+		t.Helper()
+		t.Run(name, func(t *testing.T) {
+			nd := &node{}
+			p := &opPreemption{}
+			p.params = params
+			p.params.total = total
+			as := make([]*allocation, n)
+			for i := range as {
+				as[i] = &allocation{id: uint64(i + 1), node: nd, resources: unit, start: float64(i)}
+				p.add(as[i])
+			}
+			p.setParams(p.params)
+			if got := statusesOf(t, p, as); got != want {
+				t.Errorf("statuses\n got %s\nwant %s", got, want)
+			}
+			for _, s := range steps {
+				if s.grow >= 0 {
+					a := as[s.grow]
+					p.unlink(a.status, a)
+					a.resources = a.resources.Scale(2)
+					// Re-insert at its place: it is the head of its list
+					// in these cases.
+					p.pushFront(a.status, a)
+					p.rebalance()
+				}
+				if s.remove >= 0 {
+					p.remove(as[s.remove])
+				}
+				if got := statusesOf(t, p, as); got != s.want {
+					t.Errorf("after %+v: statuses\n got %s\nwant %s", s, got, s.want)
+				}
+			}
+		})
+	}
+	share := func(x float64) resource.Share { return resource.Share{x, x, 0, x, 0} }
+	rep := func(s string, n int) string {
+		b := ""
+		for range n {
+			b += s
+		}
+		return b
+	}
+	// The reference's TestUpdatePreemptibleAllocationsList: 150 unit
+	// allocations, F = 1.0, demand 1.6, a = 0.5 → 50/50/50.
+	f("reference 150", 150, preemptParams{fairShare: share(1), demandShare: share(1.6), aggressiveThreshold: 0.5, preemptionThreshold: 1, preemptible: true},
+		rep("N", 50)+rep("A", 50)+rep("P", 50))
+	// The reference's DoNotPreemptAllocationsIfFairShareRatioEqualToDemandRatio:
+	// F = D = 0.04 here (4 allocations of 0.01): nothing is Preemptible;
+	// when the first allocation grows, the second becomes Aggressively-
+	// preemptible.
+	f("fair share equals demand", 4, preemptParams{fairShare: share(0.04), demandShare: share(0.04), aggressiveThreshold: 0.5, preemptionThreshold: 1, preemptible: false},
+		"NNAA", step{grow: 0, remove: -1, want: "NAAA"})
+	// Default thresholds (a = 0.2, p = 1): F = 0.125 → NonPreemptible
+	// while the sum before is below 0.025, AggressivelyPreemptible below
+	// 0.125.
+	f("defaults", 16, preemptParams{fairShare: share(0.125), demandShare: share(0.5), aggressiveThreshold: 0.2, preemptionThreshold: 1, preemptible: true},
+		"NNNAAAAAAAAAAPPP",
+		// A finished NonPreemptible allocation is replaced from the right,
+		// and so on down the line.
+		step{grow: -1, remove: 0, want: "-NNNAAAAAAAAAAPP"},
+		// A finished Preemptible one changes nothing else.
+		step{grow: -1, remove: 15, want: "-NNNAAAAAAAAAAP-"})
+	// Zero fair share: everything is Preemptible.
+	f("zero fair share", 3, preemptParams{demandShare: share(0.5), aggressiveThreshold: 0.2, preemptionThreshold: 1, preemptible: true}, "PPP")
+	// The absolute threshold: usage strictly below 3 units in every
+	// resource (unspecified gpu and network are infinite) is non-preemptible
+	// whatever the share.
+	three := unit.Scale(3)
+	f("threshold", 6, preemptParams{demandShare: share(0.5), aggressiveThreshold: 0.2, preemptionThreshold: 1, preemptible: true,
+		threshold: effectiveThreshold(tree.PartialVec{V: three, Set: [resource.Count]bool{true, true, false, true, false}})}, "NNNPPP")
+	// A fully specified threshold with gpu 0 never applies: nothing is
+	// strictly below 0 gpu.
+	f("full threshold", 6, preemptParams{demandShare: share(0.5), aggressiveThreshold: 0.2, preemptionThreshold: 1, preemptible: true,
+		threshold: effectiveThreshold(tree.Full(three))}, "PPPPPP")
+	// A partially specified threshold is infinite elsewhere.
+	f("partial threshold", 6, preemptParams{demandShare: share(0.5), aggressiveThreshold: 0.2, preemptionThreshold: 1, preemptible: true,
+		threshold: effectiveThreshold(tree.PartialVec{V: resource.Vec{2, 0, 0, 0, 0}, Set: [resource.Count]bool{true}})}, "NNPPPP")
+}
+
+// TestUpdatePreemptibleAllocationsList is the reference's test of the same
+// name through the scheduler: 150 unit allocations on 10 nodes whose limits
+// then shrink to 100 units (the allowed overcommit is long, preemptive
+// scheduling is in its backoff), F = 1.0 and demand 1.6 with aggressive
+// threshold 0.5 → 50 NonPreemptible, 50 AggressivelyPreemptible, 50
+// Preemptible in start order.
+func TestUpdatePreemptibleAllocationsList(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.AggressivePreemptionSatisfactionThreshold = 0.5
+	cfg.AllowedNodeResourcesOvercommitDuration = 1e9
+	unit := resource.Vec{resource.UserSlots: 1, resource.CPU: cores(1), resource.Memory: 10 * gib}
+	c := newCluster(t, cfg, 10, unit.Scale(15))
+	id := c.start(OperationSpec{Tasks: tasks(160, unit)})
+	c.update()
+	c.heartbeatAll()
+	if got := c.info(id).RunningAllocations; got != 150 {
+		t.Fatalf("running %d, want 150", got)
+	}
+	c.now = 1
+	for i := range c.nodes {
+		c.nodes[i].limits = unit.Scale(10)
+	}
+	c.heartbeatAll()
+	c.update()
+	info := c.info(id)
+	if d, f := info.Attrs.DemandShare.MaxComponent(), info.Attrs.FairShare.Total.MaxComponent(); d != 1.6 || f != 1 {
+		t.Fatalf("demand share %v, fair share %v; want 1.6 and 1", d, f)
+	}
+	if info.AllocationsByStatus != [3]int64{50, 50, 50} {
+		t.Errorf("allocations by status %v, want [50 50 50]", info.AllocationsByStatus)
+	}
+	var got []byte
+	for _, n := range c.nodes {
+		ni, _ := c.s.Node(n.name)
+		for _, a := range ni.Allocations {
+			got = append(got, "NAP"[a.Status])
+		}
+	}
+	want := ""
+	for i := range 150 {
+		want += string("NAP"[i/50])
+	}
+	if string(got) != want {
+		t.Errorf("statuses in start order\n got %s\nwant %s", got, want)
+	}
+	if len(c.preempts) != 0 || len(c.aborts) != 0 {
+		t.Errorf("unexpected preemptions %v or aborts %v", c.preempts, c.aborts)
+	}
+}
+
+// TestDoNotPreemptAllocationsIfFairShareEqualsDemandShare is the reference's
+// DoNotPreemptAllocationsIfFairShareRatioEqualToDemandRatio: an operation
+// whose fair share equals its demand (0.4) has no Preemptible allocation,
+// so even a starving operation cannot take its resources with the normal
+// stage.
+func TestDoNotPreemptAllocationsIfFairShareEqualsDemandShare(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.AggressivePreemptionSatisfactionThreshold = 0.5
+	node := resource.Vec{resource.UserSlots: 100, resource.CPU: cores(100), resource.Memory: 100 * gib}
+	c := newCluster(t, cfg, 1, node)
+	res := resource.Vec{resource.CPU: cores(10), resource.Memory: 10 * gib}
+	id := c.start(OperationSpec{Tasks: tasks(4, res)})
+	c.update()
+	c.heartbeatAll()
+	c.update()
+	info := c.info(id)
+	want := resource.Share{0, 0.4, 0, 0.4, 0}
+	if !info.Attrs.DemandShare.Near(want, 1e-12) || !info.Attrs.FairShare.Total.Near(want, 1e-12) {
+		t.Fatalf("demand share %v, fair share %v; want %v", info.Attrs.DemandShare, info.Attrs.FairShare.Total, want)
+	}
+	if info.AllocationsByStatus != [3]int64{2, 2, 0} {
+		t.Errorf("allocations by status %v, want [2 2 0]", info.AllocationsByStatus)
+	}
+	ni, _ := c.s.Node(c.nodes[0].name)
+	for i, a := range ni.Allocations {
+		if wantSt := []PreemptionStatus{NonPreemptible, NonPreemptible, AggressivelyPreemptible, AggressivelyPreemptible}[i]; a.Status != wantSt {
+			t.Errorf("allocation %d: %v, want %v", i, a.Status, wantSt)
+		}
+	}
+}
+
+// TestNonPreemptibleThresholdInheritance: the tree default (with
+// max_unpreemptible_running_allocation_count filling user_slots), a pool's
+// override and an operation's per-resource lowering (spec.md §4, §8).
+// With aggressive threshold 0 only the absolute threshold makes
+// allocations NonPreemptible.
+func TestNonPreemptibleThresholdInheritance(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.AggressivePreemptionSatisfactionThreshold = 0
+	cfg.NonPreemptibleResourceUsageThreshold = tree.PartialVec{V: resource.Vec{resource.CPU: cores(3)}, Set: [resource.Count]bool{resource.CPU: true}}
+	cfg.MaxUnpreemptibleRunningAllocationCount = tree.SomeInt(4)
+	slots := func(n int64) tree.PartialVec {
+		return tree.PartialVec{V: resource.Vec{resource.UserSlots: n}, Set: [resource.Count]bool{resource.UserSlots: true}}
+	}
+	c := newCluster(t, cfg, 3, smallNode,
+		tree.Mutation{Kind: tree.AddPool, Name: "p", Pool: tree.PoolConfig{NonPreemptibleResourceUsageThreshold: slots(5)}})
+	c.start(OperationSpec{ID: "z", Tasks: tasks(10, job(1, 1))})
+	c.start(OperationSpec{ID: "x", Pool: "p", Tasks: tasks(10, job(1, 1))})
+	c.start(OperationSpec{ID: "y", Pool: "p", NonPreemptibleResourceUsageThreshold: slots(2), Tasks: tasks(10, job(1, 1))})
+	c.update()
+	c.heartbeatAll()
+	c.update()
+	for id, want := range map[string]int64{"z": 3, "x": 5, "y": 2} {
+		info := c.info(id)
+		if info.RunningAllocations != 10 || info.AllocationsByStatus[NonPreemptible] != want {
+			t.Errorf("%s: %d running, statuses %v; want %d NonPreemptible", id, info.RunningAllocations, info.AllocationsByStatus, want)
+		}
+	}
+	// A negative threshold is rejected.
+	if _, _, err := c.s.StartOperation(0, OperationSpec{NonPreemptibleResourceUsageThreshold: slots(-1), Tasks: tasks(1, job(1, 1))}); err == nil {
+		t.Error("negative non_preemptible_resource_usage_threshold accepted")
+	}
+}
