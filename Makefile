@@ -4,6 +4,9 @@
 GO              ?= go
 BIN             := bin/fairsched
 DEMO            ?= examples/demo.json
+# fairsched serve: LISTEN address, CONFIG file (empty: the embedded examples/serve.json)
+LISTEN          ?= 127.0.0.1:8080
+CONFIG          ?=
 TEST_TIMEOUT    ?= 5m
 FUZZTIME        ?= 10s
 COUNT           ?= 5
@@ -20,7 +23,7 @@ SHELL       := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
 
-.PHONY: help build binary test test-race lint fuzz bench bench-compare solve conformance run clean
+.PHONY: help build binary test test-race lint fuzz bench bench-compare solve conformance run serve clean
 
 help: ## print the targets with one line each (default)
 	@echo "usage: make TARGET [VAR=value ...]"
@@ -82,8 +85,11 @@ conformance: ## ../shared/tools/check_conformance.py on bin/fairsched if it can 
 		$(GO) test -timeout=$(TEST_TIMEOUT) $(CONFORMANCE_PKG) -run Conformance; \
 	fi
 
-run: binary ## build and run the main job (for now: bin/fairsched solve examples/demo.json)
-	$(BIN) solve $(DEMO)
+run: binary ## build and run the main job: bin/fairsched serve on 127.0.0.1:8080 (Ctrl-C stops it)
+	$(BIN) serve --listen $(LISTEN) $(if $(CONFIG),--config $(CONFIG),)
+
+serve: binary ## bin/fairsched serve (LISTEN=127.0.0.1:8080, CONFIG=file; default the embedded examples/serve.json)
+	$(BIN) serve --listen $(LISTEN) $(if $(CONFIG),--config $(CONFIG),)
 
 clean: ## remove build outputs (bin/, out/, *.test, root-level profiles)
 	rm -rf bin out

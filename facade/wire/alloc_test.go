@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/snapshot"
 	"github.com/fairsched/fairsched/core/tree"
 )
@@ -23,5 +24,29 @@ func TestAppendSolveResultAllocs(t *testing.T) {
 	buf = AppendError(buf[:0], er)
 	if n := testing.AllocsPerRun(100, func() { buf = AppendError(buf[:0], er) }); n != 0 {
 		t.Fatalf("AppendError allocates %v times per call", n)
+	}
+}
+
+func TestHeartbeatDecodeAllocs(t *testing.T) {
+	var h Heartbeat
+	in := NewInterner(16)
+	body := []byte(apiHeartbeat)
+	if err := h.Decode(body, in); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		if err := h.Decode(body, in); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("Heartbeat.Decode allocates %v times per call once warm", n)
+	}
+	r := &schedule.Response{
+		Start:   []schedule.StartDecision{{Allocation: 1802, Operation: "op-17", Resources: resource.Vec{resource.CPU: 150}}},
+		Preempt: []schedule.PreemptDecision{{Allocation: 1783, Operation: "op-3", Timeout: 10, ForAllocation: 1802, ForOperation: "op-21"}},
+	}
+	buf := AppendHeartbeatResponse(nil, r, nil)
+	if n := testing.AllocsPerRun(100, func() { buf = AppendHeartbeatResponse(buf[:0], r, nil) }); n != 0 {
+		t.Fatalf("AppendHeartbeatResponse allocates %v times per call", n)
 	}
 }

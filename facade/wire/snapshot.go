@@ -61,6 +61,8 @@ const (
 	CodeMissingAttribute = "missing_attribute"
 	// CodeUnknownElement: a name refers to no pool or operation.
 	CodeUnknownElement = "unknown_element"
+	// CodeDuplicateKey: an object has a key twice (heartbeats refuse it).
+	CodeDuplicateKey = "duplicate_key"
 	// CodeDuplicateName: two elements share a name.
 	CodeDuplicateName = "duplicate_name"
 	// CodeInvalidName: a name is not 1–128 characters of [A-Za-z0-9._:-].

@@ -1,0 +1,222 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/fairsched/fairsched/core/schedule"
+	"github.com/fairsched/fairsched/facade"
+	"github.com/fairsched/fairsched/facade/wire"
+)
+
+// facadeNodes is the number of simulated nodes of BenchmarkFacadeHeartbeat.
+const facadeNodes = 256
+
+// BenchmarkFacadeHeartbeat is the HTTP heartbeat over loopback TCP from an
+// in-process fasthttp client (performance.md): GOMAXPROCS client goroutines
+// (b.RunParallel) send the heartbeats of 256 nodes of 32 cpu, each
+// reporting its 32 running allocations, round-robin.
+//
+//   - ceiling: a fasthttp server that routes the request, decodes the body
+//     (wire.Heartbeat) and encodes an empty answer with the same encoder,
+//     with no scheduling: the bound of the HTTP and JSON layers.
+//   - scheduler: fairsched serve's facade with the real core; the cluster
+//     is full, so each heartbeat settles its allocations and starts nothing
+//     (the fair-share updater runs on the wall clock meanwhile).
+//
+// The headline is heartbeats/s; performance.md asks scheduler ≥ 0.7 ×
+// ceiling.
+func BenchmarkFacadeHeartbeat(b *testing.B) {
+	b.Run("ceiling", func(b *testing.B) {
+		srv := &fasthttp.Server{Handler: ceilingHandler(), NoDefaultContentType: true}
+		ln := listen(b)
+		go func() { _ = srv.Serve(ln) }()
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.ShutdownWithContext(ctx)
+		}()
+		bodies := make([]string, facadeNodes)
+		for i := range bodies {
+			var ids []string
+			for j := range 32 {
+				ids = append(ids, fmt.Sprint(uint64(i)<<32|uint64(j+1)))
+			}
+			bodies[i] = heartbeatBody(ids)
+		}
+		runHeartbeats(b, ln.Addr().String(), bodies)
+	})
+	b.Run("scheduler", func(b *testing.B) {
+		sc, err := wire.DecodeServeConfig([]byte(`{"pools": [{"name": "prod"}, {"name": "research"}]}`))
+		if err != nil {
+			b.Fatal(err)
+		}
+		srv, err := facade.New(facade.Options{Config: sc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ln := listen(b)
+		go func() { _ = srv.Serve(ln) }()
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(ctx)
+		}()
+		bodies := fillCluster(b, srv, ln.Addr().String())
+		runHeartbeats(b, ln.Addr().String(), bodies)
+	})
+}
+
+func heartbeatBody(ids []string) string {
+	var sb strings.Builder
+	sb.WriteString(`{"resource_limits": {"user_slots": 32, "cpu": 32, "memory": 137438953472}, "tags": ["ssd", "rack-12"], "allocations": [`)
+	for i, id := range ids {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"id": %q, "state": "running"}`, id)
+	}
+	sb.WriteString("]}")
+	return sb.String()
+}
+
+// ceilingHandler decodes and encodes like the facade's heartbeat, without
+// the core.
+func ceilingHandler() fasthttp.RequestHandler {
+	type scratch struct {
+		hb   wire.Heartbeat
+		resp schedule.Response
+		out  []byte
+	}
+	pool := sync.Pool{New: func() any { return new(scratch) }}
+	names := wire.NewInterner(1 << 16)
+	const prefix = "/api/v1/nodes/"
+	return func(ctx *fasthttp.RequestCtx) {
+		path := ctx.Path()
+		if !bytes.HasPrefix(path, []byte(prefix)) || !bytes.HasSuffix(path, []byte("/heartbeat")) || string(ctx.Method()) != "POST" {
+			ctx.SetStatusCode(404)
+			return
+		}
+		_ = names.Intern(path[len(prefix) : len(path)-len("/heartbeat")])
+		sc := pool.Get().(*scratch)
+		defer pool.Put(sc)
+		if err := sc.hb.Decode(ctx.PostBody(), names); err != nil {
+			ctx.SetStatusCode(400)
+			return
+		}
+		sc.resp.Reset()
+		sc.out = wire.AppendHeartbeatResponse(sc.out[:0], &sc.resp, nil)
+		ctx.SetContentType("application/json")
+		ctx.SetBody(sc.out)
+	}
+}
+
+// fillCluster registers the nodes, starts an operation larger than the
+// cluster and heartbeats until every node is full; it returns each node's
+// steady heartbeat body.
+func fillCluster(b *testing.B, srv *facade.Server, addr string) []string {
+	hc := &fasthttp.HostClient{Addr: addr}
+	post := func(path, body string) []byte {
+		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+		defer fasthttp.ReleaseRequest(req)
+		defer fasthttp.ReleaseResponse(resp)
+		req.Header.SetMethod("POST")
+		req.SetRequestURI("http://" + addr + path)
+		req.SetBodyString(body)
+		if err := hc.Do(req, resp); err != nil || resp.StatusCode()/100 != 2 {
+			b.Fatalf("POST %s: %v %d %s", path, err, resp.StatusCode(), resp.Body())
+		}
+		return append([]byte(nil), resp.Body()...)
+	}
+	running := make([][]string, facadeNodes)
+	heartbeat := func(i int) int {
+		var r struct {
+			Start []struct{ ID string } `json:"allocations_to_start"`
+		}
+		if err := json.Unmarshal(post(fmt.Sprintf("/api/v1/nodes/node-%04d/heartbeat", i), heartbeatBody(running[i])), &r); err != nil {
+			b.Fatal(err)
+		}
+		for _, s := range r.Start {
+			running[i] = append(running[i], s.ID)
+		}
+		return len(r.Start)
+	}
+	for i := range running {
+		heartbeat(i)
+	}
+	srv.UpdateFairShare()
+	post("/api/v1/operations", `{"pool": "prod", "tasks": [{"job_count": 1000000, "resources": {"user_slots": 1, "cpu": 1, "memory": 1073741824}}]}`)
+	srv.UpdateFairShare()
+	for round := 0; round < 10; round++ {
+		started := 0
+		for i := range running {
+			started += heartbeat(i)
+		}
+		if started == 0 {
+			break
+		}
+	}
+	bodies := make([]string, facadeNodes)
+	for i := range bodies {
+		if len(running[i]) == 0 {
+			b.Fatalf("node %d runs nothing", i)
+		}
+		bodies[i] = heartbeatBody(running[i])
+	}
+	return bodies
+}
+
+func listen(b *testing.B) net.Listener {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ln
+}
+
+// runHeartbeats sends the bodies to the server at addr round-robin from
+// GOMAXPROCS client goroutines; it reports heartbeats/s.
+func runHeartbeats(b *testing.B, addr string, bodies []string) {
+	hc := &fasthttp.HostClient{Addr: addr, MaxConns: 1024}
+	var next atomic.Uint64
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+		defer fasthttp.ReleaseRequest(req)
+		defer fasthttp.ReleaseResponse(resp)
+		req.Header.SetMethod("POST")
+		req.Header.SetContentType("application/json")
+		uris := make([]string, len(bodies))
+		for i := range uris {
+			uris[i] = fmt.Sprintf("http://%s/api/v1/nodes/node-%04d/heartbeat", addr, i)
+		}
+		for pb.Next() {
+			i := int(next.Add(1)) % len(bodies)
+			req.SetRequestURI(uris[i])
+			req.SetBodyString(bodies[i])
+			if err := hc.Do(req, resp); err != nil {
+				b.Error(err)
+				return
+			}
+			if resp.StatusCode() != 200 {
+				b.Errorf("status %d: %s", resp.StatusCode(), resp.Body())
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "heartbeats/s")
+}

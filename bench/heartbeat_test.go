@@ -1,0 +1,256 @@
+package bench
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"testing"
+
+	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/schedule"
+	"github.com/fairsched/fairsched/core/tree"
+)
+
+const gib = int64(1) << 30
+
+// heartbeatCluster is the cluster of performance.md's BenchmarkHeartbeat:
+// 10,000 nodes of 32 cpu, 1,000 pools, 10,000 running operations and
+// 200,000 running allocations (20 jobs of 1.6 cpu fill each node exactly).
+type heartbeatCluster struct {
+	s      *schedule.Scheduler
+	nodes  []benchNode
+	limits resource.Vec
+	now    float64
+}
+
+type benchNode struct {
+	// now is the node's own virtual clock: it advances by a millisecond per
+	// heartbeat, so that per-node gates such as the preemptive backoff open.
+	now    float64
+	hb     schedule.NodeHeartbeat
+	allocs []schedule.AllocationReport
+	resp   schedule.Response
+}
+
+var benchJob = resource.Vec{resource.UserSlots: 1, resource.CPU: resource.Cores(1.6), resource.Memory: 4 * gib}
+
+func newHeartbeatCluster(b *testing.B, nodes, pools, ops int, cfg schedule.Config) *heartbeatCluster {
+	b.Helper()
+	// 10,000 running operations need more than the default root limits.
+	cfg.Limits.MaxOperationCount = 1 << 20
+	cfg.Limits.MaxRunningOperationCount = 1 << 20
+	s := schedule.New(tree.New(tree.PoolConfig{}), cfg)
+	var ms []tree.Mutation
+	for i := range pools {
+		parent := ""
+		if i >= 20 {
+			parent = fmt.Sprintf("pool%d", i%20)
+		}
+		ms = append(ms, tree.Mutation{Kind: tree.AddPool, Name: fmt.Sprintf("pool%d", i), Parent: parent,
+			Pool: tree.PoolConfig{MaxOperationCount: tree.SomeInt(1 << 20), MaxRunningOperationCount: tree.SomeInt(1 << 20)}})
+	}
+	if _, err := s.ApplyPools(ms...); err != nil {
+		b.Fatal(err)
+	}
+	for i := range ops {
+		// Many pending jobs, so that churn always finds one to start.
+		spec := schedule.OperationSpec{Pool: fmt.Sprintf("pool%d", 20+i%(pools-20)),
+			Tasks: []schedule.TaskSpec{{Name: "map", JobCount: 1000, Resources: benchJob}}}
+		if _, _, err := s.StartOperation(0, spec); err != nil {
+			b.Fatal(err)
+		}
+	}
+	c := &heartbeatCluster{s: s, limits: resource.Vec{resource.UserSlots: 32, resource.CPU: resource.Cores(32), resource.Memory: 128 * gib}}
+	c.nodes = make([]benchNode, nodes)
+	for i := range c.nodes {
+		n := &c.nodes[i]
+		n.hb = schedule.NodeHeartbeat{Node: fmt.Sprintf("node-%05d", i), Limits: c.limits}
+		c.heartbeat(i) // registers the node
+	}
+	s.UpdateFairShare(c.now)
+	for i := range c.nodes {
+		c.heartbeat(i) // fills the node
+	}
+	s.UpdateFairShare(c.now)
+	return c
+}
+
+// heartbeat sends node i's heartbeat and applies the answer like a node:
+// finished reports are dropped, preempted and aborted allocations stop,
+// started ones run.
+func (c *heartbeatCluster) heartbeat(i int) error {
+	n := &c.nodes[i]
+	n.resp.Reset()
+	n.hb.Allocations = n.allocs
+	n.now = max(n.now, c.now) + 1e-3
+	if err := c.s.Heartbeat(n.now, &n.hb, &n.resp); err != nil {
+		return err
+	}
+	kept := n.allocs[:0]
+	for _, a := range n.allocs {
+		if a.State != schedule.AllocRunning {
+			continue
+		}
+		stop := false
+		for _, p := range n.resp.Preempt {
+			stop = stop || p.Allocation == a.ID
+		}
+		for _, p := range n.resp.Abort {
+			stop = stop || p.Allocation == a.ID
+		}
+		if stop {
+			// Reported as aborted in the next heartbeat.
+			a.State = schedule.AllocAborted
+		}
+		kept = append(kept, a)
+	}
+	for _, st := range n.resp.Start {
+		kept = append(kept, schedule.AllocationReport{ID: st.Allocation, State: schedule.AllocRunning})
+	}
+	n.allocs = kept
+	return nil
+}
+
+// runParallel spreads the nodes over the parallel workers: each worker owns
+// the nodes congruent to its index, so a node never heartbeats twice at once.
+func runParallel(b *testing.B, c *heartbeatCluster, each func(i int)) {
+	var workers atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		// RunParallel starts GOMAXPROCS goroutines: worker w owns the nodes
+		// congruent to w, so together they cycle through every node.
+		stride := runtime.GOMAXPROCS(0)
+		w := int(workers.Add(1)-1) % stride
+		i := w
+		for pb.Next() {
+			each(i)
+			i += stride
+			if i >= len(c.nodes) {
+				i = w
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "heartbeats/s")
+}
+
+// BenchmarkHeartbeat: steady (a heartbeat reports its allocations and
+// nothing changes), churn (one completed allocation, one new one) and
+// preempt (a starving operation; the preemptive stage runs on every
+// heartbeat). See performance.md.
+func BenchmarkHeartbeat(b *testing.B) {
+	const nodes, pools, ops = 10000, 1000, 10000
+	b.Run("steady/nodes=10000", func(b *testing.B) {
+		c := newHeartbeatCluster(b, nodes, pools, ops, schedule.DefaultConfig())
+		runParallel(b, c, func(i int) {
+			if err := c.heartbeat(i); err != nil {
+				b.Error(err)
+			}
+		})
+	})
+	b.Run("churn/nodes=10000", func(b *testing.B) {
+		c := newHeartbeatCluster(b, nodes, pools, ops, schedule.DefaultConfig())
+		runParallel(b, c, func(i int) {
+			n := &c.nodes[i]
+			n.allocs[0].State = schedule.AllocCompleted
+			if err := c.heartbeat(i); err != nil {
+				b.Error(err)
+			}
+		})
+	})
+	b.Run("preempt/nodes=10000", func(b *testing.B) {
+		cfg := schedule.DefaultConfig()
+		cfg.PreemptiveSchedulingBackoff = 0
+		c := newHeartbeatCluster(b, nodes, pools, ops, cfg)
+		// A heavy operation arrives in its own top-level pool and starves.
+		if _, err := c.s.ApplyPools(tree.Mutation{Kind: tree.AddPool, Name: "starving", Pool: tree.PoolConfig{Weight: tree.Some(1000)}}); err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := c.s.StartOperation(c.now, schedule.OperationSpec{Pool: "starving",
+			Tasks: []schedule.TaskSpec{{Name: "big", JobCount: 1 << 20, Resources: benchJob}}}); err != nil {
+			b.Fatal(err)
+		}
+		// Past the starvation timeout, with every node heartbeating so that
+		// none is unregistered (the preemptive stage is off meanwhile: the
+		// node already had its first preemptive attempt at setup).
+		for range 4 {
+			c.now += 15
+			for i := range c.nodes {
+				c.heartbeat(i)
+			}
+			c.s.UpdateFairShare(c.now)
+		}
+		c.now += 0.1
+		if info := c.s.Operations(nil); info[len(info)-1].Starvation == 0 {
+			b.Fatalf("the heavy operation does not starve: %+v", info[len(info)-1])
+		}
+		var preempted atomic.Int64
+		runParallel(b, c, func(i int) {
+			if err := c.heartbeat(i); err != nil {
+				b.Error(err)
+			}
+			if k := len(c.nodes[i].resp.Preempt); k > 0 {
+				preempted.Add(int64(k))
+			}
+		})
+		b.ReportMetric(float64(preempted.Load())/float64(b.N), "preemptions/heartbeat")
+	})
+}
+
+// BenchmarkSchedulingThroughput is YuniKorn's BenchmarkScheduling shape:
+// pools a and b with strong guarantees, one operation each of 5,000 jobs
+// {cpu 1, memory 10}, N nodes of {cpu 10000/N+1, memory 10× that}; nodes
+// heartbeat round-robin until all 10,000 jobs run. The minimum spare
+// resources are one job, since these nodes have bytes of memory.
+func BenchmarkSchedulingThroughput(b *testing.B) {
+	for _, n := range []int{500, 1000, 2000, 5000} {
+		b.Run(fmt.Sprintf("yunikorn-shape/nodes=%d", n), func(b *testing.B) {
+			cpu := int64(10000/n + 1)
+			job := resource.Vec{resource.UserSlots: 1, resource.CPU: resource.Cores(1), resource.Memory: 10}
+			node := resource.Vec{resource.UserSlots: cpu, resource.CPU: resource.Cores(float64(cpu)), resource.Memory: 10 * cpu}
+			cfg := schedule.DefaultConfig()
+			cfg.MinSpareAllocationResources = job
+			b.ReportAllocs()
+			allocations := 0
+			for b.Loop() {
+				b.StopTimer()
+				s := schedule.New(tree.New(tree.PoolConfig{}), cfg)
+				half := resource.Vec{resource.CPU: resource.Cores(5000), resource.Memory: 50000}
+				if _, err := s.ApplyPools(
+					tree.Mutation{Kind: tree.AddPool, Name: "a", Pool: tree.PoolConfig{StrongGuarantee: tree.PartialVec{V: half, Set: [5]bool{1: true, 3: true}}}},
+					tree.Mutation{Kind: tree.AddPool, Name: "b", Pool: tree.PoolConfig{StrongGuarantee: tree.PartialVec{V: half, Set: [5]bool{1: true, 3: true}}}},
+				); err != nil {
+					b.Fatal(err)
+				}
+				for _, p := range []string{"a", "b"} {
+					if _, _, err := s.StartOperation(0, schedule.OperationSpec{Pool: p, Tasks: []schedule.TaskSpec{{JobCount: 5000, Resources: job}}}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				hbs := make([]schedule.NodeHeartbeat, n)
+				var resp schedule.Response
+				for i := range hbs {
+					hbs[i] = schedule.NodeHeartbeat{Node: fmt.Sprintf("n%d", i), Limits: node}
+					s.Heartbeat(0, &hbs[i], &resp) // registration
+				}
+				s.UpdateFairShare(0)
+				b.StartTimer()
+				started := 0
+				for round := 0; started < 10000 && round < 100; round++ {
+					for i := range hbs {
+						resp.Reset()
+						if err := s.Heartbeat(1, &hbs[i], &resp); err != nil {
+							b.Fatal(err)
+						}
+						started += len(resp.Start)
+					}
+				}
+				if started != 10000 {
+					b.Fatalf("started %d of 10000 jobs", started)
+				}
+				allocations += started
+			}
+			b.ReportMetric(float64(allocations)/b.Elapsed().Seconds(), "allocations/s")
+		})
+	}
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fairsched/fairsched/examples"
+	"github.com/fairsched/fairsched/facade/wire"
+)
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestServe runs `fairsched serve` in process on a free loopback port with
+// the embedded config, talks to it and stops it as SIGINT would.
+func TestServe(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	addrc := make(chan string, 1)
+	exit := make(chan int, 1)
+	go func() {
+		exit <- serve(ctx, []string{"--listen", "127.0.0.1:0"}, &stdout, &stderr, func(a string) { addrc <- a })
+	}()
+	var addr string
+	select {
+	case addr = <-addrc:
+	case code := <-exit:
+		t.Fatalf("serve exited with %d: %s", code, stderr.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not start")
+	}
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := get("/healthz"); code != 200 {
+		t.Fatalf("/healthz: %d", code)
+	}
+	code, body := get("/api/v1/pools")
+	for _, pool := range []string{`"production"`, `"research"`, `"adhoc"`, `"enable_lightweight_operations":true`} {
+		if code != 200 || !strings.Contains(body, pool) {
+			t.Fatalf("/api/v1/pools lacks %s: %d %s", pool, code, body)
+		}
+	}
+	if code, _ := get("/debug/pprof/"); code != 200 {
+		t.Fatalf("/debug/pprof/ is on by default: %d", code)
+	}
+	if !strings.Contains(stdout.String(), "curl -s") || !strings.Contains(stderr.String(), "features=") {
+		t.Fatalf("stdout %q, stderr %q: want a curl line and the CPU features", stdout.String(), stderr.String())
+	}
+	cancel()
+	select {
+	case code := <-exit:
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}
+
+func TestServeBadConfig(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(f, []byte(`{"pools": [{"name": "a", "parent": "missing"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := call("", "serve", "--listen", "127.0.0.1:0", "--config", f)
+	if code != 2 || !strings.Contains(stderr, "$.pools[0].parent") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	if err := os.WriteFile(f, []byte(`{"pools": [{"name": "a", "weight": -1}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = call("", "serve", "--config", f)
+	if code != 2 || !strings.Contains(stderr, "$.pools[0].weight") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	if code, _, _ := call("", "serve", "--config", filepath.Join(dir, "missing.json")); code != 1 {
+		t.Fatalf("missing file: exit %d", code)
+	}
+	if code, out, _ := call("", "help", "serve"); code != 0 || !strings.Contains(out, "--listen") {
+		t.Fatalf("help serve: %d %q", code, out)
+	}
+}
+
+// The embedded default is examples/serve.json and is valid.
+func TestEmbeddedServeConfig(t *testing.T) {
+	data, err := os.ReadFile("../../examples/serve.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(data, examples.ServeConfig) {
+		t.Fatal("examples.ServeConfig differs from examples/serve.json")
+	}
+	if _, err := wire.DecodeServeConfig(examples.ServeConfig); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,115 @@
+//go:build !race
+
+package facade
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttputil"
+)
+
+// maxHeartbeatAllocs is the allocation budget of one heartbeat request,
+// client and server together, over an in-memory connection.
+const maxHeartbeatAllocs = 2
+
+// TestHeartbeatAllocs measures the allocations of a heartbeat request end
+// to end — fasthttp client, in-memory connection, fasthttp server, routing,
+// decoding, the core, the encoder — with testing.AllocsPerRun, for a node
+// that reports its running allocations (steady) and for one whose every
+// heartbeat completes an allocation and receives a new one (churn).
+func TestHeartbeatAllocs(t *testing.T) {
+	ts := startServer(t, twoPools, nil)
+	ln := fasthttputil.NewInmemoryListener()
+	go func() { _ = ts.srv.HTTPServer().Serve(ln) }() // Shutdown closes ln
+	hc := &fasthttp.HostClient{Addr: "fairsched", Dial: func(string) (net.Conn, error) { return ln.Dial() }, MaxConns: 1}
+
+	n := newNode("n1", 16, 64)
+	ts.heartbeat(n)
+	ts.clock.advanceAndUpdate(ts.srv)
+	ts.must(201, "POST", "/api/v1/operations", `{"pool": "prod", "tasks": [{"job_count": 1000000, "resources": {"cpu": 1, "memory": 1073741824}}]}`)
+	ts.clock.advanceAndUpdate(ts.srv)
+	ts.heartbeat(n)
+	if len(n.running) == 0 {
+		t.Fatal("nothing runs")
+	}
+
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.Header.SetMethod("POST")
+	req.SetRequestURI("http://fairsched/api/v1/nodes/n1/heartbeat")
+	req.Header.SetContentType("application/json")
+	do := func(body string) {
+		req.SetBodyString(body)
+		if err := hc.Do(req, resp); err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode() != 200 {
+			t.Fatalf("status %d: %s", resp.StatusCode(), resp.Body())
+		}
+	}
+
+	steady := n.body()
+	for range 10 {
+		if do(steady); !strings.Contains(string(resp.Body()), `"allocations_to_start":[]`) {
+			t.Fatalf("a steady heartbeat started something: %s", resp.Body())
+		}
+	}
+	allocs := testing.AllocsPerRun(200, func() { do(steady) })
+	t.Logf("steady heartbeat reporting %d allocations: %v allocations per request", len(n.running), allocs)
+	if allocs > maxHeartbeatAllocs {
+		t.Errorf("a steady heartbeat request allocates %v times, want at most %d", allocs, maxHeartbeatAllocs)
+	}
+
+	// Churn: every heartbeat completes the oldest allocation and gets one
+	// new one, whose id is the node's next (ids count up per node). The
+	// bodies are prepared before measuring.
+	var ids []uint64
+	for id := range n.running {
+		v, _ := strconv.ParseUint(id, 10, 64)
+		ids = append(ids, v)
+	}
+	slices.Sort(ids)
+	body := func(ids []uint64, done uint64) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, `{"resource_limits": %s, "tags": ["ssd"], "allocations": [{"id": "%d", "state": "completed"}`, n.limits, done)
+		for _, id := range ids {
+			fmt.Fprintf(&b, `,{"id": "%d", "state": "running"}`, id)
+		}
+		b.WriteString("]}")
+		return b.String()
+	}
+	const warm, rounds = 20, 200
+	bodies := make([]string, 0, warm+rounds+1)
+	for range cap(bodies) {
+		done := ids[0]
+		ids = append(ids[1:], ids[len(ids)-1]+1)
+		bodies = append(bodies, body(ids[:len(ids)-1], done))
+	}
+	i := 0
+	churn := func() {
+		do(bodies[i])
+		i++
+	}
+	for range warm {
+		churn()
+		if !strings.Contains(string(resp.Body()), `"operation_id"`) {
+			t.Fatalf("a churn heartbeat started nothing: %s", resp.Body())
+		}
+	}
+	allocs = testing.AllocsPerRun(rounds, churn)
+	t.Logf("churn heartbeat (one completed, one started): %v allocations per request", allocs)
+	ops := ts.must(200, "GET", "/api/v1/operations", "")["operations"].([]any)
+	if done := num(obj(ops[0])["completed_job_count"]); done != warm+rounds+1 {
+		t.Fatalf("%v jobs completed, want %d: the churn bodies went wrong", done, warm+rounds+1)
+	}
+	if allocs > maxHeartbeatAllocs {
+		t.Errorf("a churn heartbeat request allocates %v times, want at most %d", allocs, maxHeartbeatAllocs)
+	}
+}

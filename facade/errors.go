@@ -1,0 +1,163 @@
+package facade
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/fairsched/fairsched/core/limits"
+	"github.com/fairsched/fairsched/core/schedule"
+	"github.com/fairsched/fairsched/core/snapshot"
+	"github.com/fairsched/fairsched/core/tree"
+	"github.com/fairsched/fairsched/facade/wire"
+)
+
+// Error codes of the facade itself (the decoders' and the core's codes pass
+// through unchanged).
+const (
+	CodeNotFound          = "not_found"
+	CodeMethodNotAllowed  = "method_not_allowed"
+	CodeBodyTooLarge      = "body_too_large"
+	CodeBadRequest        = "bad_request"
+	CodeOverloaded        = "overloaded"
+	CodeInternal          = "internal_error"
+	CodeUnknownNode       = "unknown_node"
+	CodeNotSupported      = "not_supported"
+	CodeInvalidName       = tree.CodeInvalidName
+	CodeUnknownPool       = tree.CodeUnknownPool
+	CodeUnknownOperation  = schedule.CodeUnknownOperation
+	CodeTooManyOperations = limits.CodeTooManyOperations
+)
+
+// errorBody maps an error of a decoder or of the core to its status and
+// body. prefix is the JSON path of the element the core validated ("$" for
+// a request body); a core error's Field is appended to it. Fields that name
+// the URL's resource ("name", "id") are not paths in the body.
+func errorBody(err error, prefix string) (int, *wire.Error) {
+	var (
+		we *wire.Error
+		te *tree.Error
+		se *schedule.Error
+		le *limits.LimitError
+		pe *snapshot.Error
+	)
+	switch {
+	case errors.As(err, &we):
+		return fasthttp.StatusBadRequest, we
+	case errors.As(err, &le):
+		return fasthttp.StatusConflict, &wire.Error{Code: le.Code, Message: le.Error(), Path: join(prefix, "pool")}
+	case errors.As(err, &te):
+		return statusOf(te.Code, te.Field), &wire.Error{Code: te.Code, Message: te.Msg, Path: fieldPath(prefix, te.Code, te.Field)}
+	case errors.As(err, &pe):
+		return fasthttp.StatusBadRequest, &wire.Error{Code: pe.Code, Message: pe.Msg, Path: pe.Path}
+	case errors.As(err, &se):
+		return statusOf(se.Code, se.Field), &wire.Error{Code: se.Code, Message: se.Msg, Path: fieldPath(prefix, se.Code, se.Field)}
+	}
+	return fasthttp.StatusInternalServerError, &wire.Error{Code: CodeInternal, Message: "cannot handle the request: " + err.Error()}
+}
+
+// statusOf is the HTTP status of a core error code (api.md §1).
+func statusOf(code, field string) int {
+	switch code {
+	case tree.CodeUnknownPool, tree.CodeUnknownOperation:
+		if field == "name" || field == "id" {
+			return fasthttp.StatusNotFound // the resource of the URL
+		}
+		return fasthttp.StatusBadRequest // a reference in the body
+	case tree.CodeDuplicateName, tree.CodePoolNotEmpty, schedule.CodeDuplicateID,
+		schedule.CodeForeignAllocation, schedule.CodeFinished,
+		limits.CodeTooManyOperations, limits.CodeTooManyRunningOperations:
+		return fasthttp.StatusConflict
+	}
+	return fasthttp.StatusBadRequest
+}
+
+// fieldPath is the JSON path of a core error's field. "name" and "id" are
+// the URL's resource (no path in the body) except for the errors about a
+// name or id given in the body: duplicates and invalid names.
+func fieldPath(prefix, code, field string) string {
+	inBody := code == tree.CodeDuplicateName || code == schedule.CodeDuplicateID || code == tree.CodeInvalidName
+	if (field == "name" || field == "id") && !inBody || field == "" {
+		if prefix == "$" {
+			return ""
+		}
+		return prefix
+	}
+	return join(prefix, field)
+}
+
+func join(prefix, field string) string {
+	if strings.HasPrefix(field, "[") {
+		return prefix + field
+	}
+	return prefix + "." + field
+}
+
+// writeJSON sets a JSON answer.
+func writeJSON(ctx *fasthttp.RequestCtx, status int, body []byte) {
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(body)
+}
+
+// writeError answers with the error body of api.md §1.
+func (s *Server) writeError(ctx *fasthttp.RequestCtx, status int, e *wire.Error) {
+	bp := s.getBuf()
+	*bp = wire.AppendError((*bp)[:0], e)
+	*bp = append(*bp, '\n')
+	writeJSON(ctx, status, *bp)
+	s.putBuf(bp)
+	s.m.countError(status)
+}
+
+// fail answers with the status and body of err (see errorBody).
+func (s *Server) fail(ctx *fasthttp.RequestCtx, err error, prefix string) {
+	status, e := errorBody(err, prefix)
+	if status == fasthttp.StatusInternalServerError {
+		s.log.Error("request failed", "method", string(ctx.Method()), "path", string(ctx.Path()), "error", err)
+	}
+	s.writeError(ctx, status, e)
+}
+
+func (s *Server) notFound(ctx *fasthttp.RequestCtx) {
+	s.writeError(ctx, fasthttp.StatusNotFound, &wire.Error{Code: CodeNotFound,
+		Message: "cannot find " + string(ctx.Method()) + " " + string(ctx.Path()) + ": see api.md for the endpoints"})
+}
+
+func (s *Server) methodNotAllowed(ctx *fasthttp.RequestCtx, allow string) {
+	ctx.Response.Header.Set("Allow", allow)
+	s.writeError(ctx, fasthttp.StatusMethodNotAllowed, &wire.Error{Code: CodeMethodNotAllowed,
+		Message: "cannot " + string(ctx.Method()) + " " + string(ctx.Path()) + ": want " + allow})
+}
+
+// handleServerError answers fasthttp's own errors (a body over the limit, a
+// malformed request line or header) in the JSON of api.md §1.
+func (s *Server) handleServerError(ctx *fasthttp.RequestCtx, err error) {
+	var small *fasthttp.ErrSmallBuffer
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		s.writeError(ctx, fasthttp.StatusRequestEntityTooLarge, &wire.Error{Code: CodeBodyTooLarge,
+			Message: "cannot read a request body over " + byteCount(s.opts.MaxBodySize)})
+	case errors.As(err, &small):
+		s.writeError(ctx, fasthttp.StatusRequestHeaderFieldsTooLarge, &wire.Error{Code: CodeBodyTooLarge,
+			Message: "cannot read the request: its header is too large"})
+	default:
+		msg := strings.TrimPrefix(err.Error(), "fasthttp: ")
+		if len(msg) > 200 {
+			msg = msg[:200] + "…"
+		}
+		s.writeError(ctx, fasthttp.StatusBadRequest, &wire.Error{Code: CodeBadRequest,
+			Message: "cannot parse the HTTP request: " + msg})
+	}
+}
+
+func byteCount(n int) string {
+	switch {
+	case n%(1<<20) == 0:
+		return itoa(n>>20) + " MiB"
+	case n%(1<<10) == 0:
+		return itoa(n>>10) + " KiB"
+	}
+	return itoa(n) + " bytes"
+}

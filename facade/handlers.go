@@ -1,0 +1,517 @@
+package facade
+
+import (
+	"slices"
+	"strconv"
+
+	json "github.com/goccy/go-json"
+	"github.com/valyala/fasthttp"
+
+	"github.com/fairsched/fairsched/core/schedule"
+	"github.com/fairsched/fairsched/core/snapshot"
+	"github.com/fairsched/fairsched/core/tree"
+	"github.com/fairsched/fairsched/facade/wire"
+)
+
+// respond answers 'status' with the JSON that fn appends.
+func (s *Server) respond(ctx *fasthttp.RequestCtx, status int, fn func(dst []byte) []byte) {
+	bp := s.getBuf()
+	*bp = append(fn((*bp)[:0]), '\n')
+	writeJSON(ctx, status, *bp)
+	s.putBuf(bp)
+}
+
+// ---- pools (api.md §2) ----
+
+func (s *Server) listPools(ctx *fasthttp.RequestCtx) {
+	pools := s.sched.Pools(nil)
+	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte {
+		dst = append(dst, `{"pools":[`...)
+		for i := range pools {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = wire.AppendPool(dst, pools[i].Name, pools[i].Parent, &pools[i].Config)
+		}
+		return append(dst, "]}"...)
+	})
+}
+
+func (s *Server) getPool(ctx *fasthttp.RequestCtx, name string) {
+	if !s.checkName(ctx, name, "a pool name", true) {
+		return
+	}
+	p, err := s.sched.Pool(name)
+	if err != nil {
+		s.fail(ctx, err, "$")
+		return
+	}
+	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte { return wire.AppendPool(dst, p.Name, p.Parent, &p.Config) })
+}
+
+// putPool creates or replaces a pool (api.md §2). A missing "parent" is the
+// root: PUT replaces the whole configuration, the parent included.
+func (s *Server) putPool(ctx *fasthttp.RequestCtx, name string) {
+	if !s.checkName(ctx, name, "a pool name", true) {
+		return
+	}
+	b, err := wire.DecodePool(ctx.PostBody(), tree.PoolConfig{})
+	if err != nil {
+		s.fail(ctx, err, "$")
+		return
+	}
+	if !s.bodyName(ctx, b, name) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, err = s.sched.Pool(name)
+	exists := err == nil
+	m := tree.Mutation{Kind: tree.AddPool, Name: name, Pool: b.Config}
+	if b.HasParent && b.Parent != tree.RootName {
+		m.Parent = b.Parent
+	}
+	status := fasthttp.StatusCreated
+	if exists {
+		m.Kind, status = tree.SetPool, fasthttp.StatusOK
+		if name != tree.RootName && m.Parent == "" {
+			m.Parent = tree.RootName
+		}
+	} else if name == tree.RootName {
+		panic("BUG: the root pool does not exist")
+	}
+	if name == tree.RootName && b.HasParent && b.Parent != tree.RootName {
+		s.writeError(ctx, fasthttp.StatusBadRequest, &wire.Error{Code: tree.CodeInvalidValue, Path: "$.parent", Message: "cannot give the root pool a parent"})
+		return
+	}
+	if _, err := s.sched.ApplyPools(m); err != nil {
+		s.fail(ctx, err, "$")
+		return
+	}
+	s.writePool(ctx, status, name)
+}
+
+// bodyName checks that a body's "name", when given, is the URL's.
+func (s *Server) bodyName(ctx *fasthttp.RequestCtx, b *wire.PoolBody, name string) bool {
+	if b.Name != "" && b.Name != name {
+		s.writeError(ctx, fasthttp.StatusBadRequest, &wire.Error{Code: wire.CodeInvalidValue, Path: "$.name",
+			Message: "cannot use name " + strconv.Quote(b.Name) + " in the body of pool " + strconv.Quote(name) + ": leave it out or repeat the URL's"})
+		return false
+	}
+	return true
+}
+
+func (s *Server) writePool(ctx *fasthttp.RequestCtx, status int, name string) {
+	p, err := s.sched.Pool(name)
+	if err != nil {
+		s.fail(ctx, err, "$")
+		return
+	}
+	s.respond(ctx, status, func(dst []byte) []byte { return wire.AppendPool(dst, p.Name, p.Parent, &p.Config) })
+}
+
+// patchPool changes the listed attributes of a pool (api.md §2).
+func (s *Server) patchPool(ctx *fasthttp.RequestCtx, name string) {
+	if !s.checkName(ctx, name, "a pool name", true) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, err := s.sched.Pool(name)
+	if err != nil {
+		s.fail(ctx, err, "$")
+		return
+	}
+	b, err := wire.DecodePool(ctx.PostBody(), cur.Config)
+	if err != nil {
+		s.fail(ctx, err, "$")
+		return
+	}
+	if !s.bodyName(ctx, b, name) {
+		return
+	}
+	m := tree.Mutation{Kind: tree.SetPool, Name: name, Pool: b.Config}
+	if b.HasParent {
+		if name == tree.RootName {
+			if b.Parent != tree.RootName {
+				s.writeError(ctx, fasthttp.StatusBadRequest, &wire.Error{Code: tree.CodeInvalidValue, Path: "$.parent", Message: "cannot give the root pool a parent"})
+				return
+			}
+		} else {
+			m.Parent = b.Parent
+		}
+	}
+	if _, err := s.sched.ApplyPools(m); err != nil {
+		s.fail(ctx, err, "$")
+		return
+	}
+	s.writePool(ctx, fasthttp.StatusOK, name)
+}
+
+// deletePool removes an empty pool: 409 when it has child pools or
+// operations (api.md §2).
+func (s *Server) deletePool(ctx *fasthttp.RequestCtx, name string) {
+	if !s.checkName(ctx, name, "a pool name", true) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if name == tree.RootName {
+		s.writeError(ctx, fasthttp.StatusBadRequest, &wire.Error{Code: tree.CodeInvalidValue, Message: "cannot remove the root pool"})
+		return
+	}
+	if _, err := s.sched.ApplyPools(tree.Mutation{Kind: tree.RemovePool, Name: name}); err != nil {
+		s.fail(ctx, err, "$")
+		return
+	}
+	ctx.SetStatusCode(fasthttp.StatusNoContent)
+}
+
+// ---- config ----
+
+func (s *Server) getConfig(ctx *fasthttp.RequestCtx) {
+	s.mu.Lock()
+	c := s.cfg
+	s.mu.Unlock()
+	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte { return wire.AppendConfig(dst, &c) })
+}
+
+// configSetter is the core entry point PATCH /api/v1/config needs to change
+// anything beyond the facade's own fair_share_update_period_s.
+type configSetter interface {
+	SetConfig(schedule.Config) error
+}
+
+// patchConfig changes the tree config. The facade applies
+// fair_share_update_period_s itself (it owns the updater); the rest goes to
+// the core when it can take a new config (configSetter), and is refused
+// with 409 not_supported otherwise, before anything changes.
+func (s *Server) patchConfig(ctx *fasthttp.RequestCtx) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	body := ctx.PostBody()
+	next, err := wire.DecodeConfigPatch(body, s.cfg)
+	if err != nil {
+		s.fail(ctx, err, "$")
+		return
+	}
+	coreNext := next
+	coreNext.FairShareUpdatePeriod = s.cfg.FairShareUpdatePeriod
+	if coreNext != s.cfg {
+		cs, ok := any(s.sched).(configSetter)
+		if !ok {
+			path := "$"
+			var keys map[string]json.RawMessage
+			if json.Unmarshal(body, &keys) == nil {
+				names := make([]string, 0, len(keys))
+				for k := range keys {
+					if k != "fair_share_update_period_s" {
+						names = append(names, k)
+					}
+				}
+				slices.Sort(names)
+				if len(names) > 0 {
+					path = "$." + names[0]
+				}
+			}
+			s.writeError(ctx, fasthttp.StatusConflict, &wire.Error{Code: CodeNotSupported, Path: path,
+				Message: "cannot change the tree config at run time: this scheduling core takes its config at start " +
+					"(only fair_share_update_period_s can change); restart fairsched serve with --config"})
+			return
+		}
+		if err := cs.SetConfig(coreNext); err != nil {
+			s.fail(ctx, err, "$")
+			return
+		}
+	}
+	s.cfg = next
+	s.period.Store(int64(next.FairShareUpdatePeriod * 1e9))
+	c := s.cfg
+	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte { return wire.AppendConfig(dst, &c) })
+}
+
+// ---- operations (api.md §3) ----
+
+// startOperation admits an operation: 201 {"id", "state"}. The same client
+// id with the same body returns the same operation (201 again); with a
+// different body it is a 409 duplicate_id.
+func (s *Server) startOperation(ctx *fasthttp.RequestCtx) {
+	spec, err := wire.DecodeStartOperation(ctx.PostBody())
+	if err != nil {
+		s.fail(ctx, err, "$")
+		return
+	}
+	s.mu.Lock()
+	id, st, err := s.sched.StartOperation(s.now(), spec)
+	if err == nil {
+		if _, known := s.ops[id]; !known {
+			s.opSeq++
+			s.ops[id] = &opRecord{seq: s.opSeq}
+		}
+	}
+	s.mu.Unlock()
+	if err != nil {
+		s.fail(ctx, err, "$")
+		return
+	}
+	s.respond(ctx, fasthttp.StatusCreated, func(dst []byte) []byte {
+		dst = append(dst, `{"id":`...)
+		dst = strconv.AppendQuote(dst, id)
+		dst = append(dst, `,"state":"`...)
+		dst = append(dst, st.String()...)
+		return append(dst, `"}`...)
+	})
+}
+
+// Paging of GET /api/v1/operations.
+const (
+	defaultPageSize = 100
+	maxPageSize     = 1000
+)
+
+// listOperations lists operations in start order, filtered by pool and
+// state, a page at a time: "next_cursor" resumes after the last one.
+func (s *Server) listOperations(ctx *fasthttp.RequestCtx) {
+	args := ctx.QueryArgs()
+	pool := string(args.Peek("pool"))
+	state := string(args.Peek("state"))
+	limit := defaultPageSize
+	var after uint64
+	if v := args.Peek("limit"); len(v) > 0 {
+		n, err := strconv.Atoi(string(v))
+		if err != nil || n < 1 || n > maxPageSize {
+			s.writeError(ctx, fasthttp.StatusBadRequest, &wire.Error{Code: wire.CodeInvalidValue, Path: "limit",
+				Message: "cannot use limit " + strconv.Quote(truncate(string(v), 32)) + ": want a whole number in [1, 1000]"})
+			return
+		}
+		limit = n
+	}
+	if v := args.Peek("cursor"); len(v) > 0 {
+		n, err := strconv.ParseUint(string(v), 10, 64)
+		if err != nil {
+			s.writeError(ctx, fasthttp.StatusBadRequest, &wire.Error{Code: wire.CodeInvalidValue, Path: "cursor",
+				Message: "cannot use cursor " + strconv.Quote(truncate(string(v), 32)) + ": want the next_cursor of a previous page"})
+			return
+		}
+		after = n
+	}
+	switch state {
+	case "", "pending", "running", "completed", "aborted":
+	default:
+		s.writeError(ctx, fasthttp.StatusBadRequest, &wire.Error{Code: wire.CodeInvalidValue, Path: "state",
+			Message: "cannot use state " + strconv.Quote(truncate(state, 32)) + ": want one of pending, running, completed, aborted"})
+		return
+	}
+	if pool != "" && !s.checkName(ctx, pool, "a pool name", true) {
+		return
+	}
+	infos := s.sched.Operations(nil)
+	s.mu.Lock()
+	seqs := make([]uint64, len(infos))
+	for i := range infos {
+		if r := s.ops[infos[i].ID]; r != nil {
+			seqs[i] = r.seq
+		}
+	}
+	s.mu.Unlock()
+	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte {
+		dst = append(dst, `{"operations":[`...)
+		n := 0
+		var last uint64
+		more := false
+		for i := range infos {
+			o := &infos[i]
+			if seqs[i] <= after || pool != "" && o.Pool != pool || state != "" && o.State.String() != state {
+				continue
+			}
+			if n == limit {
+				more = true
+				break
+			}
+			if n > 0 {
+				dst = append(dst, ',')
+			}
+			dst = wire.AppendOperation(dst, o, false)
+			n++
+			last = seqs[i]
+		}
+		dst = append(dst, `],"next_cursor":`...)
+		if more {
+			dst = append(dst, '"')
+			dst = strconv.AppendUint(dst, last, 10)
+			dst = append(dst, '"')
+		} else {
+			dst = append(dst, "null"...)
+		}
+		return append(dst, '}')
+	})
+}
+
+func (s *Server) getOperation(ctx *fasthttp.RequestCtx, id string, detailed bool) {
+	if !s.checkName(ctx, id, "an operation id", false) {
+		return
+	}
+	o, err := s.sched.Operation(id)
+	if err != nil {
+		s.fail(ctx, err, "$")
+		return
+	}
+	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte { return wire.AppendOperation(dst, &o, detailed) })
+}
+
+// limitsSetter is the core entry point PATCH needs for resource_limits.
+type limitsSetter interface {
+	SetOperationResourceLimits(id string, l tree.PartialVec) error
+}
+
+// patchOperation changes an operation's runtime parameters (api.md §3):
+// weight, pool (a move, re-checked against the new ancestors' limits) and
+// resource_limits. Everything is validated before the first change; a move
+// refused by the limits changes nothing.
+func (s *Server) patchOperation(ctx *fasthttp.RequestCtx, id string) {
+	if !s.checkName(ctx, id, "an operation id", false) {
+		return
+	}
+	p, err := wire.DecodeOperationPatch(ctx.PostBody())
+	if err != nil {
+		s.fail(ctx, err, "$")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, err := s.sched.Operation(id)
+	if err != nil {
+		s.fail(ctx, err, "$")
+		return
+	}
+	if cur.State.Final() && (p.HasPool || p.Weight.Set || p.HasResourceLimits) {
+		s.writeError(ctx, fasthttp.StatusConflict, &wire.Error{Code: schedule.CodeFinished,
+			Message: "cannot change operation " + strconv.Quote(id) + ": it is " + cur.State.String()})
+		return
+	}
+	ls, canLimit := any(s.sched).(limitsSetter)
+	if p.HasResourceLimits && !canLimit {
+		s.writeError(ctx, fasthttp.StatusConflict, &wire.Error{Code: CodeNotSupported, Path: "$.resource_limits",
+			Message: "cannot change an operation's resource_limits at run time: this scheduling core takes them at start only"})
+		return
+	}
+	if p.HasPool {
+		if p.Pool != "" {
+			if _, err := s.sched.Pool(p.Pool); err != nil {
+				s.writeError(ctx, fasthttp.StatusBadRequest, &wire.Error{Code: tree.CodeUnknownPool, Path: "$.pool",
+					Message: "cannot move operation " + strconv.Quote(id) + " to pool " + strconv.Quote(p.Pool) + ": there is no such pool"})
+				return
+			}
+		}
+		if err := s.sched.MoveOperation(id, p.Pool); err != nil {
+			s.fail(ctx, err, "$")
+			return
+		}
+	}
+	if p.Weight.Set {
+		if err := s.sched.SetOperationWeight(id, p.Weight.V); err != nil {
+			if p.HasPool {
+				// Undo the move: the request changes all or nothing.
+				back := cur.Pool
+				if back == tree.RootName {
+					back = ""
+				}
+				_ = s.sched.MoveOperation(id, back)
+			}
+			s.fail(ctx, err, "$")
+			return
+		}
+	}
+	if p.HasResourceLimits {
+		if err := ls.SetOperationResourceLimits(id, p.ResourceLimits); err != nil {
+			s.fail(ctx, err, "$")
+			return
+		}
+	}
+	s.getOperation(ctx, id, false)
+}
+
+// finishOperation completes or aborts an operation; its allocations are
+// told to stop on their nodes' next heartbeats.
+func (s *Server) finishOperation(ctx *fasthttp.RequestCtx, id, action string) {
+	if !s.checkName(ctx, id, "an operation id", false) {
+		return
+	}
+	var err error
+	if action == "complete" {
+		err = s.sched.CompleteOperation(id)
+	} else {
+		err = s.sched.AbortOperation(id)
+	}
+	if err != nil {
+		s.fail(ctx, err, "$")
+		return
+	}
+	s.getOperation(ctx, id, false)
+}
+
+// ---- orchid (api.md §5) ----
+
+func (s *Server) orchidPools(ctx *fasthttp.RequestCtx) {
+	pools := s.sched.Pools(nil)
+	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte {
+		dst = append(dst, `{"pools":[`...)
+		for i := range pools {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = wire.AppendPoolOrchid(dst, &pools[i])
+		}
+		return append(dst, "]}"...)
+	})
+}
+
+func (s *Server) orchidPool(ctx *fasthttp.RequestCtx, name string) {
+	if !s.checkName(ctx, name, "a pool name", true) {
+		return
+	}
+	p, err := s.sched.Pool(name)
+	if err != nil {
+		s.fail(ctx, err, "$")
+		return
+	}
+	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte { return wire.AppendPoolOrchid(dst, &p) })
+}
+
+func (s *Server) orchidNode(ctx *fasthttp.RequestCtx, name string) {
+	if !s.checkName(ctx, name, "a node id", false) {
+		return
+	}
+	n, ok := s.sched.Node(name)
+	if !ok {
+		s.writeError(ctx, fasthttp.StatusNotFound, &wire.Error{Code: CodeUnknownNode,
+			Message: "cannot find node " + strconv.Quote(name) + ": it has not sent a heartbeat, or was unregistered after node_heartbeat_timeout_s"})
+		return
+	}
+	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte { return wire.AppendNodeOrchid(dst, &n) })
+}
+
+// ---- solve (api.md §6) ----
+
+// solve runs `fairsched solve` on the posted snapshot; no state is touched.
+func (s *Server) solve(ctx *fasthttp.RequestCtx) {
+	select {
+	case s.solves <- struct{}{}:
+		defer func() { <-s.solves }()
+	default:
+		s.writeError(ctx, fasthttp.StatusTooManyRequests, &wire.Error{Code: CodeOverloaded,
+			Message: "cannot run more than " + itoa(cap(s.solves)) + " solves at once: retry later"})
+		return
+	}
+	snap, err := wire.DecodeSnapshot(ctx.PostBody())
+	if err != nil {
+		s.fail(ctx, err, "$")
+		return
+	}
+	r, err := snapshot.Solve(snap)
+	if err != nil {
+		s.fail(ctx, err, "$")
+		return
+	}
+	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte { return wire.AppendSolveResult(dst, r) })
+}

@@ -1,0 +1,87 @@
+package facade
+
+import (
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/fairsched/fairsched/core/schedule"
+	"github.com/fairsched/fairsched/facade/wire"
+)
+
+// hbScratch is the per-request state of a heartbeat, pooled (style.md §5):
+// the decoded request, the core's request and response, the output buffer.
+// Nothing in it refers to the fasthttp request after the handler returns.
+type hbScratch struct {
+	req  wire.Heartbeat
+	hb   schedule.NodeHeartbeat
+	resp schedule.Response
+	out  []byte
+}
+
+// maxPooledOutput bounds the output buffer a pooled scratch keeps.
+const maxPooledOutput = 1 << 20
+
+// heartbeat handles POST /api/v1/nodes/{id}/heartbeat (api.md §4), the hot
+// path: decode into pooled scratch, run the core's Heartbeat, encode the
+// decisions with the append encoder. A node whose heartbeats repeat (same
+// tags, allocation slices large enough) costs no allocation here; see
+// TestHeartbeatAllocs.
+func (s *Server) heartbeat(ctx *fasthttp.RequestCtx, id []byte) {
+	start := time.Now()
+	if !validName(id) {
+		s.checkName(ctx, string(id), "a node id", false)
+		return
+	}
+	sc := s.hbPool.Get().(*hbScratch)
+	defer s.putScratch(sc)
+	if err := sc.req.Decode(ctx.PostBody(), s.names); err != nil {
+		s.m.heartbeatErrors.Inc()
+		s.fail(ctx, err, "$")
+		return
+	}
+	sc.hb = schedule.NodeHeartbeat{Node: s.names.Intern(id), Limits: sc.req.Limits, Tags: sc.req.Tags, Allocations: sc.req.Allocations}
+	sc.resp.Reset()
+	if err := s.sched.Heartbeat(s.now(), &sc.hb, &sc.resp); err != nil {
+		s.m.heartbeatErrors.Inc()
+		s.fail(ctx, err, "$")
+		return
+	}
+	sc.out = wire.AppendHeartbeatResponse(sc.out[:0], &sc.resp, s.finishedFn)
+	writeJSON(ctx, fasthttp.StatusOK, sc.out)
+	s.m.observeHeartbeat(&sc.resp, start)
+}
+
+func (s *Server) putScratch(sc *hbScratch) {
+	sc.hb = schedule.NodeHeartbeat{}
+	if cap(sc.out) > maxPooledOutput {
+		sc.out = nil
+	}
+	s.hbPool.Put(sc)
+}
+
+// finishedState names the final state of an operation for the reason of an
+// abort ("operation op-9 aborted").
+func (s *Server) finishedState(op string) string {
+	o, err := s.sched.Operation(op)
+	if err != nil || !o.State.Final() {
+		return ""
+	}
+	return o.State.String()
+}
+
+// validName is tree.ValidName over bytes, without a conversion.
+func validName(b []byte) bool {
+	if len(b) == 0 || len(b) > 128 {
+		return false
+	}
+	for _, c := range b {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '.', c == '_', c == ':', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,247 @@
+package facade
+
+import (
+	"bytes"
+	"net/http/pprof"
+	"runtime/debug"
+	"strconv"
+
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
+	"github.com/valyala/fasthttp/pprofhandler"
+
+	"github.com/fairsched/fairsched/core/tree"
+	"github.com/fairsched/fairsched/facade/wire"
+)
+
+// Handle is the Server's fasthttp.RequestHandler: it bounds the requests in
+// flight (429 beyond Options.MaxInFlight), recovers panics into a 500 and
+// routes the request.
+func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
+	if n := s.inFl.Add(1); n > int64(s.opts.MaxInFlight) {
+		s.inFl.Add(-1)
+		s.writeError(ctx, fasthttp.StatusTooManyRequests, &wire.Error{Code: CodeOverloaded,
+			Message: "cannot take more than " + itoa(s.opts.MaxInFlight) + " requests at once: retry later"})
+		return
+	}
+	defer s.inFl.Add(-1)
+	defer s.recoverPanic(ctx)
+	if h := s.panicHook.Load(); h != nil {
+		(*h)(ctx.Path())
+	}
+	s.route(ctx)
+}
+
+// recoverPanic turns a panic of a handler into a 500 error body; the
+// server goes on serving.
+func (s *Server) recoverPanic(ctx *fasthttp.RequestCtx) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	s.log.Error("panic in a handler", "method", string(ctx.Method()), "path", string(ctx.Path()),
+		"panic", r, "stack", string(debug.Stack()))
+	s.m.panics.Inc()
+	ctx.Response.Reset()
+	s.writeError(ctx, fasthttp.StatusInternalServerError, &wire.Error{Code: CodeInternal,
+		Message: "cannot handle the request: the server hit a bug (it is logged); the request may not have been applied"})
+}
+
+const apiPrefix = "/api/v1/"
+
+var pprofIndex = fasthttpadaptor.NewFastHTTPHandlerFunc(pprof.Index)
+
+// route dispatches by path and method. It allocates nothing for heartbeats.
+func (s *Server) route(ctx *fasthttp.RequestCtx) {
+	path := ctx.Path()
+	if !bytes.HasPrefix(path, []byte(apiPrefix)) {
+		switch {
+		case string(path) == "/healthz":
+			if s.method(ctx, "GET") {
+				writeJSON(ctx, fasthttp.StatusOK, []byte(`{"status":"ok"}`+"\n"))
+			}
+		case string(path) == "/metrics":
+			if s.method(ctx, "GET") {
+				s.serveMetrics(ctx)
+			}
+		case bytes.HasPrefix(path, []byte("/debug/pprof")) && s.opts.Pprof && ctx.RemoteIP().IsLoopback():
+			if string(path) == "/debug/pprof/" || string(path) == "/debug/pprof" {
+				// NB: pprofhandler answers 404 for paths that end in '/',
+				// the index included; net/http/pprof serves it there.
+				if string(path) == "/debug/pprof" {
+					ctx.Redirect("/debug/pprof/", fasthttp.StatusMovedPermanently)
+					return
+				}
+				pprofIndex(ctx)
+				return
+			}
+			pprofhandler.PprofHandler(ctx)
+		default:
+			s.notFound(ctx)
+		}
+		return
+	}
+	rest := path[len(apiPrefix):]
+	seg, rest := cut(rest)
+	switch string(seg) {
+	case "nodes":
+		// /api/v1/nodes/{id}/heartbeat
+		id, rest := cut(rest)
+		if string(rest) == "heartbeat" && len(id) > 0 {
+			if s.method(ctx, "POST") {
+				s.heartbeat(ctx, id)
+			}
+			return
+		}
+	case "pools":
+		if len(rest) == 0 {
+			if s.method(ctx, "GET") {
+				s.listPools(ctx)
+			}
+			return
+		}
+		name, more := cut(rest)
+		if len(more) == 0 {
+			switch string(ctx.Method()) {
+			case "GET":
+				s.getPool(ctx, string(name))
+			case "PUT":
+				s.putPool(ctx, string(name))
+			case "PATCH":
+				s.patchPool(ctx, string(name))
+			case "DELETE":
+				s.deletePool(ctx, string(name))
+			default:
+				s.methodNotAllowed(ctx, "GET, PUT, PATCH, DELETE")
+			}
+			return
+		}
+	case "config":
+		if len(rest) == 0 {
+			switch string(ctx.Method()) {
+			case "GET":
+				s.getConfig(ctx)
+			case "PATCH":
+				s.patchConfig(ctx)
+			default:
+				s.methodNotAllowed(ctx, "GET, PATCH")
+			}
+			return
+		}
+	case "operations":
+		if len(rest) == 0 {
+			switch string(ctx.Method()) {
+			case "GET":
+				s.listOperations(ctx)
+			case "POST":
+				s.startOperation(ctx)
+			default:
+				s.methodNotAllowed(ctx, "GET, POST")
+			}
+			return
+		}
+		id, action := cut(rest)
+		switch string(action) {
+		case "":
+			switch string(ctx.Method()) {
+			case "GET":
+				s.getOperation(ctx, string(id), false)
+			case "PATCH":
+				s.patchOperation(ctx, string(id))
+			default:
+				s.methodNotAllowed(ctx, "GET, PATCH")
+			}
+			return
+		case "complete", "abort":
+			if s.method(ctx, "POST") {
+				s.finishOperation(ctx, string(id), string(action))
+			}
+			return
+		}
+	case "orchid":
+		kind, rest := cut(rest)
+		name, more := cut(rest)
+		if len(more) > 0 {
+			break
+		}
+		switch string(kind) {
+		case "pools":
+			if s.method(ctx, "GET") {
+				if len(name) == 0 {
+					s.orchidPools(ctx)
+				} else {
+					s.orchidPool(ctx, string(name))
+				}
+			}
+			return
+		case "operations":
+			if len(name) > 0 && s.method(ctx, "GET") {
+				s.getOperation(ctx, string(name), true)
+			}
+			if len(name) > 0 {
+				return
+			}
+		case "nodes":
+			if len(name) > 0 && s.method(ctx, "GET") {
+				s.orchidNode(ctx, string(name))
+			}
+			if len(name) > 0 {
+				return
+			}
+		}
+	case "solve":
+		if len(rest) == 0 {
+			if s.method(ctx, "POST") {
+				s.solve(ctx)
+			}
+			return
+		}
+	}
+	s.notFound(ctx)
+}
+
+// method checks the request method; it answers 405 when it differs.
+func (s *Server) method(ctx *fasthttp.RequestCtx, want string) bool {
+	m := ctx.Method()
+	if string(m) == want || want == "GET" && string(m) == "HEAD" {
+		return true
+	}
+	s.methodNotAllowed(ctx, want)
+	return false
+}
+
+// cut splits p at its first '/'.
+func cut(p []byte) (seg, rest []byte) {
+	if i := bytes.IndexByte(p, '/'); i >= 0 {
+		return p[:i], p[i+1:]
+	}
+	return p, nil
+}
+
+// checkName validates a pool or operation name of the URL.
+func (s *Server) checkName(ctx *fasthttp.RequestCtx, name, what string, allowRoot bool) bool {
+	if tree.ValidName(name) || allowRoot && name == tree.RootName {
+		return true
+	}
+	s.writeError(ctx, fasthttp.StatusBadRequest, &wire.Error{Code: CodeInvalidName,
+		Message: "cannot use " + strconv.Quote(truncate(name, 64)) + " as " + what + ": want 1-128 characters of [A-Za-z0-9._:-]"})
+	return false
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func (s *Server) getBuf() *[]byte { return s.bufPool.Get().(*[]byte) }
+func (s *Server) putBuf(b *[]byte) {
+	if cap(*b) > maxPooledOutput {
+		return
+	}
+	*b = (*b)[:0]
+	s.bufPool.Put(b)
+}

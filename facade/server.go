@@ -1,0 +1,307 @@
+// Package facade serves fairsched's scheduling core over HTTP/JSON on
+// fasthttp (api.md): pools, the tree config, operations, node heartbeats,
+// the orchid, POST /api/v1/solve, /metrics, /debug/pprof/ and /healthz.
+//
+// # Ownership and concurrency
+//
+// A Server owns a schedule.Scheduler and the clock that feeds it: the core
+// takes time as an argument, and the Server reads its Clock (the wall clock
+// by default) once per request and once per fair-share update. Handlers run
+// concurrently on fasthttp's workers; the core serialises control-plane
+// calls under its own lock and shards heartbeats by node. The Server adds a
+// mutex around pool and operation mutations that read before they write
+// (PATCH applies to the current config), so that two of them never
+// interleave.
+//
+// Handlers never retain the *fasthttp.RequestCtx or its buffers after they
+// return. Request scratch (the decoded heartbeat, the core's response, the
+// output buffer) comes from sync.Pools, the only pools of the process
+// (style.md §5).
+//
+// # Errors
+//
+// Every non-2xx answer is {"error": {"code", "message", "path"}} (api.md
+// §1), including fasthttp's own errors (Server.ErrorHandler) and panics,
+// which are recovered into a 500 while the server goes on serving. Requests
+// are validated completely before any state changes.
+package facade
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/core/schedule"
+	"github.com/fairsched/fairsched/core/tree"
+	"github.com/fairsched/fairsched/facade/wire"
+)
+
+// DefaultMaxBodySize is the default request body limit (api.md §1: 4 MiB).
+const DefaultMaxBodySize = 4 << 20
+
+// Options configure a Server. The zero value serves an empty tree with the
+// default config on the wall clock.
+type Options struct {
+	// Config is the tree config and the initial pools (wire.DecodeServeConfig);
+	// nil means schedule.DefaultConfig and no pools.
+	Config *wire.ServeConfig
+	// Clock supplies the time; nil means the wall clock, starting at 0 when
+	// the Server is created. It must be safe for concurrent use.
+	Clock clock.Clock
+	// MaxBodySize limits request bodies (0: DefaultMaxBodySize).
+	MaxBodySize int
+	// Pprof serves /debug/pprof/ to clients on loopback addresses.
+	Pprof bool
+	// Logger receives the server's log lines (nil: slog.Default()).
+	Logger *slog.Logger
+	// ManualUpdates turns off the fair-share updater goroutine of Serve;
+	// the caller runs UpdateFairShare (tests on a manual clock).
+	ManualUpdates bool
+	// MaxInFlight bounds the requests being handled at once; beyond it the
+	// answer is 429 (0: 16384).
+	MaxInFlight int
+	// MaxConcurrentSolves bounds concurrent POST /api/v1/solve requests,
+	// which are CPU-bound; beyond it the answer is 429 (0: GOMAXPROCS).
+	MaxConcurrentSolves int
+	// FinishedOperationRetention is how long finished operations stay
+	// visible before they are forgotten (0: 10 minutes).
+	FinishedOperationRetention time.Duration
+}
+
+// Server is fairsched's HTTP/JSON facade. See the package documentation.
+type Server struct {
+	opts   Options
+	log    *slog.Logger
+	clock  clock.Clock
+	sched  *schedule.Scheduler
+	http   *fasthttp.Server
+	names  *wire.Interner
+	m      *metricsSet
+	period atomic.Int64 // fair-share update period in nanoseconds
+
+	// mu serialises the facade's read-modify-write mutations (pools, config,
+	// operation starts and patches); heartbeats never take it.
+	mu sync.Mutex
+	// cfg is the config the Server runs with (the core has no setter yet,
+	// see PATCH /api/v1/config).
+	cfg schedule.Config
+	// ops records the facade's view of every operation it started: the
+	// listing cursor and when it was first seen finished.
+	ops    map[string]*opRecord
+	opSeq  uint64
+	inFl   atomic.Int64
+	solves chan struct{}
+
+	updateMu sync.Mutex // one fair-share update at a time
+	lastJan  time.Time
+
+	hbPool     sync.Pool // *hbScratch
+	finishedFn func(op string) string
+	bufPool    sync.Pool // *[]byte
+
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     sync.WaitGroup
+
+	// panicHook, when set (tests), runs at the start of every request.
+	panicHook atomic.Pointer[func(path []byte)]
+}
+
+// opRecord is the facade's record of an operation.
+type opRecord struct {
+	seq        uint64
+	finishedAt time.Time // zero until seen finished
+}
+
+// New builds a Server: the scheduler with the config's tree. An invalid
+// initial tree is an *wire.Error naming the pool's path.
+func New(opts Options) (*Server, error) {
+	sc := opts.Config
+	if sc == nil {
+		sc = &wire.ServeConfig{Scheduler: schedule.DefaultConfig()}
+	}
+	if opts.MaxBodySize <= 0 {
+		opts.MaxBodySize = DefaultMaxBodySize
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = 16384
+	}
+	if opts.MaxConcurrentSolves <= 0 {
+		opts.MaxConcurrentSolves = runtime.GOMAXPROCS(0)
+	}
+	if opts.FinishedOperationRetention <= 0 {
+		opts.FinishedOperationRetention = 10 * time.Minute
+	}
+	s := &Server{
+		opts:   opts,
+		log:    opts.Logger,
+		clock:  opts.Clock,
+		cfg:    sc.Scheduler,
+		names:  wire.NewInterner(1 << 20),
+		ops:    make(map[string]*opRecord),
+		solves: make(chan struct{}, opts.MaxConcurrentSolves),
+		stop:   make(chan struct{}),
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.clock == nil {
+		start := time.Now()
+		s.clock = clock.Func(func() clock.Time { return clock.Time(time.Since(start).Microseconds()) })
+	}
+	s.period.Store(int64(sc.Scheduler.FairShareUpdatePeriod * float64(time.Second)))
+
+	var root tree.PoolConfig
+	var ms []tree.Mutation
+	var paths []string
+	for i := range sc.Pools {
+		b := &sc.Pools[i]
+		if b.Name == tree.RootName {
+			if b.HasParent && b.Parent != tree.RootName {
+				return nil, &wire.Error{Code: tree.CodeInvalidValue, Path: sc.PoolPaths[i] + ".parent", Message: "cannot give the root pool a parent"}
+			}
+			root = b.Config
+			continue
+		}
+		parent := b.Parent
+		if parent == tree.RootName {
+			parent = ""
+		}
+		ms = append(ms, tree.Mutation{Kind: tree.AddPool, Name: b.Name, Parent: parent, Pool: b.Config})
+		paths = append(paths, sc.PoolPaths[i])
+	}
+	if root.Mode == tree.ModeFIFO {
+		return nil, &wire.Error{Code: tree.CodeInvalidValue, Path: "$.pools", Message: "cannot make the root pool fifo: the root is always fair_share"}
+	}
+	s.sched = schedule.New(tree.New(root), sc.Scheduler)
+	if len(ms) > 0 {
+		if i, err := s.sched.ApplyPools(ms...); err != nil {
+			_, we := errorBody(err, paths[i])
+			return nil, we
+		}
+	}
+	s.m = newMetrics(s)
+	s.hbPool.New = func() any { return new(hbScratch) }
+	s.finishedFn = s.finishedState
+	s.bufPool.New = func() any { b := make([]byte, 0, 4096); return &b }
+	s.http = &fasthttp.Server{
+		Handler:               s.Handle,
+		ErrorHandler:          s.handleServerError,
+		Name:                  "fairsched",
+		MaxRequestBodySize:    opts.MaxBodySize,
+		ReadTimeout:           30 * time.Second,
+		WriteTimeout:          30 * time.Second,
+		IdleTimeout:           2 * time.Minute,
+		NoDefaultContentType:  true,
+		NoDefaultServerHeader: false,
+		CloseOnShutdown:       true,
+		Logger:                fasthttpLogger{s.log},
+	}
+	return s, nil
+}
+
+// Scheduler returns the scheduling core the Server drives.
+func (s *Server) Scheduler() *schedule.Scheduler { return s.sched }
+
+// HTTPServer returns the fasthttp server, for callers that serve it
+// themselves (tests over an in-memory listener).
+func (s *Server) HTTPServer() *fasthttp.Server { return s.http }
+
+// now returns the clock's reading in seconds, as the core takes it.
+func (s *Server) now() float64 { return s.clock.Now().Seconds() }
+
+// Serve runs the fair-share updater (unless ManualUpdates) and serves
+// connections from ln until Shutdown. It returns nil after Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	s.UpdateFairShare()
+	if !s.opts.ManualUpdates {
+		s.done.Add(1)
+		go s.updater()
+	}
+	err := s.http.Serve(ln)
+	select {
+	case <-s.stop:
+		return nil
+	default:
+	}
+	return err
+}
+
+// Shutdown stops the updater and the HTTP server gracefully: it stops
+// accepting connections and waits for requests in flight until ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopOnce.Do(func() { close(s.stop) })
+	err := s.http.ShutdownWithContext(ctx)
+	s.done.Wait()
+	return err
+}
+
+// updater runs UpdateFairShare every fair_share_update_period on the wall
+// clock until Shutdown.
+func (s *Server) updater() {
+	defer s.done.Done()
+	t := time.NewTimer(time.Duration(s.period.Load()))
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		s.UpdateFairShare()
+		t.Reset(time.Duration(s.period.Load()))
+	}
+}
+
+// UpdateFairShare runs one fair-share update now (spec.md §2–§3), records
+// its duration, and every 10 s forgets operations that finished longer ago
+// than the retention.
+func (s *Server) UpdateFairShare() {
+	s.updateMu.Lock()
+	defer s.updateMu.Unlock()
+	start := time.Now()
+	s.sched.UpdateFairShare(s.now())
+	s.m.fairShareUpdate.UpdateDuration(start)
+	if start.Sub(s.lastJan) >= 10*time.Second {
+		s.lastJan = start
+		s.forgetFinished(start)
+	}
+}
+
+// forgetFinished drops operations finished longer than the retention ago.
+func (s *Server) forgetFinished(now time.Time) {
+	infos := s.sched.Operations(nil)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range infos {
+		o := &infos[i]
+		r := s.ops[o.ID]
+		if r == nil || !o.State.Final() {
+			continue
+		}
+		if r.finishedAt.IsZero() {
+			r.finishedAt = now
+			continue
+		}
+		if now.Sub(r.finishedAt) >= s.opts.FinishedOperationRetention && o.RunningAllocations == 0 {
+			if err := s.sched.ForgetOperation(o.ID); err == nil {
+				delete(s.ops, o.ID)
+			}
+		}
+	}
+}
+
+// fasthttpLogger sends fasthttp's log lines to slog.
+type fasthttpLogger struct{ l *slog.Logger }
+
+func (l fasthttpLogger) Printf(format string, args ...any) {
+	l.l.Warn("fasthttp: " + fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,689 @@
+package facade
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/facade/wire"
+)
+
+// manualClock is a clock.Clock for tests, safe for concurrent use.
+type manualClock struct{ us atomic.Int64 }
+
+func (c *manualClock) Now() clock.Time            { return clock.Time(c.us.Load()) }
+func (c *manualClock) Advance(d clock.Duration)   { c.us.Add(int64(d)) }
+func (c *manualClock) AdvanceSeconds(s float64)   { c.Advance(clock.DurationFromSeconds(s)) }
+func (c *manualClock) set(t clock.Time)           { c.us.Store(int64(t)) }
+func (c *manualClock) advanceAndUpdate(s *Server) { c.AdvanceSeconds(0.2); s.UpdateFairShare() }
+
+// testServer is a Server on a real loopback listener with a manual clock and
+// manual fair-share updates; it stops when the test ends.
+type testServer struct {
+	t     *testing.T
+	srv   *Server
+	clock *manualClock
+	base  string
+	hc    *http.Client
+}
+
+func startServer(t *testing.T, config string, opt func(*Options)) *testServer {
+	t.Helper()
+	var sc *wire.ServeConfig
+	if config != "" {
+		var err error
+		if sc, err = wire.DecodeServeConfig([]byte(config)); err != nil {
+			t.Fatalf("config: %v", err)
+		}
+	}
+	mc := &manualClock{}
+	mc.set(clock.Time(1_000_000))
+	opts := Options{Config: sc, Clock: mc, ManualUpdates: true, Logger: quietLogger(t)}
+	if opt != nil {
+		opt(&opts)
+	}
+	srv, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	ts := &testServer{t: t, srv: srv, clock: mc, base: "http://" + ln.Addr().String(),
+		hc: &http.Client{Timeout: 10 * time.Second}}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		if err := <-done; err != nil {
+			t.Errorf("Serve returned %v after Shutdown", err)
+		}
+		ts.hc.CloseIdleConnections()
+	})
+	return ts
+}
+
+// do sends a request and returns the status and body.
+func (ts *testServer) do(method, path, body string) (int, []byte) {
+	ts.t.Helper()
+	req, err := http.NewRequest(method, ts.base+path, strings.NewReader(body))
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := ts.hc.Do(req)
+	if err != nil {
+		ts.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	return resp.StatusCode, out
+}
+
+// must sends a request that must answer want, and decodes the JSON body.
+func (ts *testServer) must(want int, method, path, body string) map[string]any {
+	ts.t.Helper()
+	status, out := ts.do(method, path, body)
+	if status != want {
+		ts.t.Fatalf("%s %s %s: status %d, want %d: %s", method, path, body, status, want, out)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	var v map[string]any
+	if err := json.Unmarshal(out, &v); err != nil {
+		ts.t.Fatalf("%s %s: answer is not a JSON object: %v: %s", method, path, err, out)
+	}
+	return v
+}
+
+// simNode is a simulated node: it reports its allocations in every
+// heartbeat and follows the answers.
+type simNode struct {
+	name     string
+	limits   string
+	running  map[string]string // allocation id → operation id
+	finished map[string]string // allocation id → state to report once
+	preempts []map[string]any  // every preemption received
+	aborts   []map[string]any
+}
+
+func newNode(name string, cpu, memGiB int) *simNode {
+	return &simNode{name: name, running: map[string]string{}, finished: map[string]string{},
+		limits: fmt.Sprintf(`{"user_slots": 100, "cpu": %d, "memory": %d}`, cpu, int64(memGiB)<<30)}
+}
+
+func (n *simNode) body() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"resource_limits": %s, "tags": ["ssd"], "allocations": [`, n.limits)
+	ids := make([]string, 0, len(n.running)+len(n.finished))
+	for id := range n.running {
+		ids = append(ids, id)
+	}
+	for id := range n.finished {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		st := "running"
+		if f, ok := n.finished[id]; ok {
+			st = f
+		}
+		fmt.Fprintf(&b, `{"id": %q, "state": %q}`, id, st)
+	}
+	b.WriteString("]}")
+	return b.String()
+}
+
+// heartbeat sends one heartbeat and applies the answer: started allocations
+// run, aborted ones stop, preempted ones stop (reported aborted next time).
+func (ts *testServer) heartbeat(n *simNode) map[string]any {
+	ts.t.Helper()
+	resp := ts.must(200, "POST", "/api/v1/nodes/"+n.name+"/heartbeat", n.body())
+	n.finished = map[string]string{}
+	for _, x := range resp["allocations_to_start"].([]any) {
+		a := x.(map[string]any)
+		n.running[a["id"].(string)] = a["operation_id"].(string)
+	}
+	for _, x := range resp["allocations_to_abort"].([]any) {
+		a := x.(map[string]any)
+		delete(n.running, a["id"].(string))
+		n.aborts = append(n.aborts, a)
+	}
+	for _, x := range resp["allocations_to_preempt"].([]any) {
+		a := x.(map[string]any)
+		n.preempts = append(n.preempts, a)
+		if _, ok := n.running[a["id"].(string)]; ok {
+			delete(n.running, a["id"].(string))
+			n.finished[a["id"].(string)] = "aborted"
+		}
+	}
+	return resp
+}
+
+// complete reports every running allocation of op as completed next time.
+func (n *simNode) complete(op string) int {
+	k := 0
+	for id, o := range n.running {
+		if o == op {
+			delete(n.running, id)
+			n.finished[id] = "completed"
+			k++
+		}
+	}
+	return k
+}
+
+func num(v any) float64 {
+	f, _ := v.(float64)
+	return f
+}
+
+func obj(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+const twoPools = `{"pools": [
+	{"name": "prod", "weight": 1},
+	{"name": "research", "weight": 1}
+]}`
+
+// TestLifecycle builds a tree over HTTP, starts an operation, heartbeats
+// simulated nodes until its allocations run, completes them and sees the
+// operation complete by itself.
+func TestLifecycle(t *testing.T) {
+	ts := startServer(t, "", nil)
+	ts.must(201, "PUT", "/api/v1/pools/prod", `{"weight": 2, "strong_guarantee_resources": {"cpu": 4}}`)
+	ts.must(201, "PUT", "/api/v1/pools/prod-etl", `{"parent": "prod", "max_running_operation_count": 3}`)
+	p := ts.must(200, "PATCH", "/api/v1/pools/prod-etl", `{"weight": 3}`)
+	if p["parent"] != "prod" || num(p["weight"]) != 3 || num(p["max_running_operation_count"]) != 3 {
+		t.Fatalf("PATCH kept the wrong attributes: %v", p)
+	}
+	pools := ts.must(200, "GET", "/api/v1/pools", "")["pools"].([]any)
+	if len(pools) != 3 || obj(pools[0])["name"] != "<Root>" {
+		t.Fatalf("pools: %v", pools)
+	}
+
+	nodes := []*simNode{newNode("n1", 4, 16), newNode("n2", 4, 16)}
+	for _, n := range nodes {
+		ts.heartbeat(n) // registers the node
+	}
+	ts.clock.advanceAndUpdate(ts.srv)
+
+	op := ts.must(201, "POST", "/api/v1/operations", `{"pool": "prod-etl", "type": "map",
+		"tasks": [{"name": "map", "job_count": 6, "resources": {"user_slots": 1, "cpu": 1, "memory": 1073741824}}]}`)
+	id := op["id"].(string)
+	if op["state"] != "running" || !strings.HasPrefix(id, "op-") {
+		t.Fatalf("start: %v", op)
+	}
+	ts.clock.advanceAndUpdate(ts.srv)
+	running := 0
+	for i := 0; i < 10 && running < 6; i++ {
+		running = 0
+		for _, n := range nodes {
+			ts.heartbeat(n)
+			running += len(n.running)
+		}
+		ts.clock.advanceAndUpdate(ts.srv)
+	}
+	if running != 6 {
+		t.Fatalf("%d allocations run after 10 rounds, want 6", running)
+	}
+	o := ts.must(200, "GET", "/api/v1/operations/"+id, "")
+	if o["state"] != "running" || num(obj(o["usage"])["cpu"]) != 6 || num(obj(o["allocation_counts"])["running"]) != 6 {
+		t.Fatalf("operation: %v", o)
+	}
+	node := ts.must(200, "GET", "/api/v1/orchid/nodes/n1", "")
+	if len(node["allocations"].([]any)) != len(nodes[0].running) {
+		t.Fatalf("orchid node: %v", node)
+	}
+
+	for _, n := range nodes {
+		n.complete(id)
+		ts.heartbeat(n)
+	}
+	o = ts.must(200, "GET", "/api/v1/operations/"+id, "")
+	if o["state"] != "completed" || num(o["completed_job_count"]) != 6 {
+		t.Fatalf("after completing every job: %v", o)
+	}
+	// A repeated completed report counts once.
+	for _, n := range nodes {
+		ts.heartbeat(n)
+	}
+	if o = ts.must(200, "GET", "/api/v1/operations/"+id, ""); num(o["completed_job_count"]) != 6 {
+		t.Fatalf("after a repeated heartbeat: %v", o)
+	}
+	list := ts.must(200, "GET", "/api/v1/operations?state=completed", "")
+	if ops := list["operations"].([]any); len(ops) != 1 || obj(ops[0])["id"] != id {
+		t.Fatalf("list: %v", list)
+	}
+	// NB: the core retires an operation finished by a heartbeat on its next
+	// control-plane call; ApplyPools does not retire them (yet).
+	ts.clock.advanceAndUpdate(ts.srv)
+	ts.must(204, "DELETE", "/api/v1/pools/prod-etl", "")
+}
+
+// TestAbortTellsNodes aborts a running operation and sees its allocations
+// aborted on the next heartbeat, with the reason.
+func TestAbortTellsNodes(t *testing.T) {
+	ts := startServer(t, twoPools, nil)
+	n := newNode("n1", 8, 32)
+	ts.heartbeat(n)
+	ts.clock.advanceAndUpdate(ts.srv)
+	id := ts.must(201, "POST", "/api/v1/operations", `{"pool": "prod", "tasks": [{"job_count": 3, "resources": {"cpu": 1}}]}`)["id"].(string)
+	ts.clock.advanceAndUpdate(ts.srv)
+	ts.heartbeat(n)
+	if len(n.running) != 3 {
+		t.Fatalf("%d running, want 3", len(n.running))
+	}
+	if o := ts.must(200, "POST", "/api/v1/operations/"+id+"/abort", ""); o["state"] != "aborted" {
+		t.Fatalf("abort: %v", o)
+	}
+	ts.heartbeat(n)
+	if len(n.running) != 0 || len(n.aborts) != 3 || n.aborts[0]["reason"] != "operation "+id+" aborted" {
+		t.Fatalf("aborts %v, still running %v", n.aborts, n.running)
+	}
+}
+
+// TestPendingQueueAndTotalLimit: the running limit makes an operation
+// pending, the total limit answers 409 naming the pool and its limit.
+func TestPendingQueueAndTotalLimit(t *testing.T) {
+	ts := startServer(t, `{"pools": [{"name": "q", "max_operation_count": 2, "max_running_operation_count": 1}]}`, nil)
+	body := `{"pool": "q", "tasks": [{"job_count": 1, "resources": {"cpu": 1}}]}`
+	a := ts.must(201, "POST", "/api/v1/operations", body)
+	b := ts.must(201, "POST", "/api/v1/operations", body)
+	if a["state"] != "running" || b["state"] != "pending" {
+		t.Fatalf("states %v and %v, want running and pending", a["state"], b["state"])
+	}
+	e := obj(ts.must(409, "POST", "/api/v1/operations", body)["error"])
+	if e["code"] != "too_many_operations" || !strings.Contains(e["message"].(string), `"q"`) ||
+		!strings.Contains(e["message"].(string), "max_operation_count is 2") || e["path"] != "$.pool" {
+		t.Fatalf("error %v", e)
+	}
+	bo := ts.must(200, "GET", "/api/v1/operations/"+b["id"].(string), "")
+	if w := obj(bo["waiting_for"]); w["pool"] != "q" || num(w["max_running_operation_count"]) != 1 {
+		t.Fatalf("pending operation: %v", bo)
+	}
+	ts.clock.advanceAndUpdate(ts.srv)
+	q := ts.must(200, "GET", "/api/v1/orchid/pools/q", "")
+	if num(q["pending_operation_count"]) != 1 || num(q["running_operation_count"]) != 1 || num(q["operation_count"]) != 2 {
+		t.Fatalf("orchid pool: %v", q)
+	}
+	pending := ts.must(200, "GET", "/api/v1/operations?pool=q&state=pending", "")["operations"].([]any)
+	if len(pending) != 1 {
+		t.Fatalf("pending list: %v", pending)
+	}
+	ts.must(200, "POST", "/api/v1/operations/"+a["id"].(string)+"/complete", "")
+	if bo = ts.must(200, "GET", "/api/v1/operations/"+b["id"].(string), ""); bo["state"] != "running" {
+		t.Fatalf("after the first completes: %v", bo)
+	}
+}
+
+// TestIdempotentStart: the same client id and body returns the same
+// operation; a different body is a 409.
+func TestIdempotentStart(t *testing.T) {
+	ts := startServer(t, twoPools, nil)
+	body := `{"id": "etl-2026-11-22", "pool": "prod", "tasks": [{"job_count": 2, "resources": {"cpu": 1}}]}`
+	a := ts.must(201, "POST", "/api/v1/operations", body)
+	b := ts.must(201, "POST", "/api/v1/operations", strings.ReplaceAll(body, " ", ""))
+	if a["id"] != "etl-2026-11-22" || b["id"] != a["id"] {
+		t.Fatalf("%v %v", a, b)
+	}
+	e := obj(ts.must(409, "POST", "/api/v1/operations", strings.Replace(body, `"job_count": 2`, `"job_count": 3`, 1))["error"])
+	if e["code"] != "duplicate_id" || e["path"] != "$.id" {
+		t.Fatalf("error %v", e)
+	}
+	if ops := ts.must(200, "GET", "/api/v1/operations", "")["operations"].([]any); len(ops) != 1 {
+		t.Fatalf("%d operations, want 1", len(ops))
+	}
+}
+
+// TestListPaging pages through operations with limit and cursor.
+func TestListPaging(t *testing.T) {
+	ts := startServer(t, `{"pools": [{"name": "p", "max_operation_count": 20, "max_running_operation_count": 20}]}`, nil)
+	var ids []string
+	for i := 0; i < 7; i++ {
+		ids = append(ids, ts.must(201, "POST", "/api/v1/operations", `{"pool": "p", "tasks": [{"job_count": 1, "resources": {"cpu": 1}}]}`)["id"].(string))
+	}
+	var got []string
+	cursor := ""
+	for page := 0; page < 10; page++ {
+		path := "/api/v1/operations?limit=3"
+		if cursor != "" {
+			path += "&cursor=" + url.QueryEscape(cursor)
+		}
+		r := ts.must(200, "GET", path, "")
+		for _, o := range r["operations"].([]any) {
+			got = append(got, obj(o)["id"].(string))
+		}
+		next, ok := r["next_cursor"].(string)
+		if !ok {
+			break
+		}
+		cursor = next
+	}
+	if strings.Join(got, ",") != strings.Join(ids, ",") {
+		t.Fatalf("pages gave %v, want %v", got, ids)
+	}
+}
+
+// TestPatchOperation moves an operation and changes its weight.
+func TestPatchOperation(t *testing.T) {
+	ts := startServer(t, twoPools, nil)
+	id := ts.must(201, "POST", "/api/v1/operations", `{"pool": "prod", "tasks": [{"job_count": 1, "resources": {"cpu": 1}}]}`)["id"].(string)
+	o := ts.must(200, "PATCH", "/api/v1/operations/"+id, `{"pool": "research", "weight": 4}`)
+	if o["pool"] != "research" {
+		t.Fatalf("after the move: %v", o)
+	}
+	ts.clock.advanceAndUpdate(ts.srv)
+	if o := ts.must(200, "GET", "/api/v1/orchid/operations/"+id, ""); num(o["weight"]) != 4 {
+		t.Fatalf("orchid after the weight change: %v", o)
+	}
+}
+
+// TestOrchidMatchesSolve: the fair shares of the orchid equal POST
+// /api/v1/solve's on a snapshot of the same tree, demands and usage.
+func TestOrchidMatchesSolve(t *testing.T) {
+	ts := startServer(t, `{"pools": [
+		{"name": "prod", "weight": 2, "strong_guarantee_resources": {"cpu": 6}},
+		{"name": "prod-a", "parent": "prod"},
+		{"name": "research", "resource_limits": {"memory": 8589934592}},
+		{"name": "adhoc", "mode": "fifo"}
+	]}`, nil)
+	nodes := []*simNode{newNode("n1", 8, 16), newNode("n2", 8, 16), newNode("n3", 4, 64)}
+	for _, n := range nodes {
+		ts.heartbeat(n)
+	}
+	ts.clock.advanceAndUpdate(ts.srv)
+	starts := []string{
+		`{"pool": "prod-a", "tasks": [{"job_count": 10, "resources": {"cpu": 1, "memory": 1073741824}}]}`,
+		`{"pool": "prod", "weight": 3, "tasks": [{"job_count": 4, "resources": {"cpu": 2, "memory": 536870912}}]}`,
+		`{"pool": "research", "tasks": [{"job_count": 20, "resources": {"cpu": 0.5, "memory": 2147483648}}]}`,
+		`{"pool": "adhoc", "tasks": [{"job_count": 3, "resources": {"cpu": 1, "memory": 1073741824}}]}`,
+		`{"pool": "adhoc", "tasks": [{"job_count": 2, "resources": {"cpu": 3, "memory": 1073741824}}]}`,
+	}
+	for _, b := range starts {
+		ts.must(201, "POST", "/api/v1/operations", b)
+		ts.clock.AdvanceSeconds(1)
+	}
+	ts.clock.advanceAndUpdate(ts.srv)
+	for _, n := range nodes {
+		ts.heartbeat(n)
+	}
+	ts.clock.advanceAndUpdate(ts.srv)
+
+	// The snapshot: total resources, the pools' configs, every operation's
+	// demand, usage, weight and start time as the scheduler saw them.
+	pools := ts.must(200, "GET", "/api/v1/pools", "")["pools"].([]any)
+	ops := ts.must(200, "GET", "/api/v1/operations", "")["operations"].([]any)
+	children := map[string][]any{}
+	for _, p := range pools[1:] {
+		pm := obj(p)
+		el := map[string]any{"pool": pm["name"]}
+		for k, v := range pm {
+			if k != "name" && k != "parent" {
+				el[k] = v
+			}
+		}
+		children[pm["parent"].(string)] = append(children[pm["parent"].(string)], el)
+	}
+	for _, o := range ops {
+		om := obj(o)
+		detail := ts.must(200, "GET", "/api/v1/orchid/operations/"+om["id"].(string), "")
+		children[om["pool"].(string)] = append(children[om["pool"].(string)], map[string]any{
+			"operation": om["id"], "demand": om["demand"], "usage": om["usage"],
+			"weight": detail["weight"], "start_time_s": om["start_time_s"],
+		})
+	}
+	var nest func(name string) []any
+	nest = func(name string) []any {
+		els := children[name]
+		for _, e := range els {
+			if em := obj(e); em["pool"] != nil {
+				em["children"] = nest(em["pool"].(string))
+			}
+		}
+		if els == nil {
+			return []any{}
+		}
+		return els
+	}
+	snap, _ := json.Marshal(map[string]any{
+		"total_resources": map[string]any{"user_slots": 300, "cpu": 20, "memory": int64(96) << 30},
+		"tree":            map[string]any{"children": nest("<Root>")},
+	})
+	solved := ts.must(200, "POST", "/api/v1/solve", string(snap))
+	elements := obj(obj(solved["updates"].([]any)[0])["elements"])
+
+	orchid := ts.must(200, "GET", "/api/v1/orchid/pools", "")["pools"].([]any)
+	check := func(name string, got map[string]any) {
+		t.Helper()
+		want := obj(elements[name])
+		if want == nil {
+			t.Fatalf("solve has no element %q", name)
+		}
+		for _, attr := range []string{"fair_share", "demand_share", "usage_share"} {
+			for r, v := range obj(want[attr]) {
+				if g := num(obj(got[attr])[r]); g-num(v) > 1e-9 || num(v)-g > 1e-9 {
+					t.Errorf("%s %s.%s: orchid %v, solve %v", name, attr, r, g, v)
+				}
+			}
+		}
+	}
+	nonZero := false
+	for _, p := range orchid {
+		pm := obj(p)
+		check(pm["name"].(string), pm)
+		nonZero = nonZero || num(obj(pm["fair_share"])["cpu"]) > 0
+	}
+	for _, o := range ops {
+		id := obj(o)["id"].(string)
+		check(id, ts.must(200, "GET", "/api/v1/orchid/operations/"+id, ""))
+	}
+	if !nonZero {
+		t.Fatal("every fair share is 0: the test compares nothing")
+	}
+}
+
+// TestPreemption: an operation starving below its fair share gets its
+// allocation through preemption, and the victim's node hears the reason.
+func TestPreemption(t *testing.T) {
+	ts := startServer(t, `{"config": {"fair_share_starvation_timeout_s": 1, "fair_share_aggressive_starvation_timeout_s": 2,
+			"preemptive_scheduling_backoff_s": 0, "fair_share_starvation_tolerance": 0.9},
+		"pools": [{"name": "greedy"}, {"name": "starving"}]}`, nil)
+	nodes := []*simNode{newNode("n1", 8, 32), newNode("n2", 8, 32)}
+	for _, n := range nodes {
+		ts.heartbeat(n)
+	}
+	ts.clock.advanceAndUpdate(ts.srv)
+	ts.must(201, "POST", "/api/v1/operations", `{"pool": "greedy", "tasks": [{"job_count": 100, "resources": {"cpu": 1, "memory": 1073741824}}]}`)
+	ts.clock.advanceAndUpdate(ts.srv)
+	for _, n := range nodes {
+		ts.heartbeat(n)
+	}
+	victim := ts.must(201, "POST", "/api/v1/operations", `{"pool": "starving", "tasks": [{"job_count": 6, "resources": {"cpu": 1, "memory": 1073741824}}]}`)
+	var got map[string]any
+	for round := 0; round < 40 && got == nil; round++ {
+		ts.clock.AdvanceSeconds(0.5)
+		ts.srv.UpdateFairShare()
+		for _, n := range nodes {
+			ts.heartbeat(n)
+			if len(n.preempts) > 0 {
+				got = n.preempts[0]
+				break
+			}
+		}
+	}
+	if got == nil {
+		t.Skip("no preemption after 20 s of virtual time: core/schedule has no preemptive stage yet (api.md §4, spec.md §5.4)")
+	}
+	reason, _ := got["reason"].(string)
+	if !strings.HasPrefix(reason, "preempted") || !strings.Contains(reason, "starving") || num(got["timeout_s"]) <= 0 {
+		t.Fatalf("preemption %v", got)
+	}
+	if !strings.Contains(reason, victim["id"].(string)) {
+		t.Logf("the reason names no operation of the starving pool: %q", reason)
+	}
+	t.Logf("preemption: %v", got)
+}
+
+// TestMetricsHealthAndPprof checks /metrics, /healthz and /debug/pprof/.
+func TestMetricsHealthAndPprof(t *testing.T) {
+	ts := startServer(t, twoPools, func(o *Options) { o.Pprof = true })
+	ts.must(200, "GET", "/healthz", "")
+	n := newNode("n1", 4, 8)
+	ts.heartbeat(n)
+	ts.clock.advanceAndUpdate(ts.srv)
+	status, out := ts.do("GET", "/metrics", "")
+	if status != 200 {
+		t.Fatalf("/metrics: %d", status)
+	}
+	for _, want := range []string{"fairsched_heartbeats_total 1", "fairsched_heartbeat_duration_seconds_count 1",
+		"fairsched_fair_share_update_duration_seconds_count", `fairsched_operations{state="running"} 0`,
+		`fairsched_pool_fair_share{pool="prod",resource="cpu"}`, `fairsched_pool_usage_share{pool="research",resource="memory"}`,
+		`fairsched_pool_demand_share{pool="<Root>",resource="cpu"}`, `fairsched_allocations_preempted_total{reason="starving"} 0`,
+		`fairsched_allocations_aborted_total{reason="unknown_allocation"} 0`, "fairsched_allocations_started_total 0", "fairsched_cpu_info{"} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if status, out := ts.do("GET", "/debug/pprof/", ""); status != 200 || !bytes.Contains(out, []byte("goroutine")) {
+		t.Fatalf("/debug/pprof/: %d", status)
+	}
+	if status, _ := ts.do("GET", "/debug/pprof/heap", ""); status != 200 {
+		t.Fatalf("/debug/pprof/heap: %d", status)
+	}
+	off := startServer(t, "", nil)
+	if status, _ := off.do("GET", "/debug/pprof/", ""); status != 404 {
+		t.Fatalf("pprof off: %d, want 404", status)
+	}
+}
+
+// TestSolveEndpoint: POST /api/v1/solve gives `fairsched solve`'s bytes.
+func TestSolveEndpoint(t *testing.T) {
+	ts := startServer(t, "", nil)
+	snap := `{"total_resources": {"cpu": 9, "memory": 18}, "tree": {"children": [
+		{"operation": "A", "demand": {"cpu": 3, "memory": 12}}, {"operation": "B", "demand": {"cpu": 9, "memory": 6}}]}}`
+	r := ts.must(200, "POST", "/api/v1/solve", snap)
+	el := obj(obj(r["updates"].([]any)[0])["elements"])
+	if fs := obj(obj(el["A"])["fair_share"]); fs["cpu"] == nil {
+		t.Fatalf("solve: %v", r)
+	}
+}
+
+// quietLogger drops the server's log lines (they would outlive the test).
+func quietLogger(*testing.T) *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// check that the answer for a request header that is too large is JSON too.
+func TestFastHTTPErrorsAreJSON(t *testing.T) {
+	ts := startServer(t, "", func(o *Options) { o.MaxBodySize = 1 << 16 })
+	raw := func(req string) (int, string) {
+		t.Helper()
+		c, err := net.Dial("tcp", strings.TrimPrefix(ts.base, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.WriteString(c, req); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	status, body := raw("GARBAGE\r\n\r\n")
+	if status != 400 || !strings.Contains(body, `"code":"bad_request"`) {
+		t.Fatalf("bad request line: %d %s", status, body)
+	}
+	status, body = raw("POST /api/v1/operations HTTP/1.1\r\nHost: x\r\nContent-Length: " + strconv.Itoa(1<<20) + "\r\n\r\n")
+	if status != 413 || !strings.Contains(body, `"code":"body_too_large"`) {
+		t.Fatalf("oversize body: %d %s", status, body)
+	}
+	status, body = raw("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 8192) + "\r\n\r\n")
+	if status != 431 || !strings.Contains(body, `"error"`) {
+		t.Fatalf("oversize header: %d %s", status, body)
+	}
+}
+
+// TestPanicIsA500 recovers a handler's panic into a 500 JSON error, and the
+// server goes on serving.
+func TestPanicIsA500(t *testing.T) {
+	ts := startServer(t, "", nil)
+	hook := func(path []byte) {
+		if string(path) == "/api/v1/pools" {
+			panic("boom")
+		}
+	}
+	ts.srv.panicHook.Store(&hook)
+	e := obj(ts.must(500, "GET", "/api/v1/pools", "")["error"])
+	if e["code"] != "internal_error" {
+		t.Fatalf("error %v", e)
+	}
+	ts.must(200, "GET", "/healthz", "")
+	ts.srv.panicHook.Store(nil)
+	ts.must(200, "GET", "/api/v1/pools", "")
+}
+
+// TestOverloadIs429: solves beyond MaxConcurrentSolves are refused.
+func TestOverloadIs429(t *testing.T) {
+	ts := startServer(t, "", func(o *Options) { o.MaxConcurrentSolves = 1 })
+	ts.srv.solves <- struct{}{} // one solve in flight
+	e := obj(ts.must(429, "POST", "/api/v1/solve", `{"total_resources": {}, "tree": {}}`)["error"])
+	if e["code"] != "overloaded" {
+		t.Fatalf("error %v", e)
+	}
+	<-ts.srv.solves
+	ts.must(200, "POST", "/api/v1/solve", `{"total_resources": {"cpu": 1}, "tree": {}}`)
+}
+
+// TestConfig reads the config and changes the update period.
+func TestConfig(t *testing.T) {
+	ts := startServer(t, "", nil)
+	c := ts.must(200, "GET", "/api/v1/config", "")
+	if num(c["fair_share_update_period_s"]) != 0.2 || c["main_resource"] != "cpu" {
+		t.Fatalf("config %v", c)
+	}
+	c = ts.must(200, "PATCH", "/api/v1/config", `{"fair_share_update_period_s": 0.5}`)
+	if num(c["fair_share_update_period_s"]) != 0.5 || ts.srv.period.Load() != int64(500*time.Millisecond) {
+		t.Fatalf("config %v", c)
+	}
+	if _, ok := any(ts.srv.sched).(configSetter); !ok {
+		e := obj(ts.must(409, "PATCH", "/api/v1/config", `{"max_operation_count": 100000}`)["error"])
+		if e["code"] != "not_supported" || e["path"] != "$.max_operation_count" {
+			t.Fatalf("error %v", e)
+		}
+	}
+}

@@ -1,0 +1,871 @@
+package wire
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/schedule"
+	"github.com/fairsched/fairsched/core/tree"
+)
+
+// This file holds the decoders of the control-plane requests of api.md §2–§3
+// and of the serve configuration. Like DecodeSnapshot they parse the body
+// with go-json into generic values and validate every field before they
+// return, reporting the first problem (keys in sorted order) as an *Error
+// with its JSON path. They do not retain data.
+
+// ---- pools (api.md §2) ----
+
+// PoolBody is a decoded pool body: the attributes of PUT and PATCH
+// /api/v1/pools/{name}, and an entry of a serve configuration's "pools".
+type PoolBody struct {
+	// Name is "name" when the body has one (always in a serve config).
+	Name string
+	// Parent is "parent" when HasParent: a pool name or tree.RootName
+	// (null and "<Root>" both mean the root).
+	Parent    string
+	HasParent bool
+	// Config is the base configuration with the body's attributes applied;
+	// null resets an attribute to its default.
+	Config tree.PoolConfig
+}
+
+var apiPoolKeys = []string{"name", "parent", "mode", "weight", "strong_guarantee_resources", "min_share_resources",
+	"resource_limits", "max_operation_count", "max_running_operation_count", "fifo_sort_parameters",
+	"enable_lightweight_operations", "integral_guarantees", "fair_share_starvation_timeout_s",
+	"fair_share_starvation_tolerance", "enable_aggressive_starvation", "allow_aggressive_preemption",
+	"allow_normal_preemption", "non_preemptible_resource_usage_threshold", "compute_promised_guarantee_fair_share",
+	"enable_priority_strong_guarantee_adjustment", "enable_priority_strong_guarantee_adjustment_donorship"}
+
+// DecodePool decodes a pool body (api.md §2) and applies its attributes to
+// base: the zero config for PUT (create or replace), the current config for
+// PATCH. The result is validated with tree.ValidatePool; whether the parent
+// exists and the move makes no cycle is the tree's to check.
+func DecodePool(data []byte, base tree.PoolConfig) (*PoolBody, error) {
+	v, e := decodeJSON(data)
+	if e != nil {
+		return nil, e
+	}
+	b, e := poolBody("$", v, base)
+	if e != nil {
+		return nil, e
+	}
+	return b, nil
+}
+
+func poolBody(path string, v any, base tree.PoolConfig) (*PoolBody, *Error) {
+	m, e := asObject(path, v)
+	if e != nil {
+		return nil, e
+	}
+	b := &PoolBody{Config: base}
+	c := &b.Config
+	aliased := false
+	for _, k := range sortedKeys(m) {
+		p, x := key(path, k), m[k]
+		if x == nil {
+			// null: back to the default.
+			if e := resetPoolAttr(path, k, b); e != nil {
+				return nil, e
+			}
+			continue
+		}
+		switch k {
+		case "name":
+			if b.Name, e = asString(p, x); e == nil && !tree.ValidName(b.Name) {
+				e = errorf(CodeInvalidName, p, "cannot use "+describe(x)+" as a pool name: want 1-128 characters of [A-Za-z0-9._:-]")
+			}
+		case "parent":
+			var s string
+			if s, e = asString(p, x); e == nil {
+				if s != tree.RootName && !tree.ValidName(s) {
+					e = errorf(CodeInvalidName, p, "cannot use "+describe(x)+" as a parent: want a pool name or \"<Root>\"")
+				}
+				b.Parent, b.HasParent = s, true
+			}
+		case "mode":
+			var s string
+			if s, e = asString(p, x); e == nil {
+				switch s {
+				case "fair_share":
+					c.Mode = tree.ModeFairShare
+				case "fifo":
+					c.Mode = tree.ModeFIFO
+				default:
+					e = invalid(p, x, "\"fair_share\" or \"fifo\"")
+				}
+			}
+		case "weight":
+			c.Weight.V, e = asNumber(p, x)
+			c.Weight.Set = true
+		case "strong_guarantee_resources":
+			c.StrongGuarantee, e = resources(p, x)
+		case "min_share_resources":
+			if _, both := m["strong_guarantee_resources"]; both {
+				e = errorf(CodeInvalidValue, p, "cannot give both min_share_resources and strong_guarantee_resources: min_share_resources is its old name")
+				break
+			}
+			c.StrongGuarantee, e = resources(p, x)
+			aliased = true
+		case "resource_limits":
+			c.ResourceLimits, e = resources(p, x)
+		case "max_operation_count":
+			c.MaxOperationCount.V, e = asCount(p, x)
+			c.MaxOperationCount.Set = true
+		case "max_running_operation_count":
+			c.MaxRunningOperationCount.V, e = asCount(p, x)
+			c.MaxRunningOperationCount.Set = true
+		case "fifo_sort_parameters":
+			c.FifoSortParameters, e = fifoSortParameters(p, x)
+		case "enable_lightweight_operations":
+			c.EnableLightweightOperations, e = asBool(p, x)
+		case "integral_guarantees":
+			e = poolIntegral(p, x, &c.Integral)
+		case "fair_share_starvation_timeout_s":
+			c.FairShareStarvationTimeout.V, e = asNumber(p, x)
+			c.FairShareStarvationTimeout.Set = true
+		case "fair_share_starvation_tolerance":
+			c.FairShareStarvationTolerance.V, e = asNumber(p, x)
+			c.FairShareStarvationTolerance.Set = true
+		case "enable_aggressive_starvation":
+			c.EnableAggressiveStarvation.V, e = asBool(p, x)
+			c.EnableAggressiveStarvation.Set = true
+		case "allow_aggressive_preemption":
+			c.AllowAggressivePreemption.V, e = asBool(p, x)
+			c.AllowAggressivePreemption.Set = true
+		case "allow_normal_preemption":
+			c.AllowNormalPreemption.V, e = asBool(p, x)
+			c.AllowNormalPreemption.Set = true
+		case "non_preemptible_resource_usage_threshold":
+			c.NonPreemptibleResourceUsageThreshold, e = resources(p, x)
+		case "compute_promised_guarantee_fair_share":
+			c.ComputePromisedGuaranteeFairShare, e = asBool(p, x)
+		case "enable_priority_strong_guarantee_adjustment":
+			c.EnablePriorityStrongGuaranteeAdjustment, e = asBool(p, x)
+		case "enable_priority_strong_guarantee_adjustment_donorship":
+			c.EnablePriorityStrongGuaranteeAdjustmentDonorship, e = asBool(p, x)
+		default:
+			e = unknownKey(path, k, apiPoolKeys, "a pool")
+		}
+		if e != nil {
+			return nil, e
+		}
+	}
+	if err := tree.ValidatePool(c); err != nil {
+		return nil, treeError(path, err, aliased)
+	}
+	return b, nil
+}
+
+// resetPoolAttr handles "k": null in the pool object at path.
+func resetPoolAttr(path, k string, b *PoolBody) *Error {
+	c := &b.Config
+	switch k {
+	case "name":
+		return wrongType(key(path, k), nil, "a pool name")
+	case "parent":
+		b.Parent, b.HasParent = tree.RootName, true
+	case "mode":
+		c.Mode = tree.ModeFairShare
+	case "weight":
+		c.Weight = tree.OptFloat{}
+	case "strong_guarantee_resources", "min_share_resources":
+		c.StrongGuarantee = tree.PartialVec{}
+	case "resource_limits":
+		c.ResourceLimits = tree.PartialVec{}
+	case "max_operation_count":
+		c.MaxOperationCount = tree.OptInt{}
+	case "max_running_operation_count":
+		c.MaxRunningOperationCount = tree.OptInt{}
+	case "fifo_sort_parameters":
+		c.FifoSortParameters = nil
+	case "enable_lightweight_operations":
+		c.EnableLightweightOperations = false
+	case "integral_guarantees":
+		c.Integral = tree.IntegralConfig{}
+	case "fair_share_starvation_timeout_s":
+		c.FairShareStarvationTimeout = tree.OptFloat{}
+	case "fair_share_starvation_tolerance":
+		c.FairShareStarvationTolerance = tree.OptFloat{}
+	case "enable_aggressive_starvation":
+		c.EnableAggressiveStarvation = tree.OptBool{}
+	case "allow_aggressive_preemption":
+		c.AllowAggressivePreemption = tree.OptBool{}
+	case "allow_normal_preemption":
+		c.AllowNormalPreemption = tree.OptBool{}
+	case "non_preemptible_resource_usage_threshold":
+		c.NonPreemptibleResourceUsageThreshold = tree.PartialVec{}
+	case "compute_promised_guarantee_fair_share":
+		c.ComputePromisedGuaranteeFairShare = false
+	case "enable_priority_strong_guarantee_adjustment":
+		c.EnablePriorityStrongGuaranteeAdjustment = false
+	case "enable_priority_strong_guarantee_adjustment_donorship":
+		c.EnablePriorityStrongGuaranteeAdjustmentDonorship = false
+	default:
+		return unknownKey(path, k, apiPoolKeys, "a pool")
+	}
+	return nil
+}
+
+// AppendPool appends a pool's configuration as the body of GET
+// /api/v1/pools/{name}: "name", "parent" (left out for the root), "mode"
+// and every attribute that is set, in the keys of DecodePool, so that the
+// output PUT back gives the same configuration.
+func AppendPool(dst []byte, name, parent string, c *tree.PoolConfig) []byte {
+	dst = append(dst, `{"name":`...)
+	dst = appendString(dst, name)
+	if parent != "" {
+		dst = append(dst, `,"parent":`...)
+		dst = appendString(dst, parent)
+	}
+	dst = append(dst, `,"mode":"`...)
+	dst = append(dst, c.Mode.String()...)
+	dst = append(dst, '"')
+	dst = appendOptFloat(dst, "weight", c.Weight)
+	dst = appendPartial(dst, "strong_guarantee_resources", &c.StrongGuarantee)
+	dst = appendPartial(dst, "resource_limits", &c.ResourceLimits)
+	dst = appendOptInt(dst, "max_operation_count", c.MaxOperationCount)
+	dst = appendOptInt(dst, "max_running_operation_count", c.MaxRunningOperationCount)
+	if c.FifoSortParameters != nil {
+		dst = append(dst, `,"fifo_sort_parameters":[`...)
+		for i, p := range c.FifoSortParameters {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, '"')
+			if p == tree.FifoPendingJobCount {
+				dst = append(dst, "pending_allocation_count"...)
+			} else {
+				dst = append(dst, p.String()...)
+			}
+			dst = append(dst, '"')
+		}
+		dst = append(dst, ']')
+	}
+	if c.EnableLightweightOperations {
+		dst = append(dst, `,"enable_lightweight_operations":true`...)
+	}
+	if ig := &c.Integral; *ig != (tree.IntegralConfig{}) {
+		dst = append(dst, `,"integral_guarantees":{"guarantee_type":"`...)
+		dst = append(dst, ig.Type.String()...)
+		dst = append(dst, '"')
+		dst = appendPartial(dst, "resource_flow", &ig.ResourceFlow)
+		dst = appendPartial(dst, "burst_guarantee_resources", &ig.BurstGuarantee)
+		dst = appendOptFloat(dst, "relaxed_share_multiplier_limit", ig.RelaxedShareMultiplierLimit)
+		dst = appendOptBool(dst, "can_accept_free_volume", ig.CanAcceptFreeVolume)
+		dst = appendOptBool(dst, "should_distribute_free_volume_among_children", ig.ShouldDistributeFreeVolume)
+		dst = append(dst, '}')
+	}
+	dst = appendOptFloat(dst, "fair_share_starvation_timeout_s", c.FairShareStarvationTimeout)
+	dst = appendOptFloat(dst, "fair_share_starvation_tolerance", c.FairShareStarvationTolerance)
+	dst = appendOptBool(dst, "enable_aggressive_starvation", c.EnableAggressiveStarvation)
+	dst = appendOptBool(dst, "allow_aggressive_preemption", c.AllowAggressivePreemption)
+	dst = appendOptBool(dst, "allow_normal_preemption", c.AllowNormalPreemption)
+	dst = appendPartial(dst, "non_preemptible_resource_usage_threshold", &c.NonPreemptibleResourceUsageThreshold)
+	if c.ComputePromisedGuaranteeFairShare {
+		dst = append(dst, `,"compute_promised_guarantee_fair_share":true`...)
+	}
+	if c.EnablePriorityStrongGuaranteeAdjustment {
+		dst = append(dst, `,"enable_priority_strong_guarantee_adjustment":true`...)
+	}
+	if c.EnablePriorityStrongGuaranteeAdjustmentDonorship {
+		dst = append(dst, `,"enable_priority_strong_guarantee_adjustment_donorship":true`...)
+	}
+	return append(dst, '}')
+}
+
+func appendKey(dst []byte, k string) []byte {
+	dst = append(dst, `,"`...)
+	dst = append(dst, k...)
+	return append(dst, `":`...)
+}
+
+func appendOptFloat(dst []byte, k string, o tree.OptFloat) []byte {
+	if !o.Set {
+		return dst
+	}
+	return appendFloat(appendKey(dst, k), o.V)
+}
+
+func appendOptInt(dst []byte, k string, o tree.OptInt) []byte {
+	if !o.Set {
+		return dst
+	}
+	return strconv.AppendInt(appendKey(dst, k), o.V, 10)
+}
+
+func appendOptBool(dst []byte, k string, o tree.OptBool) []byte {
+	if !o.Set {
+		return dst
+	}
+	return strconv.AppendBool(appendKey(dst, k), o.V)
+}
+
+func appendPartial(dst []byte, k string, p *tree.PartialVec) []byte {
+	if p.IsEmpty() {
+		return dst
+	}
+	return AppendPartialResources(appendKey(dst, k), p)
+}
+
+// AppendPartialResources appends the specified components of p, cpu in cores.
+func AppendPartialResources(dst []byte, p *tree.PartialVec) []byte {
+	dst = append(dst, '{')
+	first := true
+	for k, set := range p.Set {
+		if !set {
+			continue
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = append(dst, '"')
+		dst = append(dst, kindNames[k]...)
+		dst = append(dst, `":`...)
+		dst = appendAmount(dst, resource.Kind(k), p.V[k])
+	}
+	return append(dst, '}')
+}
+
+// ---- operations (api.md §3) ----
+
+var (
+	startKeys = []string{"id", "type", "pool", "weight", "preemption_mode", "is_gang", "resource_limits",
+		"allocation_preemption_timeout_s", "allocation_graceful_preemption_timeout_s",
+		"fair_share_starvation_tolerance", "fair_share_starvation_timeout_s", "non_preemptible_resource_usage_threshold", "tasks"}
+	taskKeys = []string{"name", "job_count", "resources", "duration_hint_s"}
+)
+
+// Limits of an operation's spec.
+const (
+	MaxTasks       = 1000
+	MaxJobCount    = 1 << 40
+	maxTimeoutS    = 1e9
+	maxTaskNameLen = 128
+)
+
+// DecodeStartOperation decodes the body of POST /api/v1/operations (api.md
+// §3) into a spec, validated as far as it can be without the tree: names,
+// types, ranges, and that every task's total Σ job_count × resources fits
+// in 2^53. "pool": "<Root>" is the root (spec.Pool ""). The scheduler
+// checks the pool and the limits.
+func DecodeStartOperation(data []byte) (schedule.OperationSpec, error) {
+	var spec schedule.OperationSpec
+	v, e := decodeJSON(data)
+	if e != nil {
+		return spec, e
+	}
+	m, e := asObject("$", v)
+	if e != nil {
+		return spec, e
+	}
+	for _, k := range sortedKeys(m) {
+		p, x := key("$", k), m[k]
+		switch k {
+		case "id":
+			if spec.ID, e = asString(p, x); e == nil && !tree.ValidName(spec.ID) {
+				e = errorf(CodeInvalidName, p, "cannot use "+describe(x)+" as an operation id: want 1-128 characters of [A-Za-z0-9._:-]")
+			}
+		case "type":
+			if spec.Type, e = asString(p, x); e == nil && !slices.Contains(opTypes, spec.Type) {
+				e = invalid(p, x, "one of "+strings.Join(opTypes, ", "))
+			}
+		case "pool":
+			if spec.Pool, e = asString(p, x); e == nil {
+				if spec.Pool == tree.RootName {
+					spec.Pool = ""
+				} else if !tree.ValidName(spec.Pool) {
+					e = errorf(CodeInvalidName, p, "cannot use "+describe(x)+" as a pool name: want 1-128 characters of [A-Za-z0-9._:-] or \"<Root>\"")
+				}
+			}
+		case "weight":
+			spec.Weight, e = weight(p, x)
+		case "preemption_mode":
+			var s string
+			if s, e = asString(p, x); e == nil {
+				switch s {
+				case "normal":
+					spec.PreemptionMode = schedule.PreemptionNormal
+				case "graceful":
+					spec.PreemptionMode = schedule.PreemptionGraceful
+				default:
+					e = invalid(p, x, "\"normal\" or \"graceful\"")
+				}
+			}
+		case "is_gang":
+			spec.IsGang, e = asBool(p, x)
+		case "resource_limits":
+			spec.ResourceLimits, e = resources(p, x)
+		case "allocation_preemption_timeout_s":
+			spec.AllocationPreemptionTimeout, e = optRange(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
+		case "allocation_graceful_preemption_timeout_s":
+			spec.AllocationGracefulPreemptionTimeout, e = optRange(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
+		case "fair_share_starvation_timeout_s":
+			spec.FairShareStarvationTimeout, e = optRange(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
+		case "fair_share_starvation_tolerance":
+			spec.FairShareStarvationTolerance, e = optRange(p, x, 0, 1, "a number in [0, 1]")
+		case "non_preemptible_resource_usage_threshold":
+			spec.NonPreemptibleResourceUsageThreshold, e = resources(p, x)
+		case "tasks":
+			spec.Tasks, e = tasks(p, x)
+		default:
+			e = unknownKey("$", k, startKeys, "an operation")
+		}
+		if e != nil {
+			return spec, e
+		}
+	}
+	if _, ok := m["tasks"]; !ok {
+		return spec, errorf(CodeMissingAttribute, "$.tasks", "cannot start an operation without tasks: want a non-empty list of {\"name\", \"job_count\", \"resources\"}")
+	}
+	return spec, nil
+}
+
+func weight(p string, x any) (tree.OptFloat, *Error) {
+	w, e := asNumber(p, x)
+	if e != nil {
+		return tree.OptFloat{}, e
+	}
+	if w < tree.MinWeight || w > tree.MaxWeight {
+		return tree.OptFloat{}, invalid(p, x, "a weight in ["+strconv.FormatFloat(tree.MinWeight, 'g', 3, 64)+", "+strconv.FormatFloat(tree.MaxWeight, 'g', 3, 64)+"]")
+	}
+	return tree.Some(w), nil
+}
+
+func optRange(p string, x any, lo, hi float64, want string) (tree.OptFloat, *Error) {
+	f, e := asRange(p, x, lo, hi, want)
+	if e != nil {
+		return tree.OptFloat{}, e
+	}
+	return tree.Some(f), nil
+}
+
+func tasks(path string, v any) ([]schedule.TaskSpec, *Error) {
+	a, e := asArray(path, v)
+	if e != nil {
+		return nil, e
+	}
+	if len(a) == 0 {
+		return nil, errorf(CodeInvalidValue, path, "cannot start an operation with no tasks: want at least one")
+	}
+	if len(a) > MaxTasks {
+		return nil, errorf(CodeInvalidValue, path, "cannot start an operation with "+strconv.Itoa(len(a))+" tasks: want at most "+strconv.Itoa(MaxTasks))
+	}
+	ts := make([]schedule.TaskSpec, len(a))
+	for i, tv := range a {
+		tp := index(path, i)
+		m, e := asObject(tp, tv)
+		if e != nil {
+			return nil, e
+		}
+		t := &ts[i]
+		seenCount, seenRes := false, false
+		for _, k := range sortedKeys(m) {
+			p, x := key(tp, k), m[k]
+			switch k {
+			case "name":
+				if t.Name, e = asString(p, x); e == nil && len(t.Name) > maxTaskNameLen {
+					e = invalid(p, x, "a name of at most 128 bytes")
+				}
+			case "job_count":
+				var n float64
+				if n, e = asNumber(p, x); e == nil {
+					if n < 1 || n > MaxJobCount || n != math.Trunc(n) {
+						e = invalid(p, x, "a whole number in [1, 2^40]")
+					}
+					t.JobCount, seenCount = int64(n), true
+				}
+			case "resources":
+				var pv tree.PartialVec
+				if pv, e = resources(p, x); e == nil {
+					t.Resources, seenRes = pv.V, true
+					if t.Resources.IsZero() {
+						e = errorf(CodeInvalidValue, p, "cannot start jobs that use no resources: want at least one positive amount")
+					}
+				}
+			case "duration_hint_s":
+				t.DurationHintS, e = asRange(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
+			default:
+				e = unknownKey(tp, k, taskKeys, "a task")
+			}
+			if e != nil {
+				return nil, e
+			}
+		}
+		if !seenCount {
+			return nil, errorf(CodeMissingAttribute, key(tp, "job_count"), "cannot start a task without job_count")
+		}
+		if !seenRes {
+			return nil, errorf(CodeMissingAttribute, key(tp, "resources"), "cannot start a task without resources: want the resources of one job")
+		}
+		for r, x := range t.Resources {
+			if x > 0 && t.JobCount > resource.MaxAmount/x {
+				return nil, errorf(CodeInvalidValue, key(tp, "job_count"), "cannot use job_count "+strconv.FormatInt(t.JobCount, 10)+
+					": the task's total "+resource.Kind(r).String()+" exceeds 2^53")
+			}
+		}
+	}
+	return ts, nil
+}
+
+// OperationPatch is the body of PATCH /api/v1/operations/{id}.
+type OperationPatch struct {
+	Weight            tree.OptFloat // set when given
+	Pool              string        // "" for the root; valid when HasPool
+	HasPool           bool
+	ResourceLimits    tree.PartialVec // valid when HasResourceLimits; null clears
+	HasResourceLimits bool
+}
+
+var patchOpKeys = []string{"weight", "pool", "resource_limits"}
+
+// DecodeOperationPatch decodes the body of PATCH /api/v1/operations/{id}.
+func DecodeOperationPatch(data []byte) (OperationPatch, error) {
+	var op OperationPatch
+	v, e := decodeJSON(data)
+	if e != nil {
+		return op, e
+	}
+	m, e := asObject("$", v)
+	if e != nil {
+		return op, e
+	}
+	for _, k := range sortedKeys(m) {
+		p, x := key("$", k), m[k]
+		switch k {
+		case "weight":
+			op.Weight, e = weight(p, x)
+		case "pool":
+			var s string
+			if s, e = asString(p, x); e == nil {
+				if s == tree.RootName {
+					s = ""
+				} else if !tree.ValidName(s) {
+					e = errorf(CodeInvalidName, p, "cannot use "+describe(x)+" as a pool name: want 1-128 characters of [A-Za-z0-9._:-] or \"<Root>\"")
+				}
+				op.Pool, op.HasPool = s, true
+			}
+		case "resource_limits":
+			op.HasResourceLimits = true
+			if x != nil {
+				op.ResourceLimits, e = resources(p, x)
+			}
+		default:
+			e = unknownKey("$", k, patchOpKeys, "an operation's runtime parameters")
+		}
+		if e != nil {
+			return op, e
+		}
+	}
+	return op, nil
+}
+
+// ---- the tree config (api.md §2, spec.md §8.1–8.2) ----
+
+// ServeConfig is the configuration of fairsched serve: the tree config and
+// the initial pools, in the order to create them (parents first).
+type ServeConfig struct {
+	Scheduler schedule.Config
+	Pools     []PoolBody
+	// PoolPaths are the JSON paths of Pools, for error messages.
+	PoolPaths []string
+}
+
+var serveKeys = []string{"config", "pools"}
+
+// DecodeServeConfig decodes a serve configuration:
+//
+//	{"config": {<tree config, as GET /api/v1/config>},
+//	 "pools": [{"name": "production", "parent": "<Root>", <pool attributes>}, …]}
+//
+// Missing config fields take schedule.DefaultConfig's values. A pool named
+// "<Root>" configures the root. Pools must come after their parents.
+func DecodeServeConfig(data []byte) (*ServeConfig, error) {
+	v, e := decodeJSON(data)
+	if e != nil {
+		return nil, e
+	}
+	m, e := asObject("$", v)
+	if e != nil {
+		return nil, e
+	}
+	sc := &ServeConfig{Scheduler: schedule.DefaultConfig()}
+	for _, k := range sortedKeys(m) {
+		if !slices.Contains(serveKeys, k) {
+			return nil, unknownKey("$", k, serveKeys, "a serve configuration")
+		}
+	}
+	if cv, ok := m["config"]; ok {
+		if sc.Scheduler, e = schedConfig("$.config", cv, sc.Scheduler, true); e != nil {
+			return nil, e
+		}
+	}
+	if pv, ok := m["pools"]; ok {
+		a, e := asArray("$.pools", pv)
+		if e != nil {
+			return nil, e
+		}
+		seen := map[string]string{}
+		for i, x := range a {
+			p := index("$.pools", i)
+			b, e := poolBody(p, x, tree.PoolConfig{})
+			if e != nil {
+				return nil, e
+			}
+			if b.Name == "" {
+				if pm, ok := x.(map[string]any); !ok || pm["name"] == nil {
+					return nil, errorf(CodeMissingAttribute, key(p, "name"), "cannot create a pool without a name")
+				}
+			}
+			if prev, dup := seen[b.Name]; dup {
+				return nil, errorf(CodeDuplicateName, key(p, "name"), "cannot use name "+describe(b.Name)+" again: "+prev+" has it")
+			}
+			seen[b.Name] = p
+			sc.Pools = append(sc.Pools, *b)
+			sc.PoolPaths = append(sc.PoolPaths, p)
+		}
+	}
+	return sc, nil
+}
+
+var schedConfigKeys = append(append([]string{}, configKeys...),
+	"fair_share_update_period_s", "node_heartbeat_timeout_s", "node_shards",
+	"min_spare_allocation_resources", "max_started_allocations_per_heartbeat",
+	"fair_share_starvation_timeout_s", "fair_share_aggressive_starvation_timeout_s",
+	"fair_share_starvation_tolerance", "enable_aggressive_starvation", "enable_pool_starvation",
+	"allocation_count_preemption_timeout_coefficient", "preemption_satisfaction_threshold",
+	"aggressive_preemption_satisfaction_threshold", "preemptive_scheduling_backoff_s",
+	"allocation_preemption_timeout_s", "allocation_graceful_preemption_timeout_s",
+	"max_operation_count", "max_running_operation_count", "max_operation_count_per_pool",
+	"max_running_operation_count_per_pool", "non_preemptible_resource_usage_threshold",
+	"max_unpreemptible_running_allocation_count", "allow_aggressive_preemption",
+	"scheduling_preemption_priority_scope", "allowed_node_resources_overcommit_duration_s")
+
+// DecodeConfigPatch decodes the body of PATCH /api/v1/config and applies it
+// to base. node_shards cannot change at run time.
+func DecodeConfigPatch(data []byte, base schedule.Config) (schedule.Config, error) {
+	v, e := decodeJSON(data)
+	if e != nil {
+		return base, e
+	}
+	c, e := schedConfig("$", v, base, false)
+	if e != nil {
+		return base, e
+	}
+	return c, nil
+}
+
+// schedConfig applies a (partial) tree config to c and validates the result.
+func schedConfig(path string, v any, c schedule.Config, startup bool) (schedule.Config, *Error) {
+	m, e := asObject(path, v)
+	if e != nil {
+		return c, e
+	}
+	for _, k := range sortedKeys(m) {
+		p, x := key(path, k), m[k]
+		switch k {
+		case "fair_share_update_period_s":
+			c.FairShareUpdatePeriod, e = asRange(p, x, 0.01, 60, "a number of seconds in [0.01, 60]")
+		case "node_heartbeat_timeout_s":
+			c.NodeHeartbeatTimeout, e = asRange(p, x, 0.001, maxTimeoutS, "a positive number of seconds of at most 1e9")
+		case "node_shards":
+			if !startup {
+				e = errorf(CodeInvalidValue, p, "cannot change node_shards at run time: restart fairsched serve with a --config that sets it")
+				break
+			}
+			var n int64
+			if n, e = asCount(p, x); e == nil {
+				if n < 1 || n > 4096 {
+					e = invalid(p, x, "a whole number in [1, 4096]")
+				}
+				c.Shards = int(n)
+			}
+		case "min_spare_allocation_resources":
+			c.MinSpareAllocationResources, e = fullResources(p, x)
+		case "max_started_allocations_per_heartbeat":
+			if x == nil {
+				c.MaxStartedAllocationsPerHeartbeat = 0
+				break
+			}
+			var n int64
+			if n, e = asCount(p, x); e == nil {
+				if n < 1 || n > 1<<30 {
+					e = invalid(p, x, "null (no bound) or a whole number in [1, 2^30]")
+				}
+				c.MaxStartedAllocationsPerHeartbeat = int(n)
+			}
+		case "fair_share_starvation_timeout_s":
+			c.FairShareStarvationTimeout, e = asRange(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
+		case "fair_share_aggressive_starvation_timeout_s":
+			c.FairShareAggressiveStarvationTimeout, e = asRange(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
+		case "fair_share_starvation_tolerance":
+			c.FairShareStarvationTolerance, e = asRange(p, x, 0, 1, "a number in [0, 1]")
+		case "enable_aggressive_starvation":
+			c.EnableAggressiveStarvation, e = asBool(p, x)
+		case "enable_pool_starvation":
+			c.EnablePoolStarvation, e = asBool(p, x)
+		case "allocation_count_preemption_timeout_coefficient":
+			c.AllocationCountPreemptionTimeoutCoefficient, e = asRange(p, x, 1, 1e6, "a number in [1, 1e6]")
+		case "preemption_satisfaction_threshold":
+			c.PreemptionSatisfactionThreshold, e = asRange(p, x, math.SmallestNonzeroFloat64, 1e6, "a positive number")
+		case "aggressive_preemption_satisfaction_threshold":
+			c.AggressivePreemptionSatisfactionThreshold, e = asRange(p, x, 0, 1e6, "a non-negative number")
+		case "preemptive_scheduling_backoff_s":
+			c.PreemptiveSchedulingBackoff, e = asRange(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
+		case "allocation_preemption_timeout_s":
+			c.AllocationPreemptionTimeout, e = asRange(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
+		case "allocation_graceful_preemption_timeout_s":
+			c.AllocationGracefulPreemptionTimeout, e = asRange(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
+		case "max_operation_count":
+			c.Limits.MaxOperationCount, e = asCount(p, x)
+		case "max_running_operation_count":
+			c.Limits.MaxRunningOperationCount, e = asCount(p, x)
+		case "max_operation_count_per_pool":
+			c.Limits.MaxOperationCountPerPool, e = asCount(p, x)
+		case "max_running_operation_count_per_pool":
+			c.Limits.MaxRunningOperationCountPerPool, e = asCount(p, x)
+		case "non_preemptible_resource_usage_threshold":
+			if x == nil {
+				c.NonPreemptibleResourceUsageThreshold = tree.PartialVec{}
+				break
+			}
+			c.NonPreemptibleResourceUsageThreshold, e = resources(p, x)
+		case "max_unpreemptible_running_allocation_count":
+			if x == nil {
+				c.MaxUnpreemptibleRunningAllocationCount = tree.OptInt{}
+				break
+			}
+			var n int64
+			if n, e = asCount(p, x); e == nil {
+				c.MaxUnpreemptibleRunningAllocationCount = tree.SomeInt(n)
+			}
+		case "allow_aggressive_preemption":
+			c.AllowAggressivePreemption, e = asBool(p, x)
+		case "scheduling_preemption_priority_scope":
+			var sc string
+			if sc, e = asString(p, x); e == nil {
+				switch sc {
+				case "operation_and_ancestors":
+					c.SchedulingPreemptionPriorityScope = schedule.ScopeOperationAndAncestors
+				case "operation_only":
+					c.SchedulingPreemptionPriorityScope = schedule.ScopeOperationOnly
+				default:
+					e = invalid(p, x, "\"operation_and_ancestors\" or \"operation_only\"")
+				}
+			}
+		case "allowed_node_resources_overcommit_duration_s":
+			c.AllowedNodeResourcesOvercommitDuration, e = asRange(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
+		default:
+			if !slices.Contains(configKeys, k) {
+				e = unknownKey(path, k, schedConfigKeys, "a tree config")
+				break
+			}
+			// The fair-share keys, as a snapshot's config has them.
+			c.FairShare, e = config(path, map[string]any{k: x}, c.FairShare)
+		}
+		if e != nil {
+			return c, e
+		}
+	}
+	switch {
+	case c.FairShareAggressiveStarvationTimeout < c.FairShareStarvationTimeout:
+		return c, errorf(CodeInvalidValue, key(path, "fair_share_aggressive_starvation_timeout_s"),
+			"cannot use fair_share_aggressive_starvation_timeout_s "+fmtFloat(c.FairShareAggressiveStarvationTimeout)+
+				" below fair_share_starvation_timeout_s "+fmtFloat(c.FairShareStarvationTimeout))
+	case c.AggressivePreemptionSatisfactionThreshold > c.PreemptionSatisfactionThreshold:
+		return c, errorf(CodeInvalidValue, key(path, "aggressive_preemption_satisfaction_threshold"),
+			"cannot use aggressive_preemption_satisfaction_threshold "+fmtFloat(c.AggressivePreemptionSatisfactionThreshold)+
+				" above preemption_satisfaction_threshold "+fmtFloat(c.PreemptionSatisfactionThreshold))
+	case c.Limits.MaxOperationCount < c.Limits.MaxRunningOperationCount:
+		return c, errorf(CodeInvalidValue, key(path, "max_operation_count"),
+			"cannot use max_operation_count "+strconv.FormatInt(c.Limits.MaxOperationCount, 10)+
+				" below max_running_operation_count "+strconv.FormatInt(c.Limits.MaxRunningOperationCount, 10))
+	case c.Limits.MaxOperationCountPerPool < c.Limits.MaxRunningOperationCountPerPool:
+		return c, errorf(CodeInvalidValue, key(path, "max_operation_count_per_pool"),
+			"cannot use max_operation_count_per_pool "+strconv.FormatInt(c.Limits.MaxOperationCountPerPool, 10)+
+				" below max_running_operation_count_per_pool "+strconv.FormatInt(c.Limits.MaxRunningOperationCountPerPool, 10))
+	}
+	return c, nil
+}
+
+func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// AppendConfig appends the tree config as GET /api/v1/config answers it,
+// with every key DecodeConfigPatch takes.
+func AppendConfig(dst []byte, c *schedule.Config) []byte {
+	fs := &c.FairShare
+	dst = append(dst, `{"main_resource":"`...)
+	dst = append(dst, fs.MainResource.String()...)
+	dst = append(dst, `","integral_guarantees":{"smooth_period_s":`...)
+	dst = appendFloat(dst, fs.SmoothPeriodS)
+	dst = append(dst, `,"pool_capacity_saturation_period_s":`...)
+	dst = appendFloat(dst, fs.PoolCapacitySaturationPeriodS)
+	dst = append(dst, `,"relaxed_share_multiplier_limit":`...)
+	dst = appendFloat(dst, fs.RelaxedShareMultiplierLimit)
+	dst = append(dst, `,"should_distribute_free_volume_among_children":`...)
+	dst = strconv.AppendBool(dst, fs.ShouldDistributeFreeVolumeAmongChildren)
+	dst = append(dst, '}')
+	dst = appendKey(dst, "enable_step_function_for_gang_operations")
+	dst = strconv.AppendBool(dst, fs.EnableStepFunctionForGangOperations)
+	dst = appendKey(dst, "enable_improved_fair_share_by_fit_factor_computation")
+	dst = strconv.AppendBool(dst, fs.EnableImprovedFitFactor)
+	dst = appendKey(dst, "infer_weight_from_guarantees_share_multiplier")
+	if w := fs.InferWeightFromGuaranteesShareMultiplier; w.Set {
+		dst = appendFloat(dst, w.V)
+	} else {
+		dst = append(dst, "null"...)
+	}
+	dst = appendKey(dst, "fair_share_update_period_s")
+	dst = appendFloat(dst, c.FairShareUpdatePeriod)
+	dst = appendKey(dst, "node_heartbeat_timeout_s")
+	dst = appendFloat(dst, c.NodeHeartbeatTimeout)
+	dst = appendKey(dst, "node_shards")
+	dst = strconv.AppendInt(dst, int64(c.Shards), 10)
+	dst = appendKey(dst, "min_spare_allocation_resources")
+	dst = AppendResources(dst, &c.MinSpareAllocationResources)
+	dst = appendKey(dst, "max_started_allocations_per_heartbeat")
+	if c.MaxStartedAllocationsPerHeartbeat > 0 {
+		dst = strconv.AppendInt(dst, int64(c.MaxStartedAllocationsPerHeartbeat), 10)
+	} else {
+		dst = append(dst, "null"...)
+	}
+	for _, f := range []struct {
+		k string
+		v float64
+	}{
+		{"fair_share_starvation_timeout_s", c.FairShareStarvationTimeout},
+		{"fair_share_aggressive_starvation_timeout_s", c.FairShareAggressiveStarvationTimeout},
+		{"fair_share_starvation_tolerance", c.FairShareStarvationTolerance},
+		{"allocation_count_preemption_timeout_coefficient", c.AllocationCountPreemptionTimeoutCoefficient},
+		{"preemption_satisfaction_threshold", c.PreemptionSatisfactionThreshold},
+		{"aggressive_preemption_satisfaction_threshold", c.AggressivePreemptionSatisfactionThreshold},
+		{"preemptive_scheduling_backoff_s", c.PreemptiveSchedulingBackoff},
+		{"allocation_preemption_timeout_s", c.AllocationPreemptionTimeout},
+		{"allocation_graceful_preemption_timeout_s", c.AllocationGracefulPreemptionTimeout},
+		{"allowed_node_resources_overcommit_duration_s", c.AllowedNodeResourcesOvercommitDuration},
+	} {
+		dst = appendFloat(appendKey(dst, f.k), f.v)
+	}
+	dst = strconv.AppendBool(appendKey(dst, "enable_aggressive_starvation"), c.EnableAggressiveStarvation)
+	dst = strconv.AppendBool(appendKey(dst, "enable_pool_starvation"), c.EnablePoolStarvation)
+	dst = strconv.AppendBool(appendKey(dst, "allow_aggressive_preemption"), c.AllowAggressivePreemption)
+	dst = append(appendKey(dst, "scheduling_preemption_priority_scope"), '"')
+	dst = append(dst, c.SchedulingPreemptionPriorityScope.String()...)
+	dst = append(dst, '"')
+	dst = AppendPartialResources(appendKey(dst, "non_preemptible_resource_usage_threshold"), &c.NonPreemptibleResourceUsageThreshold)
+	dst = appendKey(dst, "max_unpreemptible_running_allocation_count")
+	if n := c.MaxUnpreemptibleRunningAllocationCount; n.Set {
+		dst = strconv.AppendInt(dst, n.V, 10)
+	} else {
+		dst = append(dst, "null"...)
+	}
+	dst = strconv.AppendInt(appendKey(dst, "max_operation_count"), c.Limits.MaxOperationCount, 10)
+	dst = strconv.AppendInt(appendKey(dst, "max_running_operation_count"), c.Limits.MaxRunningOperationCount, 10)
+	dst = strconv.AppendInt(appendKey(dst, "max_operation_count_per_pool"), c.Limits.MaxOperationCountPerPool, 10)
+	dst = strconv.AppendInt(appendKey(dst, "max_running_operation_count_per_pool"), c.Limits.MaxRunningOperationCountPerPool, 10)
+	return append(dst, '}')
+}

@@ -1,0 +1,287 @@
+package wire
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/schedule"
+	"github.com/fairsched/fairsched/core/tree"
+)
+
+// wantError checks that err is an *Error with code and path.
+func wantError(t *testing.T, what string, err error, code, path string) {
+	t.Helper()
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("%s: got %v, want an *Error %s at %s", what, err, code, path)
+	}
+	if e.Code != code || e.Path != path {
+		t.Fatalf("%s: got %s at %q (%s), want %s at %q", what, e.Code, e.Path, e.Message, code, path)
+	}
+}
+
+func TestDecodePool(t *testing.T) {
+	b, err := DecodePool([]byte(`{"parent": "prod", "mode": "fifo", "weight": 2, "strong_guarantee_resources": {"cpu": 1.5},
+		"resource_limits": {"memory": 1024}, "max_operation_count": 10, "max_running_operation_count": 5,
+		"fifo_sort_parameters": ["start_time"], "enable_lightweight_operations": true,
+		"integral_guarantees": {"guarantee_type": "burst", "resource_flow": {"cpu": 1}, "burst_guarantee_resources": {"cpu": 2}},
+		"fair_share_starvation_timeout_s": 10, "fair_share_starvation_tolerance": 0.5, "allow_normal_preemption": false}`), tree.PoolConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := b.Config
+	if !b.HasParent || b.Parent != "prod" || c.Mode != tree.ModeFIFO || c.Weight != tree.Some(2) || c.StrongGuarantee.V[resource.CPU] != 150 ||
+		c.MaxRunningOperationCount != tree.SomeInt(5) || c.Integral.Type != tree.GuaranteeBurst || !c.EnableLightweightOperations ||
+		c.AllowNormalPreemption != tree.SomeBool(false) || !reflect.DeepEqual(c.FifoSortParameters, []tree.FifoSortParam{tree.FifoStartTime}) {
+		t.Fatalf("decoded %+v", b)
+	}
+	// The encoder's output decodes to the same config.
+	out := AppendPool(nil, "p", "prod", &c)
+	if !json.Valid(out) {
+		t.Fatalf("not JSON: %s", out)
+	}
+	b2, err := DecodePool(out, tree.PoolConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(b2.Config, c) || b2.Name != "p" || b2.Parent != "prod" {
+		t.Fatalf("round trip:\n%+v\n%+v", b2.Config, c)
+	}
+	// PATCH: null resets, other attributes stay.
+	b3, err := DecodePool([]byte(`{"weight": null, "mode": "fair_share"}`), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b3.Config.Weight.Set || b3.Config.Mode != tree.ModeFairShare || b3.Config.MaxRunningOperationCount != c.MaxRunningOperationCount {
+		t.Fatalf("patched %+v", b3.Config)
+	}
+
+	f := func(body, code, path string) {
+		t.Helper()
+		_, err := DecodePool([]byte(body), tree.PoolConfig{})
+		wantError(t, body, err, code, path)
+	}
+	f(`{"weight": 0}`, CodeInvalidValue, "$.weight")
+	f(`{"weight": "1"}`, CodeWrongType, "$.weight")
+	f(`{"mode": "lifo"}`, CodeInvalidValue, "$.mode")
+	f(`{"max_operation_count": 1, "max_running_operation_count": 2}`, CodeInvalidValue, "$.max_operation_count")
+	f(`{"integral_guarantees": {"guarantee_type": "relaxed", "burst_guarantee_resources": {"cpu": 1}}}`, CodeInvalidValue, "$.integral_guarantees.burst_guarantee_resources")
+	f(`{"fair_share_starvation_tolerance": 2}`, CodeInvalidValue, "$.fair_share_starvation_tolerance")
+	f(`{"resource_limits": {"cpu": -1}}`, CodeInvalidValue, "$.resource_limits.cpu")
+	f(`{"wieght": 1}`, CodeUnknownAttribute, "$.wieght")
+	f(`{"parent": "a b"}`, CodeInvalidName, "$.parent")
+}
+
+func TestDecodeStartOperation(t *testing.T) {
+	spec, err := DecodeStartOperation([]byte(`{"id": "etl-1", "type": "map", "pool": "prod", "weight": 2, "preemption_mode": "graceful",
+		"is_gang": true, "resource_limits": {"cpu": 10}, "allocation_preemption_timeout_s": 5,
+		"tasks": [{"name": "map", "job_count": 10, "resources": {"cpu": 1, "memory": 1024}, "duration_hint_s": 60}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := schedule.OperationSpec{ID: "etl-1", Type: "map", Pool: "prod", Weight: tree.Some(2), PreemptionMode: schedule.PreemptionGraceful,
+		IsGang: true, ResourceLimits: tree.PartialVec{V: resource.Vec{resource.CPU: 1000}, Set: [resource.Count]bool{resource.CPU: true}},
+		AllocationPreemptionTimeout: tree.Some(5),
+		Tasks:                       []schedule.TaskSpec{{Name: "map", JobCount: 10, Resources: resource.Vec{resource.CPU: 100, resource.Memory: 1024}, DurationHintS: 60}}}
+	if !reflect.DeepEqual(spec, want) {
+		t.Fatalf("got %+v\nwant %+v", spec, want)
+	}
+	if s, _ := DecodeStartOperation([]byte(`{"pool": "<Root>", "tasks": [{"job_count": 1, "resources": {"cpu": 1}}]}`)); s.Pool != "" {
+		t.Fatalf("<Root> decodes to pool %q", s.Pool)
+	}
+	f := func(body, code, path string) {
+		t.Helper()
+		_, err := DecodeStartOperation([]byte(body))
+		wantError(t, body, err, code, path)
+	}
+	f(`{}`, CodeMissingAttribute, "$.tasks")
+	f(`{"tasks": []}`, CodeInvalidValue, "$.tasks")
+	f(`{"tasks": [{"job_count": 0, "resources": {"cpu": 1}}]}`, CodeInvalidValue, "$.tasks[0].job_count")
+	f(`{"tasks": [{"job_count": 1.5, "resources": {"cpu": 1}}]}`, CodeInvalidValue, "$.tasks[0].job_count")
+	f(`{"tasks": [{"job_count": 1, "resources": {}}]}`, CodeInvalidValue, "$.tasks[0].resources")
+	f(`{"tasks": [{"job_count": 1}]}`, CodeMissingAttribute, "$.tasks[0].resources")
+	f(`{"tasks": [{"job_count": 1099511627776, "resources": {"memory": 1099511627776}}]}`, CodeInvalidValue, "$.tasks[0].job_count")
+	f(`{"tasks": [{"job_count": 1, "resources": {"tpu": 1}}]}`, CodeUnknownAttribute, "$.tasks[0].resources.tpu")
+	f(`{"type": "spark", "tasks": [{"job_count": 1, "resources": {"cpu": 1}}]}`, CodeInvalidValue, "$.type")
+	f(`{"id": "", "tasks": [{"job_count": 1, "resources": {"cpu": 1}}]}`, CodeInvalidName, "$.id")
+	f(`{"preemption_mode": "soft", "tasks": [{"job_count": 1, "resources": {"cpu": 1}}]}`, CodeInvalidValue, "$.preemption_mode")
+	f(`{"fair_share_starvation_tolerance": 1.5, "tasks": [{"job_count": 1, "resources": {"cpu": 1}}]}`, CodeInvalidValue, "$.fair_share_starvation_tolerance")
+	f(`{"weight": 1e300, "tasks": [{"job_count": 1, "resources": {"cpu": 1}}]}`, CodeInvalidValue, "$.weight")
+}
+
+func TestDecodeOperationPatch(t *testing.T) {
+	p, err := DecodeOperationPatch([]byte(`{"weight": 3, "pool": "<Root>", "resource_limits": null}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Weight != tree.Some(3) || !p.HasPool || p.Pool != "" || !p.HasResourceLimits || !p.ResourceLimits.IsEmpty() {
+		t.Fatalf("got %+v", p)
+	}
+	_, err = DecodeOperationPatch([]byte(`{"weight": -1}`))
+	wantError(t, "negative weight", err, CodeInvalidValue, "$.weight")
+	_, err = DecodeOperationPatch([]byte(`{"state": "running"}`))
+	wantError(t, "state", err, CodeUnknownAttribute, "$.state")
+}
+
+func TestDecodeServeConfig(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(examplesDir, "serve.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := DecodeServeConfig(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sc.Pools) != 3 || sc.Pools[2].Config.Mode != tree.ModeFIFO || !sc.Pools[2].Config.EnableLightweightOperations ||
+		sc.Pools[0].Config.Integral.Type != tree.GuaranteeBurst || sc.Pools[1].Config.Integral.Type != tree.GuaranteeRelaxed {
+		t.Fatalf("decoded %+v", sc.Pools)
+	}
+	// GET /api/v1/config's output decodes to the same config.
+	out := AppendConfig(nil, &sc.Scheduler)
+	if !json.Valid(out) {
+		t.Fatalf("not JSON: %s", out)
+	}
+	_, err = DecodeConfigPatch(out, schedule.DefaultConfig())
+	wantError(t, "node_shards", err, CodeInvalidValue, "$.node_shards")
+	sc2, err := DecodeServeConfig([]byte(`{"config": ` + string(out) + `}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc2.Scheduler != sc.Scheduler {
+		t.Fatalf("round trip:\n%+v\n%+v", sc2.Scheduler, sc.Scheduler)
+	}
+
+	f := func(body, code, path string) {
+		t.Helper()
+		_, err := DecodeServeConfig([]byte(body))
+		wantError(t, body, err, code, path)
+	}
+	f(`{"pools": [{"mode": "fifo"}]}`, CodeMissingAttribute, "$.pools[0].name")
+	f(`{"pools": [{"name": "a"}, {"name": "a"}]}`, CodeDuplicateName, "$.pools[1].name")
+	f(`{"config": {"fair_share_update_period_s": 0}}`, CodeInvalidValue, "$.config.fair_share_update_period_s")
+	f(`{"config": {"fair_share_starvation_timeout_s": 200}}`, CodeInvalidValue, "$.config.fair_share_aggressive_starvation_timeout_s")
+	f(`{"config": {"main_resource": "tpu"}}`, CodeInvalidValue, "$.config.main_resource")
+	f(`{"config": {"max_operation_count": 1}}`, CodeInvalidValue, "$.config.max_operation_count")
+	f(`{"tree": {}}`, CodeUnknownAttribute, "$.tree")
+
+	c, err := DecodeConfigPatch([]byte(`{"fair_share_update_period_s": 1, "integral_guarantees": {"smooth_period_s": 30}}`), schedule.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.FairShareUpdatePeriod != 1 || c.FairShare.SmoothPeriodS != 30 || c.FairShare.PoolCapacitySaturationPeriodS != 86400 {
+		t.Fatalf("patched %+v", c)
+	}
+}
+
+// The control-plane decoders never panic, report an *Error with a path, and
+// what they accept re-encodes to what they decoded.
+func FuzzDecodePool(f *testing.F) {
+	for _, s := range []string{`{}`, `{"parent": "a", "weight": 2, "mode": "fifo"}`, `{"integral_guarantees": {"guarantee_type": "burst", "resource_flow": {"cpu": 1}}}`,
+		`{"weight": null, "resource_limits": {"cpu": 1.5, "memory": 1}}`, `{"fifo_sort_parameters": ["weight", "pending_allocation_count"]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b, err := DecodePool(data, tree.PoolConfig{})
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) || e.Code == "" || e.Path == "" {
+				t.Fatalf("%q: %#v", data, err)
+			}
+			return
+		}
+		out := AppendPool(nil, "x", "", &b.Config)
+		b2, err := DecodePool(out, tree.PoolConfig{})
+		if err != nil || !reflect.DeepEqual(b2.Config, b.Config) {
+			t.Fatalf("%q: re-encoded %s: %v", data, out, err)
+		}
+	})
+}
+
+func FuzzDecodeStartOperation(f *testing.F) {
+	for _, s := range []string{`{"tasks": [{"job_count": 1, "resources": {"cpu": 1}}]}`,
+		`{"id": "a", "pool": "b", "type": "vanilla", "weight": 1, "tasks": [{"name": "t", "job_count": 3, "resources": {"memory": 1}}]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		spec, err := DecodeStartOperation(data)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) || e.Code == "" || e.Path == "" {
+				t.Fatalf("%q: %#v", data, err)
+			}
+			return
+		}
+		if len(spec.Tasks) == 0 {
+			t.Fatalf("%q: accepted without tasks", data)
+		}
+		for _, tk := range spec.Tasks {
+			if tk.JobCount < 1 || tk.Resources.IsZero() {
+				t.Fatalf("%q: accepted task %+v", data, tk)
+			}
+		}
+	})
+}
+
+func FuzzDecodeOperationPatch(f *testing.F) {
+	for _, s := range []string{`{}`, `{"weight": 2}`, `{"pool": "a", "resource_limits": {"cpu": 1}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := DecodeOperationPatch(data)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) || e.Code == "" || e.Path == "" {
+				t.Fatalf("%q: %#v", data, err)
+			}
+			return
+		}
+		if p.Weight.Set && !(p.Weight.V >= tree.MinWeight && p.Weight.V <= tree.MaxWeight) {
+			t.Fatalf("%q: accepted weight %v", data, p.Weight.V)
+		}
+	})
+}
+
+func FuzzDecodeServeConfig(f *testing.F) {
+	if data, err := os.ReadFile(filepath.Join(examplesDir, "serve.json")); err == nil {
+		f.Add(data)
+	}
+	f.Add([]byte(`{"config": {"fair_share_update_period_s": 1}, "pools": [{"name": "a"}, {"name": "b", "parent": "a"}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sc, err := DecodeServeConfig(data)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) || e.Code == "" || e.Path == "" {
+				t.Fatalf("%q: %#v", data, err)
+			}
+			return
+		}
+		out := AppendConfig(nil, &sc.Scheduler)
+		sc2, err := DecodeServeConfig([]byte(`{"config": ` + string(out) + `}`))
+		if err != nil || sc2.Scheduler != sc.Scheduler {
+			t.Fatalf("%q: re-encoded %s: %v", data, out, err)
+		}
+	})
+}
+
+func FuzzDecodeConfigPatch(f *testing.F) {
+	f.Add([]byte(`{"fair_share_update_period_s": 0.5}`))
+	f.Add([]byte(`{"integral_guarantees": {"smooth_period_s": 30}, "max_operation_count": 100000}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := DecodeConfigPatch(data, schedule.DefaultConfig())
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) || e.Code == "" || e.Path == "" {
+				t.Fatalf("%q: %#v", data, err)
+			}
+			return
+		}
+		if c.FairShareUpdatePeriod < 0.01 || c.FairShareAggressiveStarvationTimeout < c.FairShareStarvationTimeout {
+			t.Fatalf("%q: accepted %+v", data, c)
+		}
+	})
+}

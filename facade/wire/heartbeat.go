@@ -1,0 +1,498 @@
+package wire
+
+import (
+	"strconv"
+	"sync"
+
+	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/schedule"
+)
+
+// Heartbeat is a decoded node heartbeat request (api.md §4). It is meant to
+// be reused: Decode resets it and keeps the storage of its slices, so a
+// pooled Heartbeat decodes without allocating once its slices have grown.
+//
+// Allocations and AllocationUsage are parallel: AllocationUsage[i] is the
+// resource_usage reported for Allocations[i] (zero when not given). Tags
+// are interned strings (see Interner) and never refer to the request body.
+type Heartbeat struct {
+	Limits          resource.Vec
+	Usage           resource.Vec
+	Tags            []string
+	Allocations     []schedule.AllocationReport
+	AllocationUsage []resource.Vec
+
+	sc scanner
+}
+
+// Limits of a heartbeat request beyond the body size limit.
+const (
+	MaxHeartbeatTags        = 256
+	MaxTagLength            = 256
+	MaxHeartbeatAllocations = 1 << 20
+)
+
+var heartbeatKeys = []string{"resource_limits", "resource_usage", "tags", "allocations"}
+var allocationKeys = []string{"id", "state", "resource_usage"}
+
+// Decode decodes and validates a heartbeat body into h. Strings that the
+// result keeps (tags) come from in, which may be nil (then every tag is a
+// new string). The returned error is an *Error with the JSON path of the
+// first problem; h is then in an unspecified state. data is not retained.
+//
+// Decode allocates nothing when h's slices are large enough and in knows
+// every tag.
+func (h *Heartbeat) Decode(data []byte, in *Interner) error {
+	h.Limits, h.Usage = resource.Vec{}, resource.Vec{}
+	h.Tags, h.Allocations, h.AllocationUsage = h.Tags[:0], h.Allocations[:0], h.AllocationUsage[:0]
+	s := &h.sc
+	s.reset(data)
+	e := h.decode(s, in)
+	s.data = nil // keep no reference to the body
+	if e != nil {
+		return e
+	}
+	return nil
+}
+
+func (h *Heartbeat) decode(s *scanner, in *Interner) *Error {
+	if s.peek() == 0 && s.pos >= len(s.data) {
+		return errorf(CodeMalformedJSON, "$", "cannot parse an empty body: want a JSON object")
+	}
+	root := rootPath("$")
+	if !s.objectStart(root) {
+		return h.fail(s)
+	}
+	var seenLimits bool
+	var seen uint8
+	for first := true; s.more('}', first); first = false {
+		k, ok := s.key()
+		if !ok {
+			return h.fail(s)
+		}
+		if !s.once(&seen, k, heartbeatKeys, root) {
+			return h.fail(s)
+		}
+		switch string(k) {
+		case "resource_limits":
+			h.Limits = resource.Vec{}
+			s.resources(root.member("resource_limits"), &h.Limits)
+			seenLimits = true
+		case "resource_usage":
+			h.Usage = resource.Vec{}
+			s.resources(root.member("resource_usage"), &h.Usage)
+		case "tags":
+			h.Tags = h.Tags[:0]
+			h.tags(s, in)
+		case "allocations":
+			h.Allocations, h.AllocationUsage = h.Allocations[:0], h.AllocationUsage[:0]
+			h.allocations(s)
+		default:
+			s.fail(unknownKey("$", string(k), heartbeatKeys, "a heartbeat"))
+		}
+		if s.err != nil {
+			return h.fail(s)
+		}
+	}
+	if !s.end() {
+		return h.fail(s)
+	}
+	if !seenLimits {
+		return errorf(CodeMissingAttribute, "$.resource_limits", "cannot register a node without resource_limits: want the node's resources")
+	}
+	return nil
+}
+
+// fail returns the scanner's error; a semantic error in a body that is not
+// valid JSON after it is reported as the syntax error, as encoding/json
+// checks the whole input first.
+func (h *Heartbeat) fail(s *scanner) *Error {
+	e := s.err
+	if e == nil {
+		e = errorf(CodeMalformedJSON, "$", "cannot parse JSON")
+	}
+	if e.Code != CodeMalformedJSON {
+		if _, se := decodeJSON(s.data); se != nil {
+			return se
+		}
+	}
+	return e
+}
+
+func (h *Heartbeat) tags(s *scanner, in *Interner) {
+	p := rootPath("$.tags")
+	if !s.arrayStart(rootPath("$").member("tags"), "an array of strings") {
+		return
+	}
+	for i, first := 0, true; s.more(']', first); i, first = i+1, false {
+		if s.next() != kindString {
+			s.wrongType(p.index(i), "a string")
+			return
+		}
+		b, ok := s.str()
+		if !ok {
+			return
+		}
+		if len(h.Tags) >= MaxHeartbeatTags {
+			s.fail(errorf(CodeInvalidValue, p.index(i).String(), "cannot accept more than "+strconv.Itoa(MaxHeartbeatTags)+" tags"))
+			return
+		}
+		if len(b) == 0 || len(b) > MaxTagLength {
+			s.fail(errorf(CodeInvalidValue, p.index(i).String(), "cannot use tag "+describe(string(b))+": want 1-"+strconv.Itoa(MaxTagLength)+" bytes"))
+			return
+		}
+		h.Tags = append(h.Tags, in.Intern(b))
+	}
+}
+
+func (h *Heartbeat) allocations(s *scanner) {
+	p := rootPath("$.allocations")
+	if !s.arrayStart(rootPath("$").member("allocations"), "an array of allocations") {
+		return
+	}
+	for i, first := 0, true; s.more(']', first); i, first = i+1, false {
+		if len(h.Allocations) >= MaxHeartbeatAllocations {
+			s.fail(errorf(CodeInvalidValue, p.index(i).String(), "cannot accept more than "+strconv.Itoa(MaxHeartbeatAllocations)+" allocations"))
+			return
+		}
+		if !h.allocation(s, p.index(i)) {
+			return
+		}
+	}
+}
+
+func (h *Heartbeat) allocation(s *scanner, p lazyPath) bool {
+	if !s.objectStart(p) {
+		return false
+	}
+	var a schedule.AllocationReport
+	var usage resource.Vec
+	var seenID, seenState bool
+	var seen uint8
+	for first := true; s.more('}', first); first = false {
+		k, ok := s.key()
+		if !ok || !s.once(&seen, k, allocationKeys, p) {
+			return false
+		}
+		switch string(k) {
+		case "id":
+			ip := p.member("id")
+			if s.next() != kindString {
+				s.wrongType(ip, "a decimal string such as \"1783\"")
+				return false
+			}
+			b, ok := s.str()
+			if !ok {
+				return false
+			}
+			id, ok := parseAllocationID(b)
+			if !ok {
+				s.fail(errorf(CodeInvalidValue, ip.String(), "cannot use "+describe(string(b))+" as an allocation id: want a decimal string of a 64-bit number"))
+				return false
+			}
+			a.ID, seenID = id, true
+		case "state":
+			sp := p.member("state")
+			if s.next() != kindString {
+				s.wrongType(sp, "one of running, completed, failed, aborted")
+				return false
+			}
+			b, ok := s.str()
+			if !ok {
+				return false
+			}
+			st, ok := allocationState(b)
+			if !ok {
+				s.fail(errorf(CodeInvalidValue, sp.String(), "cannot use "+describe(string(b))+": want one of running, completed, failed, aborted"))
+				return false
+			}
+			a.State, seenState = st, true
+		case "resource_usage":
+			usage = resource.Vec{}
+			if !s.resources(p.member("resource_usage"), &usage) {
+				return false
+			}
+		default:
+			s.fail(unknownKey(p.String(), string(k), allocationKeys, "an allocation"))
+			return false
+		}
+	}
+	if s.err != nil {
+		return false
+	}
+	if !seenID {
+		s.fail(errorf(CodeMissingAttribute, p.member("id").String(), "cannot settle an allocation without its id"))
+		return false
+	}
+	if !seenState {
+		s.fail(errorf(CodeMissingAttribute, p.member("state").String(), "cannot settle an allocation without its state: want one of running, completed, failed, aborted"))
+		return false
+	}
+	h.Allocations = append(h.Allocations, a)
+	h.AllocationUsage = append(h.AllocationUsage, usage)
+	return true
+}
+
+// parseAllocationID parses a decimal allocation id (1-20 digits, no sign,
+// no leading zero, at most 2^64-1).
+func parseAllocationID(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 20 || len(b) > 1 && b[0] == '0' {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if v > (1<<64-1-d)/10 {
+			return 0, false
+		}
+		v = v*10 + d
+	}
+	return v, true
+}
+
+func allocationState(b []byte) (schedule.AllocationState, bool) {
+	switch string(b) {
+	case "running":
+		return schedule.AllocRunning, true
+	case "completed":
+		return schedule.AllocCompleted, true
+	case "failed":
+		return schedule.AllocFailed, true
+	case "aborted":
+		return schedule.AllocAborted, true
+	}
+	return 0, false
+}
+
+// AllocationStateName is the wire name of a reported allocation state.
+func AllocationStateName(st schedule.AllocationState) string {
+	switch st {
+	case schedule.AllocCompleted:
+		return "completed"
+	case schedule.AllocFailed:
+		return "failed"
+	case schedule.AllocAborted:
+		return "aborted"
+	}
+	return "running"
+}
+
+// Interner returns one string per distinct byte sequence, so that decoding
+// strings that repeat from request to request (node names, tags) allocates
+// only the first time. It holds at most its limit of strings; past that it
+// returns new strings. Safe for concurrent use; the zero value is not
+// usable, use NewInterner. A nil *Interner allocates every string.
+type Interner struct {
+	mu    sync.RWMutex
+	m     map[string]string
+	limit int
+}
+
+// NewInterner returns an Interner that keeps at most limit strings.
+func NewInterner(limit int) *Interner {
+	return &Interner{m: make(map[string]string), limit: limit}
+}
+
+// Intern returns a string equal to b; it allocates nothing when the string
+// is known.
+func (in *Interner) Intern(b []byte) string {
+	if in == nil {
+		return string(b)
+	}
+	in.mu.RLock()
+	s, ok := in.m[string(b)]
+	in.mu.RUnlock()
+	if ok {
+		return s
+	}
+	s = string(b)
+	in.mu.Lock()
+	if old, ok := in.m[s]; ok {
+		s = old
+	} else if len(in.m) < in.limit {
+		in.m[s] = s
+	}
+	in.mu.Unlock()
+	return s
+}
+
+// Len returns the number of strings held.
+func (in *Interner) Len() int {
+	in.mu.RLock()
+	defer in.mu.RUnlock()
+	return len(in.m)
+}
+
+// AppendHeartbeatResponse appends the JSON answer to a heartbeat (api.md §4):
+//
+//	{"allocations_to_start":[{"id":"1802","operation_id":"op-17","task_index":0,"resources":{"cpu":1,…}}],
+//	 "allocations_to_preempt":[{"id":"1783","operation_id":"op-3","reason":"preempted to start allocation 1802 of operation op-21 (starving)","timeout_s":10}],
+//	 "allocations_to_abort":[{"id":"1650","operation_id":"op-9","reason":"operation op-9 aborted"}]}
+//
+// Allocation ids are decimal strings; resources list their non-zero
+// components, cpu in cores. finished names the final state of an operation
+// whose allocation is aborted because it finished ("aborted", "completed");
+// it is called only for such aborts and may be nil. Every list is present,
+// empty when there is nothing to do. The encoder allocates only to grow dst.
+func AppendHeartbeatResponse(dst []byte, r *schedule.Response, finished func(op string) string) []byte {
+	dst = append(dst, `{"allocations_to_start":[`...)
+	for i := range r.Start {
+		d := &r.Start[i]
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"id":"`...)
+		dst = strconv.AppendUint(dst, d.Allocation, 10)
+		dst = append(dst, `","operation_id":`...)
+		dst = appendString(dst, d.Operation)
+		dst = append(dst, `,"task_index":`...)
+		dst = strconv.AppendInt(dst, int64(d.Task), 10)
+		dst = append(dst, `,"resources":`...)
+		dst = AppendResources(dst, &d.Resources)
+		dst = append(dst, '}')
+	}
+	dst = append(dst, `],"allocations_to_preempt":[`...)
+	for i := range r.Preempt {
+		d := &r.Preempt[i]
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"id":"`...)
+		dst = strconv.AppendUint(dst, d.Allocation, 10)
+		dst = append(dst, '"')
+		if d.Operation != "" {
+			dst = append(dst, `,"operation_id":`...)
+			dst = appendString(dst, d.Operation)
+		}
+		dst = append(dst, `,"reason":"`...)
+		dst = appendPreemptReason(dst, d)
+		dst = append(dst, `","timeout_s":`...)
+		dst = appendFloat(dst, d.Timeout)
+		dst = append(dst, '}')
+	}
+	dst = append(dst, `],"allocations_to_abort":[`...)
+	for i := range r.Abort {
+		d := &r.Abort[i]
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"id":"`...)
+		dst = strconv.AppendUint(dst, d.Allocation, 10)
+		dst = append(dst, '"')
+		if d.Operation != "" {
+			dst = append(dst, `,"operation_id":`...)
+			dst = appendString(dst, d.Operation)
+		}
+		dst = append(dst, `,"reason":`...)
+		dst = appendString(dst, abortReason(d, finished))
+		dst = append(dst, '}')
+	}
+	return append(dst, "]}"...)
+}
+
+// appendPreemptReason appends the sentence of a preemption, without quotes:
+// "preempted to start allocation 1802 of operation op-21 (starving)".
+// Operation names are [A-Za-z0-9._:-] (tree.ValidName) and reasons plain
+// words, so nothing needs escaping.
+func appendPreemptReason(dst []byte, d *schedule.PreemptDecision) []byte {
+	dst = append(dst, "preempted"...)
+	switch {
+	case d.ForAllocation != 0:
+		dst = append(dst, " to start allocation "...)
+		dst = strconv.AppendUint(dst, d.ForAllocation, 10)
+		if d.ForOperation != "" {
+			dst = append(dst, " of operation "...)
+			dst = appendStringBody(dst, d.ForOperation)
+		}
+	case d.ForOperation != "":
+		dst = append(dst, " for operation "...)
+		dst = appendStringBody(dst, d.ForOperation)
+	}
+	dst = append(dst, " ("...)
+	dst = appendStringBody(dst, d.Reason.String())
+	return append(dst, ')')
+}
+
+// appendStringBody appends s JSON-escaped, without the quotes.
+func appendStringBody(dst []byte, s string) []byte {
+	n := len(dst)
+	dst = appendString(dst, s)
+	// appendString wrote "…": drop the quotes.
+	copy(dst[n:], dst[n+1:len(dst)-1])
+	return dst[:len(dst)-2]
+}
+
+// abortReason is the sentence of an abort decision. It allocates; aborts
+// are rare.
+func abortReason(d *schedule.AbortDecision, finished func(op string) string) string {
+	id := strconv.FormatUint(d.Allocation, 10)
+	switch d.Reason {
+	case schedule.AbortUnknownAllocation:
+		return "allocation " + id + " is unknown to the scheduler"
+	case schedule.AbortOperationFinished:
+		st := "finished"
+		if finished != nil {
+			if s := finished(d.Operation); s != "" {
+				st = s
+			}
+		}
+		return "operation " + d.Operation + " " + st
+	case schedule.AbortPreemptionTimedOut:
+		return "allocation " + id + " was preempted and outlived its preemption timeout"
+	case schedule.AbortNodeOvercommit:
+		return "node resources overcommitted: allocation " + id + " aborted"
+	}
+	return d.Reason.String()
+}
+
+// AppendResources appends a resource object with the non-zero components
+// of v, cpu in cores: {"cpu":1.5,"memory":4294967296}.
+func AppendResources(dst []byte, v *resource.Vec) []byte {
+	dst = append(dst, '{')
+	first := true
+	for k := range v {
+		if v[k] == 0 {
+			continue
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = append(dst, '"')
+		dst = append(dst, kindNames[k]...)
+		dst = append(dst, `":`...)
+		dst = appendAmount(dst, resource.Kind(k), v[k])
+	}
+	return append(dst, '}')
+}
+
+// AppendFullResources appends every component of v, cpu in cores.
+func AppendFullResources(dst []byte, v *resource.Vec) []byte {
+	for k := range v {
+		dst = append(dst, resourceKeys[k]...)
+		dst = appendAmount(dst, resource.Kind(k), v[k])
+	}
+	return append(dst, '}')
+}
+
+func appendAmount(dst []byte, k resource.Kind, x int64) []byte {
+	if k == resource.CPU {
+		// Centi-cores as a decimal: exact, no float rounding.
+		if x < 0 {
+			dst = append(dst, '-')
+			x = -x
+		}
+		dst = strconv.AppendInt(dst, x/resource.CPUScale, 10)
+		if f := x % resource.CPUScale; f != 0 {
+			dst = append(dst, '.', byte('0'+f/10))
+			if f%10 != 0 {
+				dst = append(dst, byte('0'+f%10))
+			}
+		}
+		return dst
+	}
+	return strconv.AppendInt(dst, x, 10)
+}

@@ -1,0 +1,190 @@
+package wire
+
+import (
+	"strconv"
+
+	"github.com/fairsched/fairsched/core/fairshare"
+	"github.com/fairsched/fairsched/core/schedule"
+	"github.com/fairsched/fairsched/core/tree"
+)
+
+// appendShares appends the fair-share attributes common to pools and
+// operations (api.md §5): fair_share with its detailed parts, usage_share,
+// demand_share, limits_share, strong_guarantee_share,
+// proposed_integral_share, promised_guarantee_fair_share, weight and
+// dominant_resource, each preceded by a comma.
+func appendShares(dst []byte, a *fairshare.Attributes) []byte {
+	dst = append(dst, `,"fair_share":`...)
+	dst = appendShare(dst, &a.FairShare.Total)
+	dst = append(dst, `,"detailed":{"strong_guarantee":`...)
+	dst = appendShare(dst, &a.FairShare.StrongGuarantee)
+	dst = append(dst, `,"integral_guarantee":`...)
+	dst = appendShare(dst, &a.FairShare.IntegralGuarantee)
+	dst = append(dst, `,"weight_proportional":`...)
+	dst = appendShare(dst, &a.FairShare.WeightProportional)
+	dst = append(dst, `},"usage_share":`...)
+	dst = appendShare(dst, &a.UsageShare)
+	dst = append(dst, `,"demand_share":`...)
+	dst = appendShare(dst, &a.DemandShare)
+	dst = append(dst, `,"limits_share":`...)
+	dst = appendShare(dst, &a.LimitsShare)
+	dst = append(dst, `,"strong_guarantee_share":`...)
+	dst = appendShare(dst, &a.StrongGuaranteeShare)
+	dst = append(dst, `,"proposed_integral_share":`...)
+	dst = appendShare(dst, &a.ProposedIntegralShare)
+	dst = append(dst, `,"promised_guarantee_fair_share":`...)
+	dst = appendShare(dst, &a.PromisedGuaranteeFairShare.Total)
+	dst = append(dst, `,"weight":`...)
+	dst = appendFloat(dst, a.Weight)
+	dst = append(dst, `,"dominant_resource":"`...)
+	dst = append(dst, a.DominantResource.String()...)
+	return append(dst, '"')
+}
+
+func appendStatus(dst []byte, below bool, starving string, satisfaction float64) []byte {
+	dst = append(dst, `,"satisfaction_ratio":`...)
+	dst = appendFloat(dst, satisfaction)
+	dst = append(dst, `,"status":"`...)
+	if below {
+		dst = append(dst, "below_fair_share"...)
+	} else {
+		dst = append(dst, "normal"...)
+	}
+	dst = append(dst, `","starvation_status":"`...)
+	dst = append(dst, starving...)
+	return append(dst, '"')
+}
+
+// AppendPoolOrchid appends a pool's orchid view (api.md §5): its name,
+// parent, mode, the fair-share attributes of the last update, status,
+// starvation status, operation counts and effective operation limits, and
+// for integral pools their volume attributes.
+func AppendPoolOrchid(dst []byte, p *schedule.PoolInfo) []byte {
+	dst = append(dst, `{"name":`...)
+	dst = appendString(dst, p.Name)
+	if p.Parent != "" {
+		dst = append(dst, `,"parent":`...)
+		dst = appendString(dst, p.Parent)
+	}
+	dst = append(dst, `,"mode":"`...)
+	dst = append(dst, p.Config.Mode.String()...)
+	dst = append(dst, '"')
+	dst = appendShares(dst, &p.Attrs)
+	dst = appendStatus(dst, p.BelowFairShare, p.Starvation.String(), p.Satisfaction)
+	for _, c := range [...]struct {
+		k string
+		v int64
+	}{
+		{"operation_count", p.OperationCount},
+		{"running_operation_count", p.RunningOperationCount},
+		{"lightweight_running_operation_count", p.LightweightRunningOperationCount},
+		{"pending_operation_count", p.PendingOperationCount},
+		{"max_operation_count", p.MaxOperationCount},
+		{"max_running_operation_count", p.MaxRunningOperationCount},
+	} {
+		dst = strconv.AppendInt(appendKey(dst, c.k), c.v, 10)
+	}
+	if p.Config.Integral.Type != tree.GuaranteeNone {
+		ig := p.Attrs.Integral
+		// The attributes of a pool the last update has not seen yet still
+		// name the configured type.
+		ig.Type = p.Config.Integral.Type
+		dst = appendIntegral(dst, &ig)
+	}
+	return append(dst, '}')
+}
+
+// AppendOperation appends an operation's view: GET /api/v1/operations/{id}
+// (detailed false: state, pool, demand, usage, fair_share, usage_share,
+// demand_share, status, starvation status, job and allocation counts) or
+// the orchid's (detailed true: every fair-share attribute of api.md §5).
+func AppendOperation(dst []byte, o *schedule.OperationInfo, detailed bool) []byte {
+	dst = append(dst, `{"id":`...)
+	dst = appendString(dst, o.ID)
+	dst = append(dst, `,"state":"`...)
+	dst = append(dst, o.State.String()...)
+	dst = append(dst, `","pool":`...)
+	dst = appendString(dst, o.Pool)
+	dst = append(dst, `,"demand":`...)
+	dst = AppendResources(dst, &o.Demand)
+	dst = append(dst, `,"usage":`...)
+	dst = AppendResources(dst, &o.Usage)
+	if detailed {
+		dst = appendShares(dst, &o.Attrs)
+	} else {
+		dst = append(dst, `,"fair_share":`...)
+		dst = appendShare(dst, &o.Attrs.FairShare.Total)
+		dst = append(dst, `,"usage_share":`...)
+		dst = appendShare(dst, &o.Attrs.UsageShare)
+		dst = append(dst, `,"demand_share":`...)
+		dst = appendShare(dst, &o.Attrs.DemandShare)
+	}
+	dst = appendStatus(dst, o.BelowFairShare, o.Starvation.String(), o.Satisfaction)
+	dst = append(dst, `,"allocation_counts":{"running":`...)
+	dst = strconv.AppendInt(dst, o.RunningAllocations, 10)
+	for st, n := range o.AllocationsByStatus {
+		dst = append(dst, `,"`...)
+		dst = append(dst, schedule.PreemptionStatus(st).String()...)
+		dst = append(dst, `":`...)
+		dst = strconv.AppendInt(dst, n, 10)
+	}
+	dst = append(dst, `,"preempted":`...)
+	dst = strconv.AppendInt(dst, o.PreemptedAllocations, 10)
+	dst = append(dst, `},"preemption_priority":"`...)
+	dst = append(dst, o.PreemptionPriority.String()...)
+	dst = append(dst, `","pending_job_count":`...)
+	dst = strconv.AppendInt(dst, o.PendingJobs, 10)
+	dst = append(dst, `,"completed_job_count":`...)
+	dst = strconv.AppendInt(dst, o.CompletedJobs, 10)
+	dst = append(dst, `,"start_time_s":`...)
+	dst = appendFloat(dst, o.StartTime)
+	if o.WaitingPool != "" {
+		dst = append(dst, `,"waiting_for":{"pool":`...)
+		dst = appendString(dst, o.WaitingPool)
+		dst = append(dst, `,"max_running_operation_count":`...)
+		dst = strconv.AppendInt(dst, o.WaitingLimit, 10)
+		dst = append(dst, '}')
+	}
+	return append(dst, '}')
+}
+
+// AppendNodeOrchid appends a node's orchid view: its limits, usage, the
+// time of its last heartbeat and its allocations with their preemption
+// status (spec.md §4) and whether they were told to stop.
+func AppendNodeOrchid(dst []byte, n *schedule.NodeInfo) []byte {
+	dst = append(dst, `{"id":`...)
+	dst = appendString(dst, n.Name)
+	dst = append(dst, `,"resource_limits":`...)
+	dst = AppendResources(dst, &n.Limits)
+	dst = append(dst, `,"resource_usage":`...)
+	dst = AppendResources(dst, &n.Usage)
+	dst = append(dst, `,"last_heartbeat_s":`...)
+	dst = appendFloat(dst, n.LastHeartbeat)
+	dst = append(dst, `,"allocations":[`...)
+	for i := range n.Allocations {
+		a := &n.Allocations[i]
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"id":"`...)
+		dst = strconv.AppendUint(dst, a.ID, 10)
+		dst = append(dst, `","operation_id":`...)
+		dst = appendString(dst, a.Operation)
+		dst = append(dst, `,"task_index":`...)
+		dst = strconv.AppendInt(dst, int64(a.Task), 10)
+		dst = append(dst, `,"resources":`...)
+		dst = AppendResources(dst, &a.Resources)
+		dst = append(dst, `,"start_time_s":`...)
+		dst = appendFloat(dst, a.Start)
+		dst = append(dst, `,"preemption_status":"`...)
+		dst = append(dst, a.Status.String()...)
+		dst = append(dst, `","preempted":`...)
+		dst = strconv.AppendBool(dst, a.Preempted)
+		if a.Preempted {
+			dst = append(dst, `,"preemption_deadline_s":`...)
+			dst = appendFloat(dst, a.Deadline)
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, "]}"...)
+}

@@ -1,0 +1,410 @@
+package sim
+
+import (
+	"math"
+	"slices"
+
+	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/schedule"
+	"github.com/fairsched/fairsched/core/starvation"
+	"github.com/fairsched/fairsched/core/tree"
+)
+
+// GuaranteeMetRatio is how much of its guarantee a pool must use for the
+// guarantee to count as met: usage ≥ 95% of min(guarantee, demand) in the
+// pool's dominant resource.
+const GuaranteeMetRatio = 0.95
+
+// Amounts are absolute amounts of the five resources in resource order
+// (resource.Kind); cpu in cores, memory in bytes.
+type Amounts [resource.Count]float64
+
+// Sample is one pool's state at a fair-share update.
+type Sample struct {
+	TimeS float64
+	// Usage, Demand and FairShare are the pool's; StrongGuarantee,
+	// IntegralGuarantee and WeightProportional decompose FairShare
+	// (spec.md §2.10). Guarantee is what the pool is promised at the
+	// moment: its strong guarantee plus its proposed integral share.
+	Usage, Demand, FairShare                               Amounts
+	StrongGuarantee, IntegralGuarantee, WeightProportional Amounts
+	Guarantee                                              Amounts
+	// AccumulatedVolume is the integral volume in resource·seconds (cpu in
+	// core·seconds); VolumeRatio is accumulated_resource_ratio_volume.
+	AccumulatedVolume Amounts
+	VolumeRatio       float64
+	Running, Pending  int64
+	BelowFairShare    bool
+	Starvation        starvation.State
+	Satisfaction      float64
+}
+
+// PoolResult is what a run recorded about one pool.
+type PoolResult struct {
+	Name, Parent string
+	Integral     tree.GuaranteeType
+	// Capacity is the integral pool's volume capacity at the end of the
+	// run, in resource·seconds (cpu in core·seconds).
+	Capacity Amounts
+	Samples  []Sample
+	Summary  PoolSummary
+}
+
+// Result is what a run recorded.
+type Result struct {
+	Scenario *Scenario
+	Total    resource.Vec // the cluster's resources
+	Pools    []PoolResult // tree pre-order, the root first
+	Works    []WorkResult // the scenario's workload order
+	Run      RunStats
+}
+
+// RunStats count what the simulation did.
+type RunStats struct {
+	Nodes            int   `json:"nodes"`
+	Heartbeats       int64 `json:"heartbeats"`
+	FairShareUpdates int64 `json:"fair_share_updates"`
+	Samples          int   `json:"samples"`
+}
+
+// poolRec accumulates one pool's statistics.
+type poolRec struct {
+	name, parent string
+	parentIdx    int
+	integral     tree.GuaranteeType
+	capacity     Amounts
+	samples      []Sample
+
+	time                          float64 // observed seconds
+	usage, demand, fairShare      Amounts // time integrals
+	demandTime, metTime           float64
+	volMin, volMax, volLast       float64
+	haveVol                       bool
+	opsStarted, opsCompleted      int64
+	opsRejected                   int64
+	jobsStarted, jobsCompleted    int64
+	jobsAborted                   int64
+	preemptSuffered, preemptCause int64
+	preemptGraceful               int64
+	waits                         []int64 // ms
+}
+
+type recorder struct {
+	sc         *Scenario
+	pools      []poolRec
+	byName     map[string]int
+	nextSample ms
+	fsPeriod   ms
+	end        ms
+	total      resource.Vec
+	stats      RunStats
+	works      []WorkResult
+}
+
+func (r *recorder) init(sc *Scenario, pools []schedule.PoolInfo) {
+	r.sc = sc
+	r.byName = make(map[string]int, len(pools))
+	r.fsPeriod = toMS(sc.FairShareUpdatePeriodS)
+	r.end = toMS(sc.DurationS)
+	for i, p := range pools {
+		r.byName[p.Name] = i
+		parent := -1
+		if p.Parent != "" {
+			parent = r.byName[p.Parent]
+		}
+		r.pools = append(r.pools, poolRec{name: p.Name, parent: p.Parent, parentIdx: parent, integral: p.Config.Integral.Type})
+	}
+}
+
+func (r *recorder) poolIndex(name string) int {
+	i, ok := r.byName[name]
+	if !ok {
+		panic("BUG: the decoder let through an unknown pool " + name)
+	}
+	return i
+}
+
+// up calls f for pool i and each of its ancestors.
+func (r *recorder) up(i int, f func(p *poolRec)) {
+	for ; i >= 0; i = r.pools[i].parentIdx {
+		f(&r.pools[i])
+	}
+}
+
+// count adds one to the counter f picks, for pool and its ancestors.
+func (r *recorder) count(pool int, f func(p *poolRec) *int64) {
+	r.up(pool, func(p *poolRec) { *f(p)++ })
+}
+
+func (r *recorder) jobStarted(pool int, wait ms) {
+	r.up(pool, func(p *poolRec) {
+		p.jobsStarted++
+		p.waits = append(p.waits, wait)
+	})
+}
+
+func (r *recorder) preempted(victim int, d schedule.PreemptDecision, preemptor int) {
+	r.up(victim, func(p *poolRec) {
+		p.preemptSuffered++
+		if d.Reason == schedule.PreemptGraceful {
+			p.preemptGraceful++
+		}
+	})
+	if preemptor >= 0 {
+		r.up(preemptor, func(p *poolRec) { p.preemptCause++ })
+	}
+}
+
+// WorkSample is one workload's state at a sample: the sums over its
+// unfinished operations.
+type WorkSample struct {
+	TimeS                    float64
+	Usage, Demand, FairShare Amounts
+	Operations               int64 // unfinished operations
+	RunningJobs              int64
+	PendingJobs              int64
+}
+
+// WorkResult is what a run recorded about one workload entry.
+type WorkResult struct {
+	Name, Pool string
+	Samples    []WorkSample
+}
+
+// observeWorkloads records every workload's state from the operations'
+// views at a sample.
+func (r *recorder) observeWorkloads(e *engine, t ms, total resource.Vec, ops []schedule.OperationInfo) {
+	if len(r.works) == 0 {
+		for i := range e.works {
+			r.works = append(r.works, WorkResult{Name: e.works[i].w.Name, Pool: e.works[i].w.Pool})
+		}
+	}
+	base := len(r.works[0].Samples)
+	for i := range r.works {
+		r.works[i].Samples = append(r.works[i].Samples, WorkSample{TimeS: toS(t)})
+	}
+	for k := range ops {
+		info := &ops[k]
+		o := e.ops[info.ID]
+		if o == nil || info.State.Final() {
+			continue
+		}
+		s := &r.works[o.work.index].Samples[base]
+		a := &info.Attrs
+		for res := range resource.Count {
+			s.Usage[res] += absolute(a.UsageShare[res], total[res], res)
+			s.Demand[res] += absolute(a.DemandShare[res], total[res], res)
+			s.FairShare[res] += absolute(a.FairShare.Total[res], total[res], res)
+		}
+		s.Operations++
+		s.RunningJobs += info.RunningAllocations
+		s.PendingJobs += info.PendingJobs
+	}
+}
+
+// observe records the state after the fair-share update at t and reports
+// whether it took a sample.
+func (r *recorder) observe(e *engine, t ms, total resource.Vec, pools []schedule.PoolInfo) bool {
+	r.total = total
+	r.stats.FairShareUpdates++
+	dt := toS(min(r.fsPeriod, r.end-t))
+	sample := t >= r.nextSample
+	if sample {
+		r.stats.Samples++
+		for r.nextSample <= t {
+			r.nextSample += toMS(r.sc.SamplePeriodS)
+		}
+	}
+	for i := range pools {
+		info := &pools[i]
+		k, ok := r.byName[info.Name]
+		if !ok {
+			continue
+		}
+		p := &r.pools[k]
+		a := &info.Attrs
+		var s Sample
+		s.TimeS = toS(t)
+		guarantee := a.StrongGuaranteeShare.Add(a.ProposedIntegralShare)
+		for res := range resource.Count {
+			s.Usage[res] = absolute(a.UsageShare[res], total[res], res)
+			s.Demand[res] = absolute(a.DemandShare[res], total[res], res)
+			s.FairShare[res] = absolute(a.FairShare.Total[res], total[res], res)
+			s.StrongGuarantee[res] = absolute(a.FairShare.StrongGuarantee[res], total[res], res)
+			s.IntegralGuarantee[res] = absolute(a.FairShare.IntegralGuarantee[res], total[res], res)
+			s.WeightProportional[res] = absolute(a.FairShare.WeightProportional[res], total[res], res)
+			s.Guarantee[res] = absolute(guarantee[res], total[res], res)
+			s.AccumulatedVolume[res] = a.Integral.AccumulatedVolume[res]
+		}
+		s.VolumeRatio = a.Integral.AccumulatedResourceRatioVolume
+		s.Running, s.Pending = info.RunningOperationCount, info.PendingOperationCount
+		s.BelowFairShare, s.Starvation, s.Satisfaction = info.BelowFairShare, info.Starvation, info.Satisfaction
+		if p.integral != tree.GuaranteeNone {
+			p.capacity = Amounts(a.Integral.Capacity)
+			v := s.AccumulatedVolume[resource.CPU]
+			if !p.haveVol {
+				p.volMin, p.volMax, p.haveVol = v, v, true
+			}
+			p.volMin, p.volMax, p.volLast = min(p.volMin, v), max(p.volMax, v), v
+		}
+
+		p.time += dt
+		for res := range resource.Count {
+			p.usage[res] += s.Usage[res] * dt
+			p.demand[res] += s.Demand[res] * dt
+			p.fairShare[res] += s.FairShare[res] * dt
+		}
+		dom := a.DominantResource
+		if s.Demand[dom] > 1e-9*math.Max(1, float64(total[dom])) {
+			p.demandTime += dt
+			bound := min(s.Guarantee[dom], s.Demand[dom])
+			if s.Usage[dom] >= GuaranteeMetRatio*bound-1e-9*math.Max(1, bound) {
+				p.metTime += dt
+			}
+		}
+		if sample {
+			p.samples = append(p.samples, s)
+		}
+	}
+	return sample
+}
+
+func (r *recorder) result(e *engine) *Result {
+	res := &Result{Scenario: r.sc, Total: r.total, Works: r.works}
+	r.stats.Nodes = len(e.nodes)
+	r.stats.Heartbeats = int64(e.hbNext) + int64(len(e.nodes))
+	if r.sc.WarmUpS > 0 {
+		r.stats.Heartbeats += int64(len(e.nodes))
+	}
+	res.Run = r.stats
+	for i := range r.pools {
+		p := &r.pools[i]
+		res.Pools = append(res.Pools, PoolResult{
+			Name: p.name, Parent: p.parent, Integral: p.integral, Capacity: p.capacity,
+			Samples: p.samples, Summary: p.summary(),
+		})
+	}
+	return res
+}
+
+// PoolSummary is one pool's entry of summary.json. Amounts are absolute
+// (cpu in cores, memory in bytes); counts include the pool's descendants.
+type PoolSummary struct {
+	Pool                  string             `json:"pool"`
+	Parent                string             `json:"parent,omitempty"`
+	IntegralGuaranteeType string             `json:"integral_guarantee_type"`
+	AverageUsage          map[string]float64 `json:"average_usage"`
+	AverageDemand         map[string]float64 `json:"average_demand"`
+	AverageFairShare      map[string]float64 `json:"average_fair_share"`
+	// DemandTimeS is how long the pool had demand; GuaranteeMetFraction is
+	// the part of that time in which its usage reached GuaranteeMetRatio of
+	// min(guarantee, demand) in its dominant resource (null without demand).
+	DemandTimeS          float64           `json:"demand_time_s"`
+	GuaranteeMetTimeS    float64           `json:"guarantee_met_time_s"`
+	GuaranteeMetFraction *float64          `json:"guarantee_met_fraction"`
+	Preemptions          PreemptionSummary `json:"preemptions"`
+	Operations           OperationSummary  `json:"operations"`
+	Jobs                 JobSummary        `json:"jobs"`
+	Integral             *IntegralSummary  `json:"integral,omitempty"`
+}
+
+// PreemptionSummary counts preempted allocations: suffered by the pool's
+// jobs, caused by its jobs (the allocations they were preempted for), and
+// the graceful ones among those suffered.
+type PreemptionSummary struct {
+	Suffered         int64 `json:"suffered"`
+	Caused           int64 `json:"caused"`
+	SufferedGraceful int64 `json:"suffered_graceful"`
+}
+
+// OperationSummary counts operations.
+type OperationSummary struct {
+	Started   int64 `json:"started"`
+	Completed int64 `json:"completed"`
+	Rejected  int64 `json:"rejected"`
+}
+
+// JobSummary counts jobs; a job's wait is the time from becoming pending
+// (its operation's arrival, or its preemption) to starting.
+type JobSummary struct {
+	Started   int64       `json:"started"`
+	Completed int64       `json:"completed"`
+	Aborted   int64       `json:"aborted_by_scheduler"`
+	WaitS     WaitSummary `json:"wait_s"`
+}
+
+// WaitSummary holds nearest-rank percentiles of job waits in seconds.
+type WaitSummary struct {
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// IntegralSummary describes an integral pool's volume in cpu core·seconds.
+type IntegralSummary struct {
+	CapacityCPU    float64 `json:"capacity_cpu"`
+	MinVolumeCPU   float64 `json:"min_accumulated_volume_cpu"`
+	MaxVolumeCPU   float64 `json:"max_accumulated_volume_cpu"`
+	FinalVolumeCPU float64 `json:"final_accumulated_volume_cpu"`
+}
+
+func amounts(a Amounts, div float64) map[string]float64 {
+	m := make(map[string]float64, resource.Count)
+	names := resource.Names()
+	for r, x := range a {
+		v := 0.0
+		if div > 0 {
+			v = x / div
+		}
+		m[names[r]] = round(v, r)
+	}
+	return m
+}
+
+// round keeps two decimals of cpu and whole units of the rest.
+func round(x float64, r int) float64 {
+	if r == int(resource.CPU) {
+		return math.Round(x*100) / 100
+	}
+	return math.Round(x)
+}
+
+func percentile(sorted []int64, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	i = max(0, min(i, len(sorted)-1))
+	return toS(sorted[i])
+}
+
+func (p *poolRec) summary() PoolSummary {
+	s := PoolSummary{
+		Pool: p.name, Parent: p.parent, IntegralGuaranteeType: p.integral.String(),
+		AverageUsage:      amounts(p.usage, p.time),
+		AverageDemand:     amounts(p.demand, p.time),
+		AverageFairShare:  amounts(p.fairShare, p.time),
+		DemandTimeS:       math.Round(p.demandTime*1000) / 1000,
+		GuaranteeMetTimeS: math.Round(p.metTime*1000) / 1000,
+		Preemptions:       PreemptionSummary{Suffered: p.preemptSuffered, Caused: p.preemptCause, SufferedGraceful: p.preemptGraceful},
+		Operations:        OperationSummary{Started: p.opsStarted, Completed: p.opsCompleted, Rejected: p.opsRejected},
+		Jobs:              JobSummary{Started: p.jobsStarted, Completed: p.jobsCompleted, Aborted: p.jobsAborted},
+	}
+	if p.demandTime > 0 {
+		f := math.Round(p.metTime/p.demandTime*1e6) / 1e6
+		s.GuaranteeMetFraction = &f
+	}
+	w := slices.Clone(p.waits)
+	slices.Sort(w)
+	s.Jobs.WaitS = WaitSummary{P50: percentile(w, 0.5), P90: percentile(w, 0.9), P99: percentile(w, 0.99), Max: percentile(w, 1)}
+	if p.integral != tree.GuaranteeNone {
+		s.Integral = &IntegralSummary{
+			CapacityCPU:    math.Round(p.capacity[resource.CPU]),
+			MinVolumeCPU:   math.Round(p.volMin),
+			MaxVolumeCPU:   math.Round(p.volMax),
+			FinalVolumeCPU: math.Round(p.volLast),
+		}
+	}
+	return s
+}

@@ -1,0 +1,797 @@
+package sim
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"strconv"
+
+	json "github.com/goccy/go-json"
+
+	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/schedule"
+	"github.com/fairsched/fairsched/core/snapshot"
+	"github.com/fairsched/fairsched/core/tree"
+	"github.com/fairsched/fairsched/facade/wire"
+)
+
+// maxSeconds bounds every duration of a scenario (about 31 years), so that
+// virtual times in milliseconds stay far from overflowing.
+const maxSeconds = 1e9
+
+// Scenario is a decoded, validated scenario file: a cluster, a pool tree and a
+// workload to replay on virtual time. See the package documentation for the
+// file format.
+type Scenario struct {
+	Name        string
+	Description string
+	Seed        uint64
+
+	DurationS float64
+	// WarmUpS is an idle period before time 0: the scheduler's first
+	// fair-share update runs at -WarmUpS with no operations and the next at
+	// 0, so that integral pools start the recorded day with
+	// min(WarmUpS × resource_flow, capacity) of accumulated volume.
+	WarmUpS                float64
+	HeartbeatPeriodS       float64
+	FairShareUpdatePeriodS float64
+	SamplePeriodS          float64
+
+	Nodes []NodeGroup
+	// StopAtTimeout makes simulated nodes keep a preempted job running
+	// until its preemption timeout; by default it stops at once (reported
+	// aborted at the node's next heartbeat).
+	StopAtTimeout bool
+
+	// Scheduler is the core's configuration, the tree config included.
+	Scheduler schedule.Config
+	// Pools creates the pool tree: AddPool mutations in pre-order.
+	Pools    []tree.Mutation
+	Workload []Workload
+}
+
+// NodeGroup is Count identical nodes.
+type NodeGroup struct {
+	Count     int
+	Resources resource.Vec
+}
+
+// Workload is a kind of operation and how often it arrives.
+type Workload struct {
+	Name           string
+	Pool           string
+	Type           string
+	Weight         tree.OptFloat
+	PreemptionMode schedule.PreemptionMode
+	Tasks          []Task
+	Arrivals       Arrivals
+}
+
+// Task is one task of a workload's operations.
+type Task struct {
+	Name      string
+	JobCount  int64
+	Resources resource.Vec
+	Duration  Dist
+}
+
+// DistKind is a job-duration distribution.
+type DistKind uint8
+
+// Job-duration distributions.
+const (
+	DistFixed DistKind = iota
+	DistUniform
+	DistExponential
+	DistLognormal
+)
+
+var distNames = []string{"fixed", "uniform", "exponential", "lognormal"}
+
+func (k DistKind) String() string { return distNames[k] }
+
+// Dist is a job-duration distribution in seconds: fixed A; uniform on
+// [A, B]; exponential with mean A; lognormal with median A and sigma B.
+type Dist struct {
+	Kind DistKind
+	A, B float64
+}
+
+// ArrivalKind says how a workload's operations arrive.
+type ArrivalKind uint8
+
+// Arrival processes.
+const (
+	// ArriveAt: at the listed times.
+	ArriveAt ArrivalKind = iota
+	// ArriveEvery: periodically, from the window's start.
+	ArriveEvery
+	// ArrivePoisson: a Poisson process of RatePerHour.
+	ArrivePoisson
+	// ArriveConcurrent: a closed loop keeping Concurrent operations
+	// unfinished; a new one starts when one completes.
+	ArriveConcurrent
+)
+
+// Arrivals is a workload's arrival process inside a window [StartS, EndS)
+// that repeats every RepeatEveryS seconds (0: once).
+type Arrivals struct {
+	Kind         ArrivalKind
+	AtS          []float64
+	EveryS       float64
+	RatePerHour  float64
+	Concurrent   int
+	StartS, EndS float64
+	RepeatEveryS float64
+}
+
+var (
+	scenarioKeys = []string{"name", "description", "seed", "duration_s", "warm_up_s", "heartbeat_period_s",
+		"fair_share_update_period_s", "sample_period_s", "cluster", "config", "scheduler", "tree", "workload"}
+	clusterKeys   = []string{"nodes", "preempted_job_stop"}
+	nodeKeys      = []string{"count", "resources"}
+	schedulerKeys = []string{"fair_share_starvation_timeout_s", "fair_share_aggressive_starvation_timeout_s",
+		"fair_share_starvation_tolerance", "enable_aggressive_starvation", "enable_pool_starvation",
+		"allocation_count_preemption_timeout_coefficient", "preemption_satisfaction_threshold",
+		"aggressive_preemption_satisfaction_threshold", "preemptive_scheduling_backoff_s",
+		"allocation_preemption_timeout_s", "allocation_graceful_preemption_timeout_s",
+		"min_spare_allocation_resources", "max_started_allocations_per_heartbeat",
+		"max_operation_count", "max_running_operation_count", "max_operation_count_per_pool",
+		"max_running_operation_count_per_pool"}
+	workloadKeys = []string{"name", "pool", "type", "weight", "preemption_mode", "tasks", "arrivals"}
+	taskKeys     = []string{"name", "job_count", "resources", "duration"}
+	distKeys     = []string{"distribution", "value_s", "min_s", "max_s", "mean_s", "median_s", "sigma"}
+	arrivalKeys  = []string{"at_s", "every_s", "rate_per_hour", "concurrent", "start_s", "end_s", "repeat_every_s"}
+	opTypes      = []string{"map", "reduce", "map_reduce", "sort", "merge", "erase", "join_reduce", "remote_copy", "vanilla"}
+)
+
+// Decode decodes and validates a scenario file. The returned error is always
+// an *Error naming the JSON path of the first problem. data is not retained.
+func Decode(data []byte) (*Scenario, error) {
+	v, e := decodeJSON(data)
+	if e != nil {
+		return nil, e
+	}
+	s, e := decodeScenario(v)
+	if e != nil {
+		return nil, e
+	}
+	return s, nil
+}
+
+func decodeScenario(v any) (*Scenario, *Error) {
+	m, e := asObject("$", v)
+	if e != nil {
+		return nil, e
+	}
+	if e := checkKeys("$", m, scenarioKeys, "a scenario"); e != nil {
+		return nil, e
+	}
+	s := &Scenario{
+		Seed:                   1,
+		HeartbeatPeriodS:       5,
+		FairShareUpdatePeriodS: 1,
+		SamplePeriodS:          60,
+		Scheduler:              schedule.DefaultConfig(),
+	}
+	// Scalars.
+	for _, k := range sortedKeys(m) {
+		p, x := key("$", k), m[k]
+		switch k {
+		case "name":
+			s.Name, e = asString(p, x)
+		case "description":
+			s.Description, e = asString(p, x)
+		case "seed":
+			var n int64
+			n, e = asWhole(p, x, 0, resource.MaxAmount, "a whole number in [0, 2^53]")
+			s.Seed = uint64(n)
+		case "duration_s":
+			s.DurationS, e = asSeconds(p, x, 0.001, "a number of seconds in [0.001, 1e9]")
+		case "warm_up_s":
+			s.WarmUpS, e = asSeconds(p, x, 0, "a number of seconds in [0, 1e9]")
+		case "heartbeat_period_s":
+			s.HeartbeatPeriodS, e = asSeconds(p, x, 0.001, "a number of seconds in [0.001, 1e9]")
+		case "fair_share_update_period_s":
+			// spec.md §8.2: the reference accepts [10 ms, 60 s].
+			s.FairShareUpdatePeriodS, e = asRange(p, x, 0.01, 60, "a number of seconds in [0.01, 60]")
+		case "sample_period_s":
+			s.SamplePeriodS, e = asSeconds(p, x, 0.001, "a number of seconds in [0.001, 1e9]")
+		}
+		if e != nil {
+			return nil, e
+		}
+	}
+	if _, ok := m["duration_s"]; !ok {
+		return nil, errorf(wire.CodeMissingAttribute, "$.duration_s", "cannot simulate without duration_s: want the simulated time in seconds")
+	}
+	if s.SamplePeriodS < s.FairShareUpdatePeriodS {
+		return nil, invalid("$.sample_period_s", m["sample_period_s"], "at least fair_share_update_period_s ("+ftoa(s.FairShareUpdatePeriodS)+")")
+	}
+	s.Scheduler.FairShareUpdatePeriod = s.FairShareUpdatePeriodS
+	// One shard: the simulation heartbeats nodes one at a time.
+	s.Scheduler.Shards = 1
+	if x, ok := m["scheduler"]; ok {
+		if e := decodeSchedulerConfig("$.scheduler", x, &s.Scheduler); e != nil {
+			return nil, e
+		}
+	}
+	cv, ok := m["cluster"]
+	if !ok {
+		return nil, errorf(wire.CodeMissingAttribute, "$.cluster", "cannot simulate without a cluster: want {\"nodes\": [{\"count\": N, \"resources\": {...}}]}")
+	}
+	if e := decodeCluster("$.cluster", cv, s); e != nil {
+		return nil, e
+	}
+	if e := decodeTree(m, s); e != nil {
+		return nil, e
+	}
+	wv, ok := m["workload"]
+	if !ok {
+		return nil, errorf(wire.CodeMissingAttribute, "$.workload", "cannot simulate without a workload: want a list of operation kinds")
+	}
+	if e := decodeWorkload("$.workload", wv, s); e != nil {
+		return nil, e
+	}
+	return s, nil
+}
+
+func ftoa(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+
+func decodeSchedulerConfig(path string, v any, c *schedule.Config) *Error {
+	m, e := asObject(path, v)
+	if e != nil {
+		return e
+	}
+	if e := checkKeys(path, m, schedulerKeys, "the scheduler config"); e != nil {
+		return e
+	}
+	const pos = "a number of seconds in [0, 1e9]"
+	for _, k := range sortedKeys(m) {
+		p, x := key(path, k), m[k]
+		var n int64
+		switch k {
+		case "fair_share_starvation_timeout_s":
+			c.FairShareStarvationTimeout, e = asRange(p, x, 0, maxSeconds, pos)
+		case "fair_share_aggressive_starvation_timeout_s":
+			c.FairShareAggressiveStarvationTimeout, e = asRange(p, x, 0, maxSeconds, pos)
+		case "fair_share_starvation_tolerance":
+			c.FairShareStarvationTolerance, e = asRange(p, x, 0, 1, "a number in [0, 1]")
+		case "enable_aggressive_starvation":
+			c.EnableAggressiveStarvation, e = asBool(p, x)
+		case "enable_pool_starvation":
+			c.EnablePoolStarvation, e = asBool(p, x)
+		case "allocation_count_preemption_timeout_coefficient":
+			c.AllocationCountPreemptionTimeoutCoefficient, e = asRange(p, x, 1, math.MaxFloat64, "a number of at least 1")
+		case "preemption_satisfaction_threshold":
+			c.PreemptionSatisfactionThreshold, e = asRange(p, x, 1e-9, math.MaxFloat64, "a positive number")
+		case "aggressive_preemption_satisfaction_threshold":
+			c.AggressivePreemptionSatisfactionThreshold, e = asRange(p, x, 0, math.MaxFloat64, "a non-negative number")
+		case "preemptive_scheduling_backoff_s":
+			c.PreemptiveSchedulingBackoff, e = asRange(p, x, 0, maxSeconds, pos)
+		case "allocation_preemption_timeout_s":
+			c.AllocationPreemptionTimeout, e = asRange(p, x, 0, maxSeconds, pos)
+		case "allocation_graceful_preemption_timeout_s":
+			c.AllocationGracefulPreemptionTimeout, e = asRange(p, x, 0, maxSeconds, pos)
+		case "min_spare_allocation_resources":
+			c.MinSpareAllocationResources, _, e = resources(p, x)
+		case "max_started_allocations_per_heartbeat":
+			n, e = asWhole(p, x, 0, 1<<31-1, "a whole number in [0, 2^31)")
+			c.MaxStartedAllocationsPerHeartbeat = int(n)
+		case "max_operation_count":
+			c.Limits.MaxOperationCount, e = asWhole(p, x, 0, resource.MaxAmount, "a whole number in [0, 2^53]")
+		case "max_running_operation_count":
+			c.Limits.MaxRunningOperationCount, e = asWhole(p, x, 0, resource.MaxAmount, "a whole number in [0, 2^53]")
+		case "max_operation_count_per_pool":
+			c.Limits.MaxOperationCountPerPool, e = asWhole(p, x, 0, resource.MaxAmount, "a whole number in [0, 2^53]")
+		case "max_running_operation_count_per_pool":
+			c.Limits.MaxRunningOperationCountPerPool, e = asWhole(p, x, 0, resource.MaxAmount, "a whole number in [0, 2^53]")
+		}
+		if e != nil {
+			return e
+		}
+	}
+	if c.FairShareAggressiveStarvationTimeout < c.FairShareStarvationTimeout {
+		return errorf(wire.CodeInvalidValue, key(path, "fair_share_aggressive_starvation_timeout_s"),
+			"cannot use an aggressive starvation timeout of "+ftoa(c.FairShareAggressiveStarvationTimeout)+
+				" s: want at least fair_share_starvation_timeout_s ("+ftoa(c.FairShareStarvationTimeout)+" s)")
+	}
+	if c.AggressivePreemptionSatisfactionThreshold > c.PreemptionSatisfactionThreshold {
+		return errorf(wire.CodeInvalidValue, key(path, "aggressive_preemption_satisfaction_threshold"),
+			"cannot use "+ftoa(c.AggressivePreemptionSatisfactionThreshold)+
+				": want at most preemption_satisfaction_threshold ("+ftoa(c.PreemptionSatisfactionThreshold)+")")
+	}
+	return nil
+}
+
+// defaultNodeUserSlots is a node's user_slots when the scenario names none.
+const defaultNodeUserSlots = 1000
+
+func decodeCluster(path string, v any, s *Scenario) *Error {
+	m, e := asObject(path, v)
+	if e != nil {
+		return e
+	}
+	if e := checkKeys(path, m, clusterKeys, "the cluster"); e != nil {
+		return e
+	}
+	if x, ok := m["preempted_job_stop"]; ok {
+		p := key(path, "preempted_job_stop")
+		st, e := asString(p, x)
+		if e != nil {
+			return e
+		}
+		switch st {
+		case "immediately":
+		case "at_timeout":
+			s.StopAtTimeout = true
+		default:
+			return invalid(p, x, "\"immediately\" or \"at_timeout\"")
+		}
+	}
+	nv, ok := m["nodes"]
+	if !ok {
+		return errorf(wire.CodeMissingAttribute, key(path, "nodes"), "cannot simulate a cluster without nodes: want [{\"count\": N, \"resources\": {...}}]")
+	}
+	p := key(path, "nodes")
+	a, e := asArray(p, nv)
+	if e != nil {
+		return e
+	}
+	if len(a) == 0 {
+		return errorf(wire.CodeInvalidValue, p, "cannot simulate a cluster without nodes: want at least one node group")
+	}
+	total := 0
+	for i, gv := range a {
+		gp := index(p, i)
+		gm, e := asObject(gp, gv)
+		if e != nil {
+			return e
+		}
+		if e := checkKeys(gp, gm, nodeKeys, "a node group"); e != nil {
+			return e
+		}
+		g := NodeGroup{Count: 1}
+		if x, ok := gm["count"]; ok {
+			n, e := asWhole(key(gp, "count"), x, 1, 100000, "a whole number in [1, 100000]")
+			if e != nil {
+				return e
+			}
+			g.Count = int(n)
+		}
+		rv, ok := gm["resources"]
+		if !ok {
+			return errorf(wire.CodeMissingAttribute, key(gp, "resources"), "cannot simulate a node without resources: want e.g. {\"cpu\": 20, \"memory\": 137438953472}")
+		}
+		var given [resource.Count]bool
+		if g.Resources, given, e = resources(key(gp, "resources"), rv); e != nil {
+			return e
+		}
+		if !given[resource.UserSlots] {
+			g.Resources[resource.UserSlots] = defaultNodeUserSlots
+		}
+		if spare := s.Scheduler.MinSpareAllocationResources; !g.Resources.Dominates(spare) {
+			return errorf(wire.CodeInvalidValue, key(gp, "resources"),
+				"cannot use a node of "+g.Resources.String()+": no job could start on it, want at least the min_spare_allocation_resources "+spare.String())
+		}
+		total += g.Count
+		if total > 100000 {
+			return invalid(key(gp, "count"), gm["count"], "at most 100000 nodes in all")
+		}
+		s.Nodes = append(s.Nodes, g)
+	}
+	return nil
+}
+
+// decodeTree decodes "config" and "tree" with facade/wire's snapshot decoder,
+// so that pools are written exactly as in solve snapshots (api.md §6) and
+// errors carry the same paths.
+func decodeTree(m map[string]any, s *Scenario) *Error {
+	tv, ok := m["tree"]
+	if !ok {
+		return errorf(wire.CodeMissingAttribute, "$.tree", "cannot simulate without a tree: want {\"children\": [pools...]}")
+	}
+	doc := map[string]any{
+		"total_resources": map[string]any{"cpu": json.Number("1")},
+		"tree":            tv,
+	}
+	if cv, ok := m["config"]; ok {
+		doc["config"] = cv
+	}
+	data, err := json.Marshal(doc)
+	if err != nil {
+		return errorf(wire.CodeMalformedJSON, "$.tree", "cannot re-encode the tree: "+err.Error())
+	}
+	snap, err := wire.DecodeSnapshot(data)
+	if err != nil {
+		var we *wire.Error
+		if errors.As(err, &we) {
+			return &Error{Code: we.Code, Message: we.Message, Path: we.Path}
+		}
+		return errorf(wire.CodeInvalidValue, "$.tree", err.Error())
+	}
+	s.Scheduler.FairShare = snap.Config
+	var walk func(parent string, els []snapshot.Element) *Error
+	walk = func(parent string, els []snapshot.Element) *Error {
+		for i := range els {
+			el := &els[i]
+			if el.IsOperation {
+				return errorf(wire.CodeInvalidValue, el.Path,
+					"cannot put operation "+describe(el.Name)+" in a scenario's tree: operations come from the workload")
+			}
+			if el.AccumulatedVolume != [resource.Count]float64{} {
+				return errorf(wire.CodeInvalidValue, key(el.Path, "accumulated_resource_volume"),
+					"cannot give a simulated pool an initial volume: integral pools start empty; use warm_up_s to let them accumulate before time 0")
+			}
+			s.Pools = append(s.Pools, tree.Mutation{Kind: tree.AddPool, Name: el.Name, Parent: parent, Pool: el.Pool})
+			if e := walk(el.Name, el.Children); e != nil {
+				return e
+			}
+		}
+		return nil
+	}
+	if e := walk("", snap.Root.Children); e != nil {
+		return e
+	}
+	// The tree applies the mutations as a whole; a scenario that passes the
+	// decoder but not the tree (it should not happen) is reported at $.tree.
+	t := tree.New(tree.PoolConfig{})
+	if _, err := t.Apply(s.Pools...); err != nil {
+		return errorf(wire.CodeInvalidValue, "$.tree", err.Error())
+	}
+	return nil
+}
+
+func decodeWorkload(path string, v any, s *Scenario) *Error {
+	a, e := asArray(path, v)
+	if e != nil {
+		return e
+	}
+	if len(a) == 0 {
+		return errorf(wire.CodeInvalidValue, path, "cannot simulate an empty workload: want at least one operation kind")
+	}
+	names := map[string]string{}
+	for i, wv := range a {
+		p := index(path, i)
+		w, e := decodeOne(p, wv, s)
+		if e != nil {
+			return e
+		}
+		if prev, ok := names[w.Name]; ok {
+			return errorf(wire.CodeDuplicateName, key(p, "name"), "cannot use name "+describe(w.Name)+" again: "+prev+" has it")
+		}
+		names[w.Name] = p
+		s.Workload = append(s.Workload, w)
+	}
+	return nil
+}
+
+func decodeOne(path string, v any, s *Scenario) (Workload, *Error) {
+	var w Workload
+	m, e := asObject(path, v)
+	if e != nil {
+		return w, e
+	}
+	if e := checkKeys(path, m, workloadKeys, "a workload entry"); e != nil {
+		return w, e
+	}
+	for _, k := range []string{"name", "pool", "tasks", "arrivals"} {
+		if _, ok := m[k]; !ok {
+			return w, errorf(wire.CodeMissingAttribute, key(path, k), "cannot simulate a workload entry without "+k)
+		}
+	}
+	for _, k := range sortedKeys(m) {
+		p, x := key(path, k), m[k]
+		switch k {
+		case "name":
+			if w.Name, e = asString(p, x); e == nil && (w.Name == "" || len(w.Name) > 128) {
+				e = invalid(p, x, "1-128 characters")
+			}
+		case "pool":
+			if w.Pool, e = asString(p, x); e == nil && !slices.ContainsFunc(s.Pools, func(m tree.Mutation) bool { return m.Name == w.Pool }) {
+				e = errorf(wire.CodeUnknownElement, p, "cannot find pool "+describe(x)+" in the tree")
+			}
+		case "type":
+			if w.Type, e = asString(p, x); e == nil && !slices.Contains(opTypes, w.Type) {
+				e = invalid(p, x, "one of map, reduce, map_reduce, sort, merge, erase, join_reduce, remote_copy, vanilla")
+			}
+		case "weight":
+			var f float64
+			if f, e = asRange(p, x, tree.MinWeight, tree.MaxWeight, "a weight in [1.5e-8, 6.7e7]"); e == nil {
+				w.Weight = tree.Some(f)
+			}
+		case "preemption_mode":
+			var st string
+			if st, e = asString(p, x); e == nil {
+				switch st {
+				case "normal":
+				case "graceful":
+					w.PreemptionMode = schedule.PreemptionGraceful
+				default:
+					e = invalid(p, x, "\"normal\" or \"graceful\"")
+				}
+			}
+		case "tasks":
+			w.Tasks, e = decodeTasks(p, x, s)
+		case "arrivals":
+			w.Arrivals, e = decodeArrivals(p, x, s)
+		}
+		if e != nil {
+			return w, e
+		}
+	}
+	return w, nil
+}
+
+func decodeTasks(path string, v any, s *Scenario) ([]Task, *Error) {
+	a, e := asArray(path, v)
+	if e != nil {
+		return nil, e
+	}
+	if len(a) == 0 {
+		return nil, errorf(wire.CodeInvalidValue, path, "cannot start operations without tasks: want at least one")
+	}
+	tasks := make([]Task, 0, len(a))
+	for i, tv := range a {
+		p := index(path, i)
+		m, e := asObject(p, tv)
+		if e != nil {
+			return nil, e
+		}
+		if e := checkKeys(p, m, taskKeys, "a task"); e != nil {
+			return nil, e
+		}
+		for _, k := range []string{"job_count", "resources", "duration"} {
+			if _, ok := m[k]; !ok {
+				return nil, errorf(wire.CodeMissingAttribute, key(p, k), "cannot simulate a task without "+k)
+			}
+		}
+		t := Task{Name: "task" + strconv.Itoa(i)}
+		for _, k := range sortedKeys(m) {
+			kp, x := key(p, k), m[k]
+			switch k {
+			case "name":
+				t.Name, e = asString(kp, x)
+			case "job_count":
+				t.JobCount, e = asWhole(kp, x, 1, 1<<40, "a whole number in [1, 2^40]")
+			case "resources":
+				var given [resource.Count]bool
+				if t.Resources, given, e = resources(kp, x); e != nil {
+					break
+				}
+				if !given[resource.UserSlots] {
+					t.Resources[resource.UserSlots] = 1
+				}
+				if t.Resources.IsZero() {
+					e = errorf(wire.CodeInvalidValue, kp, "cannot start jobs that use no resources")
+					break
+				}
+				fits := false
+				for _, g := range s.Nodes {
+					fits = fits || g.Resources.Dominates(t.Resources)
+				}
+				if !fits {
+					e = errorf(wire.CodeInvalidValue, kp, "cannot start a job of "+t.Resources.String()+": no node is large enough")
+				}
+			case "duration":
+				t.Duration, e = decodeDist(kp, x)
+			}
+			if e != nil {
+				return nil, e
+			}
+		}
+		for r, x := range t.Resources {
+			if x > 0 && t.JobCount > resource.MaxAmount/x {
+				return nil, errorf(wire.CodeInvalidValue, key(p, "job_count"),
+					"cannot use job_count "+strconv.FormatInt(t.JobCount, 10)+": the task's total "+resource.Kind(r).String()+" exceeds 2^53")
+			}
+		}
+		tasks = append(tasks, t)
+	}
+	return tasks, nil
+}
+
+func decodeDist(path string, v any) (Dist, *Error) {
+	var d Dist
+	m, e := asObject(path, v)
+	if e != nil {
+		return d, e
+	}
+	if e := checkKeys(path, m, distKeys, "a duration"); e != nil {
+		return d, e
+	}
+	dv, ok := m["distribution"]
+	if !ok {
+		return d, errorf(wire.CodeMissingAttribute, key(path, "distribution"), "cannot draw durations without a distribution: want one of fixed, uniform, exponential, lognormal")
+	}
+	name, e := asString(key(path, "distribution"), dv)
+	if e != nil {
+		return d, e
+	}
+	k := slices.Index(distNames, name)
+	if k < 0 {
+		return d, invalid(key(path, "distribution"), dv, "one of fixed, uniform, exponential, lognormal")
+	}
+	d.Kind = DistKind(k)
+	var want []string
+	switch d.Kind {
+	case DistFixed:
+		want = []string{"value_s"}
+	case DistUniform:
+		want = []string{"min_s", "max_s"}
+	case DistExponential:
+		want = []string{"mean_s"}
+	case DistLognormal:
+		want = []string{"sigma"}
+		_, med := m["median_s"]
+		_, mean := m["mean_s"]
+		switch {
+		case med && mean:
+			return d, errorf(wire.CodeInvalidValue, key(path, "mean_s"), "cannot give both median_s and mean_s: want one")
+		case med:
+			want = append(want, "median_s")
+		default:
+			want = append(want, "mean_s")
+		}
+	}
+	for _, k := range sortedKeys(m) {
+		if k != "distribution" && !slices.Contains(want, k) {
+			return d, errorf(wire.CodeUnknownAttribute, key(path, k),
+				"cannot use "+describe(k)+" with a "+name+" distribution: want "+joinQuoted(want))
+		}
+	}
+	vals := map[string]float64{}
+	for _, k := range want {
+		x, ok := m[k]
+		if !ok {
+			return d, errorf(wire.CodeMissingAttribute, key(path, k), "cannot draw from a "+name+" distribution without "+k)
+		}
+		lo, what := 0.001, "a number of seconds in [0.001, 1e9]"
+		if k == "sigma" {
+			lo, what = 0, "a number in [0, 10]"
+		}
+		hi := maxSeconds
+		if k == "sigma" {
+			hi = 10
+		}
+		f, e := asRange(key(path, k), x, lo, hi, what)
+		if e != nil {
+			return d, e
+		}
+		vals[k] = f
+	}
+	switch d.Kind {
+	case DistFixed:
+		d.A = vals["value_s"]
+	case DistUniform:
+		d.A, d.B = vals["min_s"], vals["max_s"]
+		if d.B < d.A {
+			return d, invalid(key(path, "max_s"), m["max_s"], "at least min_s ("+ftoa(d.A)+")")
+		}
+	case DistExponential:
+		d.A = vals["mean_s"]
+	case DistLognormal:
+		d.B = vals["sigma"]
+		if med, ok := vals["median_s"]; ok {
+			d.A = med
+		} else {
+			// mean = median · exp(σ²/2)
+			d.A = vals["mean_s"] / math.Exp(d.B*d.B/2)
+		}
+	}
+	return d, nil
+}
+
+func joinQuoted(xs []string) string {
+	out := ""
+	for i, x := range xs {
+		if i > 0 {
+			out += " and "
+		}
+		out += strconv.Quote(x)
+	}
+	return out
+}
+
+func decodeArrivals(path string, v any, s *Scenario) (Arrivals, *Error) {
+	a := Arrivals{EndS: s.DurationS}
+	m, e := asObject(path, v)
+	if e != nil {
+		return a, e
+	}
+	if e := checkKeys(path, m, arrivalKeys, "arrivals"); e != nil {
+		return a, e
+	}
+	kinds := []string{"at_s", "every_s", "rate_per_hour", "concurrent"}
+	found := ""
+	for _, k := range kinds {
+		if _, ok := m[k]; ok {
+			if found != "" {
+				return a, errorf(wire.CodeInvalidValue, key(path, k), "cannot combine "+strconv.Quote(found)+" and "+strconv.Quote(k)+": want one arrival process")
+			}
+			found = k
+		}
+	}
+	if found == "" {
+		return a, errorf(wire.CodeMissingAttribute, path, "cannot tell when operations arrive: want one of at_s, every_s, rate_per_hour, concurrent")
+	}
+	const secs = "a number of seconds in [0, 1e9]"
+	for _, k := range sortedKeys(m) {
+		p, x := key(path, k), m[k]
+		switch k {
+		case "at_s":
+			a.Kind = ArriveAt
+			var xs []any
+			if xs, e = asArray(p, x); e != nil {
+				break
+			}
+			if len(xs) == 0 || len(xs) > 1_000_000 {
+				e = errorf(wire.CodeInvalidValue, p, "cannot use "+strconv.Itoa(len(xs))+" arrival times: want 1 to 1000000")
+				break
+			}
+			for j, tv := range xs {
+				var t float64
+				if t, e = asSeconds(index(p, j), tv, 0, secs); e != nil {
+					break
+				}
+				a.AtS = append(a.AtS, t)
+			}
+			slices.Sort(a.AtS)
+		case "every_s":
+			a.Kind = ArriveEvery
+			a.EveryS, e = asSeconds(p, x, 0.001, "a number of seconds in [0.001, 1e9]")
+		case "rate_per_hour":
+			a.Kind = ArrivePoisson
+			a.RatePerHour, e = asRange(p, x, 1e-9, 3.6e6, "a rate in (0, 3600000] per hour")
+		case "concurrent":
+			a.Kind = ArriveConcurrent
+			var n int64
+			n, e = asWhole(p, x, 1, 10000, "a whole number in [1, 10000]")
+			a.Concurrent = int(n)
+		case "start_s":
+			a.StartS, e = asSeconds(p, x, 0, secs)
+		case "end_s":
+			a.EndS, e = asSeconds(p, x, 0, secs)
+		case "repeat_every_s":
+			a.RepeatEveryS, e = asSeconds(p, x, 0.001, "a number of seconds in [0.001, 1e9]")
+		}
+		if e != nil {
+			return a, e
+		}
+	}
+	if a.EndS <= a.StartS {
+		p := key(path, "end_s")
+		if _, ok := m["end_s"]; !ok {
+			p = key(path, "start_s")
+			return a, invalid(p, m["start_s"], "less than the end of the window ("+ftoa(a.EndS)+" s)")
+		}
+		return a, invalid(p, m["end_s"], "more than start_s ("+ftoa(a.StartS)+" s)")
+	}
+	if a.RepeatEveryS > 0 {
+		if _, ok := m["end_s"]; !ok {
+			return a, errorf(wire.CodeMissingAttribute, key(path, "end_s"), "cannot repeat a window without end_s")
+		}
+		if a.EndS-a.StartS > a.RepeatEveryS {
+			return a, invalid(key(path, "repeat_every_s"), m["repeat_every_s"], "at least the window's length ("+ftoa(a.EndS-a.StartS)+" s)")
+		}
+		if a.Kind == ArriveAt && a.AtS[len(a.AtS)-1] >= a.RepeatEveryS {
+			return a, invalid(key(path, "at_s"), m["at_s"], "times below repeat_every_s ("+ftoa(a.RepeatEveryS)+" s)")
+		}
+	}
+	if a.Kind == ArrivePoisson || a.Kind == ArriveEvery {
+		// Bound the number of arrivals so that a typo cannot exhaust memory.
+		per := a.RatePerHour / 3600 * (a.EndS - a.StartS)
+		if a.Kind == ArriveEvery {
+			per = (a.EndS - a.StartS) / a.EveryS
+		}
+		windows := 1.0
+		if a.RepeatEveryS > 0 {
+			windows = math.Ceil(s.DurationS / a.RepeatEveryS)
+		}
+		if per*windows > 1e6 {
+			return a, errorf(wire.CodeInvalidValue, key(path, found),
+				"cannot simulate about "+ftoa(math.Round(per*windows))+" operation arrivals: want at most 1000000")
+		}
+	}
+	return a, nil
+}
