@@ -95,7 +95,7 @@ func TestBadInputs(t *testing.T) {
 		{"delete unknown pool", "DELETE", "/api/v1/pools/nope", ``, 404, "unknown_pool", ""},
 		{"patch unknown pool", "PATCH", "/api/v1/pools/nope", `{}`, 404, "unknown_pool", ""},
 		{"get unknown pool", "GET", "/api/v1/pools/nope", ``, 404, "unknown_pool", ""},
-		{"another node's allocation", "POST", "/api/v1/nodes/n2/heartbeat", `{"resource_limits": {"cpu": 8}, "allocations": [{"id": "` + n1Alloc + `", "state": "completed"}]}`, 409, "foreign_allocation", "$.allocations"},
+		{"another node's allocation", "POST", "/api/v1/nodes/n2/heartbeat", `{"resource_limits": {"cpu": 8}, "allocations": [{"id": "` + n1Alloc + `", "state": "completed"}]}`, 409, "foreign_allocation", "$.allocations[0].id"},
 		{"heartbeat malformed", "POST", "/api/v1/nodes/n1/heartbeat", `{"resource_limits": {`, 400, "malformed_json", "$"},
 		{"heartbeat wrong type", "POST", "/api/v1/nodes/n1/heartbeat", hb(`{"cpu": "8"}`), 400, "wrong_type", "$.resource_limits.cpu"},
 		{"heartbeat negative", "POST", "/api/v1/nodes/n1/heartbeat", hb(`{"memory": -1}`), 400, "invalid_value", "$.resource_limits.memory"},

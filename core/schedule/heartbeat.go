@@ -3,6 +3,7 @@ package schedule
 import (
 	"github.com/fairsched/fairsched/core/internal/invariants"
 	"github.com/fairsched/fairsched/core/resource"
+	"strconv"
 )
 
 // AllocationState is what a node reports about an allocation.
@@ -164,11 +165,11 @@ func (s *Scheduler) Heartbeat(now float64, hb *NodeHeartbeat, resp *Response) er
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	n := sh.nodes[hb.Node]
-	for _, rep := range hb.Allocations {
+	for i, rep := range hb.Allocations {
 		owner := allocationNode(rep.ID)
 		if (n == nil || owner != n.index) && rep.ID != 0 {
 			if other, ok := s.registry.name(owner); ok && other != hb.Node {
-				return errorf(CodeForeignAllocation, "allocations", "cannot accept allocation %d from node %q: it belongs to node %q", rep.ID, hb.Node, other)
+				return errorf(CodeForeignAllocation, "allocations["+strconv.Itoa(i)+"].id", "cannot accept allocation %d from node %q: it belongs to node %q", rep.ID, hb.Node, other)
 			}
 		}
 	}

@@ -107,6 +107,9 @@ type operation struct {
 	// ancestor pool with specified resource limits, checked and charged
 	// when an allocation starts (spec.md §5.2 precommit).
 	limited atomic.Pointer[[]*limitCounter]
+	// own is the counter of the operation's own resource limits (control
+	// plane; nil without limits).
+	own *limitCounter
 
 	starvation starvationState // control plane only
 	fsGen      uint64          // the fair-share update that last saw it

@@ -46,8 +46,9 @@ type Scheduler struct {
 	limits   *limits.Limits
 	fs       *fairshare.Updater
 	ops      map[string]*operation
-	byTree   []*operation // tree.ID → operation
-	opSeq    uint64
+	byTree   []*operation              // tree.ID → operation
+	opSeq    uint64                    // start order
+	idSeq    uint64                    // server-chosen ids op-<n>
 	counters map[tree.ID]*limitCounter // pools with resource limits
 	lastNow  float64
 	total    resource.Vec
@@ -104,6 +105,9 @@ func (s *Scheduler) Config() Config {
 func (s *Scheduler) ApplyPools(ms ...tree.Mutation) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Operations finished by heartbeats leave their pools first, so that an
+	// emptied pool can be removed at once.
+	s.retireFinished()
 	for i, m := range ms {
 		switch m.Kind {
 		case tree.AddPool, tree.SetPool, tree.RemovePool:
@@ -205,12 +209,13 @@ func (s *Scheduler) setLimited(o *operation) {
 	u := o.Usage().Sub(o.preemptedUsage())
 	old := o.limited.Load()
 	var cs []*limitCounter
-	if !o.spec.ResourceLimits.IsEmpty() {
-		own := o.ownCounter()
-		if own == nil || own.limits != o.spec.ResourceLimits.OrInfinite() {
-			own = &limitCounter{limits: o.spec.ResourceLimits.OrInfinite()}
+	if o.spec.ResourceLimits.IsEmpty() {
+		o.own = nil
+	} else {
+		if o.own == nil || o.own.limits != o.spec.ResourceLimits.OrInfinite() {
+			o.own = &limitCounter{limits: o.spec.ResourceLimits.OrInfinite()}
 		}
-		cs = append(cs, own)
+		cs = append(cs, o.own)
 	}
 	for p := s.tree.Parent(o.treeID); p != tree.None; p = s.tree.Parent(p) {
 		if c := s.counters[p]; c != nil {
@@ -236,17 +241,6 @@ func (c *limitCounter) add(v resource.Vec, sign int64) {
 			c.usage[r].Add(sign * x)
 		}
 	}
-}
-
-// ownCounter returns the operation's own limit counter, if it has limits.
-func (o *operation) ownCounter() *limitCounter {
-	if o.spec.ResourceLimits.IsEmpty() {
-		return nil
-	}
-	if lp := o.limited.Load(); lp != nil && len(*lp) > 0 {
-		return (*lp)[0]
-	}
-	return nil
 }
 
 // ---- operations ----
@@ -285,8 +279,8 @@ func (s *Scheduler) StartOperation(now float64, spec OperationSpec) (string, Ope
 	id := spec.ID
 	if id == "" {
 		for {
-			s.opSeq++
-			id = "op-" + strconv.FormatUint(s.opSeq, 10)
+			s.idSeq++
+			id = "op-" + strconv.FormatUint(s.idSeq, 10)
 			if _, taken := s.tree.Lookup(id); !taken {
 				break
 			}
@@ -510,6 +504,100 @@ func (s *Scheduler) SetOperationWeight(id string, w float64) error {
 		return err
 	}
 	o.spec.Weight = tree.Some(w)
+	return nil
+}
+
+// SetOperationResourceLimits changes an operation's runtime resource limits
+// (api.md §3 PATCH). Allocations already running are not preempted here; the
+// next heartbeats' limit-violation preemption brings usage under the limits.
+func (s *Scheduler) SetOperationResourceLimits(id string, l tree.PartialVec) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, err := s.lookup(id)
+	if err != nil {
+		return err
+	}
+	if o.retired {
+		return errorf(CodeFinished, "id", "cannot change operation %q: it is %s", id, o.State())
+	}
+	if err := s.tree.SetOperationLimits(o.treeID, l); err != nil {
+		return err
+	}
+	s.lockShards()
+	o.spec.ResourceLimits = l
+	s.setLimited(o)
+	s.unlockShards()
+	return nil
+}
+
+// SetConfig replaces the scheduler's configuration (PATCH /config). The
+// shard count cannot change at run time; the new fair-share and limit
+// settings apply from the next update, and raised operation limits start
+// queued operations at once.
+func (s *Scheduler) SetConfig(cfg Config) error {
+	if cfg.Shards != 0 && cfg.Shards != len(s.shards) {
+		return errorf(CodeInvalidValue, "shards", "cannot change the shard count at run time (have %d)", len(s.shards))
+	}
+	if err := validateConfig(&cfg); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cfg.Shards = len(s.shards)
+	s.lockShards()
+	s.cfg = cfg
+	s.unlockShards()
+	s.fs.SetConfig(cfg.FairShare)
+	s.limits.SetConfig(cfg.Limits)
+	s.scratchIDs = s.limits.RescanAll(s.scratchIDs[:0])
+	s.syncStates()
+	return nil
+}
+
+// validateConfig checks the ranges of spec.md §8.
+func validateConfig(c *Config) error {
+	nonNeg := func(field string, v float64) error {
+		if !(v >= 0 && v <= 1e9) {
+			return errorf(CodeInvalidValue, field, "cannot use %s %v: want a non-negative number of seconds", field, v)
+		}
+		return nil
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{
+		{"node_heartbeat_timeout_s", c.NodeHeartbeatTimeout},
+		{"fair_share_starvation_timeout_s", c.FairShareStarvationTimeout},
+		{"fair_share_aggressive_starvation_timeout_s", c.FairShareAggressiveStarvationTimeout},
+		{"preemptive_scheduling_backoff_s", c.PreemptiveSchedulingBackoff},
+		{"allocation_preemption_timeout_s", c.AllocationPreemptionTimeout},
+		{"allocation_graceful_preemption_timeout_s", c.AllocationGracefulPreemptionTimeout},
+	} {
+		if err := nonNeg(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	if !(c.FairShareUpdatePeriod >= 0.01 && c.FairShareUpdatePeriod <= 60) {
+		return errorf(CodeInvalidValue, "fair_share_update_period_s", "cannot use fair_share_update_period_s %v: want [0.01, 60]", c.FairShareUpdatePeriod)
+	}
+	if c.FairShareAggressiveStarvationTimeout < c.FairShareStarvationTimeout {
+		return errorf(CodeInvalidValue, "fair_share_aggressive_starvation_timeout_s", "cannot use an aggressive starvation timeout %v below the starvation timeout %v", c.FairShareAggressiveStarvationTimeout, c.FairShareStarvationTimeout)
+	}
+	if !(c.FairShareStarvationTolerance >= 0 && c.FairShareStarvationTolerance <= 1) {
+		return errorf(CodeInvalidValue, "fair_share_starvation_tolerance", "cannot use fair_share_starvation_tolerance %v: want [0, 1]", c.FairShareStarvationTolerance)
+	}
+	if !(c.PreemptionSatisfactionThreshold > 0) {
+		return errorf(CodeInvalidValue, "preemption_satisfaction_threshold", "cannot use preemption_satisfaction_threshold %v: want > 0", c.PreemptionSatisfactionThreshold)
+	}
+	if !(c.AggressivePreemptionSatisfactionThreshold >= 0 && c.AggressivePreemptionSatisfactionThreshold <= c.PreemptionSatisfactionThreshold) {
+		return errorf(CodeInvalidValue, "aggressive_preemption_satisfaction_threshold", "cannot use aggressive_preemption_satisfaction_threshold %v: want [0, preemption_satisfaction_threshold]", c.AggressivePreemptionSatisfactionThreshold)
+	}
+	if !(c.AllocationCountPreemptionTimeoutCoefficient >= 1) {
+		return errorf(CodeInvalidValue, "allocation_count_preemption_timeout_coefficient", "cannot use allocation_count_preemption_timeout_coefficient %v: want ≥ 1", c.AllocationCountPreemptionTimeoutCoefficient)
+	}
+	if c.Limits.MaxOperationCount < c.Limits.MaxRunningOperationCount || c.Limits.MaxRunningOperationCount < 0 {
+		return errorf(CodeInvalidValue, "max_operation_count", "cannot use max_operation_count %d below max_running_operation_count %d", c.Limits.MaxOperationCount, c.Limits.MaxRunningOperationCount)
+	}
 	return nil
 }
 
