@@ -13,6 +13,7 @@ import (
 	"github.com/fairsched/fairsched/core/snapshot"
 	"github.com/fairsched/fairsched/core/tree"
 	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/internal/jsonpath"
 )
 
 // maxSeconds bounds every duration of a scenario (about 31 years), so that
@@ -143,30 +144,31 @@ var (
 	distKeys     = []string{"distribution", "value_s", "min_s", "max_s", "mean_s", "median_s", "sigma"}
 	arrivalKeys  = []string{"at_s", "every_s", "rate_per_hour", "concurrent", "start_s", "end_s", "repeat_every_s"}
 	opTypes      = []string{"map", "reduce", "map_reduce", "sort", "merge", "erase", "join_reduce", "remote_copy", "vanilla"}
+
+	// stopAtTimeout maps a cluster's preempted_job_stop to StopAtTimeout.
+	stopAtTimeout   = map[string]bool{"immediately": false, "at_timeout": true}
+	preemptionModes = map[string]schedule.PreemptionMode{"normal": schedule.PreemptionNormal, "graceful": schedule.PreemptionGraceful}
 )
 
 // Decode decodes and validates a scenario file. The returned error is always
 // an *Error naming the JSON path of the first problem. data is not retained.
 func Decode(data []byte) (*Scenario, error) {
-	v, e := decodeJSON(data)
+	m, e := jsonpath.DecodeObject(data, "file")
 	if e != nil {
 		return nil, e
 	}
-	s, e := decodeScenario(v)
+	s, e := decodeScenario(m)
 	if e != nil {
 		return nil, e
 	}
 	return s, nil
 }
 
-func decodeScenario(v any) (*Scenario, *Error) {
-	m, e := asObject("$", v)
-	if e != nil {
+func decodeScenario(m map[string]any) (*Scenario, *Error) {
+	if e := jsonpath.CheckKeys("$", m, scenarioKeys, "a scenario"); e != nil {
 		return nil, e
 	}
-	if e := checkKeys("$", m, scenarioKeys, "a scenario"); e != nil {
-		return nil, e
-	}
+	var e *Error
 	s := &Scenario{
 		Seed:                   1,
 		HeartbeatPeriodS:       5,
@@ -175,16 +177,16 @@ func decodeScenario(v any) (*Scenario, *Error) {
 		Scheduler:              schedule.DefaultConfig(),
 	}
 	// Scalars.
-	for _, k := range sortedKeys(m) {
-		p, x := key("$", k), m[k]
+	for _, k := range jsonpath.SortedKeys(m) {
+		p, x := jsonpath.Key("$", k), m[k]
 		switch k {
 		case "name":
-			s.Name, e = asString(p, x)
+			s.Name, e = jsonpath.String(p, x)
 		case "description":
-			s.Description, e = asString(p, x)
+			s.Description, e = jsonpath.String(p, x)
 		case "seed":
 			var n int64
-			n, e = asWhole(p, x, 0, resource.MaxAmount, "a whole number in [0, 2^53]")
+			n, e = jsonpath.Count(p, x)
 			s.Seed = uint64(n)
 		case "duration_s":
 			s.DurationS, e = asSeconds(p, x, 0.001, "a number of seconds in [0.001, 1e9]")
@@ -194,7 +196,7 @@ func decodeScenario(v any) (*Scenario, *Error) {
 			s.HeartbeatPeriodS, e = asSeconds(p, x, 0.001, "a number of seconds in [0.001, 1e9]")
 		case "fair_share_update_period_s":
 			// spec.md §8.2: the reference accepts [10 ms, 60 s].
-			s.FairShareUpdatePeriodS, e = asRange(p, x, 0.01, 60, "a number of seconds in [0.01, 60]")
+			s.FairShareUpdatePeriodS, e = jsonpath.Range(p, x, 0.01, 60, "a number of seconds in [0.01, 60]")
 		case "sample_period_s":
 			s.SamplePeriodS, e = asSeconds(p, x, 0.001, "a number of seconds in [0.001, 1e9]")
 		}
@@ -203,10 +205,10 @@ func decodeScenario(v any) (*Scenario, *Error) {
 		}
 	}
 	if _, ok := m["duration_s"]; !ok {
-		return nil, errorf(wire.CodeMissingAttribute, "$.duration_s", "cannot simulate without duration_s: want the simulated time in seconds")
+		return nil, jsonpath.NewError(wire.CodeMissingAttribute, "$.duration_s", "cannot simulate without duration_s: want the simulated time in seconds")
 	}
 	if s.SamplePeriodS < s.FairShareUpdatePeriodS {
-		return nil, invalid("$.sample_period_s", m["sample_period_s"], "at least fair_share_update_period_s ("+ftoa(s.FairShareUpdatePeriodS)+")")
+		return nil, jsonpath.Invalid("$.sample_period_s", m["sample_period_s"], "at least fair_share_update_period_s ("+ftoa(s.FairShareUpdatePeriodS)+")")
 	}
 	s.Scheduler.FairShareUpdatePeriod = s.FairShareUpdatePeriodS
 	// One shard: the simulation heartbeats nodes one at a time.
@@ -218,7 +220,7 @@ func decodeScenario(v any) (*Scenario, *Error) {
 	}
 	cv, ok := m["cluster"]
 	if !ok {
-		return nil, errorf(wire.CodeMissingAttribute, "$.cluster", "cannot simulate without a cluster: want {\"nodes\": [{\"count\": N, \"resources\": {...}}]}")
+		return nil, jsonpath.NewError(wire.CodeMissingAttribute, "$.cluster", "cannot simulate without a cluster: want {\"nodes\": [{\"count\": N, \"resources\": {...}}]}")
 	}
 	if e := decodeCluster("$.cluster", cv, s); e != nil {
 		return nil, e
@@ -228,7 +230,7 @@ func decodeScenario(v any) (*Scenario, *Error) {
 	}
 	wv, ok := m["workload"]
 	if !ok {
-		return nil, errorf(wire.CodeMissingAttribute, "$.workload", "cannot simulate without a workload: want a list of operation kinds")
+		return nil, jsonpath.NewError(wire.CodeMissingAttribute, "$.workload", "cannot simulate without a workload: want a list of operation kinds")
 	}
 	if e := decodeWorkload("$.workload", wv, s); e != nil {
 		return nil, e
@@ -239,65 +241,65 @@ func decodeScenario(v any) (*Scenario, *Error) {
 func ftoa(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 
 func decodeSchedulerConfig(path string, v any, c *schedule.Config) *Error {
-	m, e := asObject(path, v)
+	m, e := jsonpath.Object(path, v)
 	if e != nil {
 		return e
 	}
-	if e := checkKeys(path, m, schedulerKeys, "the scheduler config"); e != nil {
+	if e := jsonpath.CheckKeys(path, m, schedulerKeys, "the scheduler config"); e != nil {
 		return e
 	}
 	const pos = "a number of seconds in [0, 1e9]"
-	for _, k := range sortedKeys(m) {
-		p, x := key(path, k), m[k]
+	for _, k := range jsonpath.SortedKeys(m) {
+		p, x := jsonpath.Key(path, k), m[k]
 		var n int64
 		switch k {
 		case "fair_share_starvation_timeout_s":
-			c.FairShareStarvationTimeout, e = asRange(p, x, 0, maxSeconds, pos)
+			c.FairShareStarvationTimeout, e = jsonpath.Range(p, x, 0, maxSeconds, pos)
 		case "fair_share_aggressive_starvation_timeout_s":
-			c.FairShareAggressiveStarvationTimeout, e = asRange(p, x, 0, maxSeconds, pos)
+			c.FairShareAggressiveStarvationTimeout, e = jsonpath.Range(p, x, 0, maxSeconds, pos)
 		case "fair_share_starvation_tolerance":
-			c.FairShareStarvationTolerance, e = asRange(p, x, 0, 1, "a number in [0, 1]")
+			c.FairShareStarvationTolerance, e = jsonpath.Range(p, x, 0, 1, "a number in [0, 1]")
 		case "enable_aggressive_starvation":
-			c.EnableAggressiveStarvation, e = asBool(p, x)
+			c.EnableAggressiveStarvation, e = jsonpath.Bool(p, x)
 		case "enable_pool_starvation":
-			c.EnablePoolStarvation, e = asBool(p, x)
+			c.EnablePoolStarvation, e = jsonpath.Bool(p, x)
 		case "allocation_count_preemption_timeout_coefficient":
-			c.AllocationCountPreemptionTimeoutCoefficient, e = asRange(p, x, 1, math.MaxFloat64, "a number of at least 1")
+			c.AllocationCountPreemptionTimeoutCoefficient, e = jsonpath.Range(p, x, 1, math.MaxFloat64, "a number of at least 1")
 		case "preemption_satisfaction_threshold":
-			c.PreemptionSatisfactionThreshold, e = asRange(p, x, 1e-9, math.MaxFloat64, "a positive number")
+			c.PreemptionSatisfactionThreshold, e = jsonpath.Range(p, x, 1e-9, math.MaxFloat64, "a positive number")
 		case "aggressive_preemption_satisfaction_threshold":
-			c.AggressivePreemptionSatisfactionThreshold, e = asRange(p, x, 0, math.MaxFloat64, "a non-negative number")
+			c.AggressivePreemptionSatisfactionThreshold, e = jsonpath.Range(p, x, 0, math.MaxFloat64, "a non-negative number")
 		case "preemptive_scheduling_backoff_s":
-			c.PreemptiveSchedulingBackoff, e = asRange(p, x, 0, maxSeconds, pos)
+			c.PreemptiveSchedulingBackoff, e = jsonpath.Range(p, x, 0, maxSeconds, pos)
 		case "allocation_preemption_timeout_s":
-			c.AllocationPreemptionTimeout, e = asRange(p, x, 0, maxSeconds, pos)
+			c.AllocationPreemptionTimeout, e = jsonpath.Range(p, x, 0, maxSeconds, pos)
 		case "allocation_graceful_preemption_timeout_s":
-			c.AllocationGracefulPreemptionTimeout, e = asRange(p, x, 0, maxSeconds, pos)
+			c.AllocationGracefulPreemptionTimeout, e = jsonpath.Range(p, x, 0, maxSeconds, pos)
 		case "min_spare_allocation_resources":
-			c.MinSpareAllocationResources, _, e = resources(p, x)
+			c.MinSpareAllocationResources, _, e = jsonpath.Resources(p, x)
 		case "max_started_allocations_per_heartbeat":
-			n, e = asWhole(p, x, 0, 1<<31-1, "a whole number in [0, 2^31)")
+			n, e = jsonpath.Whole(p, x, 0, 1<<31-1, "a whole number in [0, 2^31)")
 			c.MaxStartedAllocationsPerHeartbeat = int(n)
 		case "max_operation_count":
-			c.Limits.MaxOperationCount, e = asWhole(p, x, 0, resource.MaxAmount, "a whole number in [0, 2^53]")
+			c.Limits.MaxOperationCount, e = jsonpath.Count(p, x)
 		case "max_running_operation_count":
-			c.Limits.MaxRunningOperationCount, e = asWhole(p, x, 0, resource.MaxAmount, "a whole number in [0, 2^53]")
+			c.Limits.MaxRunningOperationCount, e = jsonpath.Count(p, x)
 		case "max_operation_count_per_pool":
-			c.Limits.MaxOperationCountPerPool, e = asWhole(p, x, 0, resource.MaxAmount, "a whole number in [0, 2^53]")
+			c.Limits.MaxOperationCountPerPool, e = jsonpath.Count(p, x)
 		case "max_running_operation_count_per_pool":
-			c.Limits.MaxRunningOperationCountPerPool, e = asWhole(p, x, 0, resource.MaxAmount, "a whole number in [0, 2^53]")
+			c.Limits.MaxRunningOperationCountPerPool, e = jsonpath.Count(p, x)
 		}
 		if e != nil {
 			return e
 		}
 	}
 	if c.FairShareAggressiveStarvationTimeout < c.FairShareStarvationTimeout {
-		return errorf(wire.CodeInvalidValue, key(path, "fair_share_aggressive_starvation_timeout_s"),
+		return jsonpath.NewError(wire.CodeInvalidValue, jsonpath.Key(path, "fair_share_aggressive_starvation_timeout_s"),
 			"cannot use an aggressive starvation timeout of "+ftoa(c.FairShareAggressiveStarvationTimeout)+
 				" s: want at least fair_share_starvation_timeout_s ("+ftoa(c.FairShareStarvationTimeout)+" s)")
 	}
 	if c.AggressivePreemptionSatisfactionThreshold > c.PreemptionSatisfactionThreshold {
-		return errorf(wire.CodeInvalidValue, key(path, "aggressive_preemption_satisfaction_threshold"),
+		return jsonpath.NewError(wire.CodeInvalidValue, jsonpath.Key(path, "aggressive_preemption_satisfaction_threshold"),
 			"cannot use "+ftoa(c.AggressivePreemptionSatisfactionThreshold)+
 				": want at most preemption_satisfaction_threshold ("+ftoa(c.PreemptionSatisfactionThreshold)+")")
 	}
@@ -308,52 +310,43 @@ func decodeSchedulerConfig(path string, v any, c *schedule.Config) *Error {
 const defaultNodeUserSlots = 1000
 
 func decodeCluster(path string, v any, s *Scenario) *Error {
-	m, e := asObject(path, v)
+	m, e := jsonpath.Object(path, v)
 	if e != nil {
 		return e
 	}
-	if e := checkKeys(path, m, clusterKeys, "the cluster"); e != nil {
+	if e := jsonpath.CheckKeys(path, m, clusterKeys, "the cluster"); e != nil {
 		return e
 	}
 	if x, ok := m["preempted_job_stop"]; ok {
-		p := key(path, "preempted_job_stop")
-		st, e := asString(p, x)
-		if e != nil {
+		if s.StopAtTimeout, e = jsonpath.Lookup(jsonpath.Key(path, "preempted_job_stop"), x, stopAtTimeout, `"immediately" or "at_timeout"`); e != nil {
 			return e
-		}
-		switch st {
-		case "immediately":
-		case "at_timeout":
-			s.StopAtTimeout = true
-		default:
-			return invalid(p, x, "\"immediately\" or \"at_timeout\"")
 		}
 	}
 	nv, ok := m["nodes"]
 	if !ok {
-		return errorf(wire.CodeMissingAttribute, key(path, "nodes"), "cannot simulate a cluster without nodes: want [{\"count\": N, \"resources\": {...}}]")
+		return jsonpath.NewError(wire.CodeMissingAttribute, jsonpath.Key(path, "nodes"), "cannot simulate a cluster without nodes: want [{\"count\": N, \"resources\": {...}}]")
 	}
-	p := key(path, "nodes")
-	a, e := asArray(p, nv)
+	p := jsonpath.Key(path, "nodes")
+	a, e := jsonpath.Array(p, nv)
 	if e != nil {
 		return e
 	}
 	if len(a) == 0 {
-		return errorf(wire.CodeInvalidValue, p, "cannot simulate a cluster without nodes: want at least one node group")
+		return jsonpath.NewError(wire.CodeInvalidValue, p, "cannot simulate a cluster without nodes: want at least one node group")
 	}
 	total := 0
 	for i, gv := range a {
-		gp := index(p, i)
-		gm, e := asObject(gp, gv)
+		gp := jsonpath.Index(p, i)
+		gm, e := jsonpath.Object(gp, gv)
 		if e != nil {
 			return e
 		}
-		if e := checkKeys(gp, gm, nodeKeys, "a node group"); e != nil {
+		if e := jsonpath.CheckKeys(gp, gm, nodeKeys, "a node group"); e != nil {
 			return e
 		}
 		g := NodeGroup{Count: 1}
 		if x, ok := gm["count"]; ok {
-			n, e := asWhole(key(gp, "count"), x, 1, 100000, "a whole number in [1, 100000]")
+			n, e := jsonpath.Whole(jsonpath.Key(gp, "count"), x, 1, 100000, "a whole number in [1, 100000]")
 			if e != nil {
 				return e
 			}
@@ -361,22 +354,22 @@ func decodeCluster(path string, v any, s *Scenario) *Error {
 		}
 		rv, ok := gm["resources"]
 		if !ok {
-			return errorf(wire.CodeMissingAttribute, key(gp, "resources"), "cannot simulate a node without resources: want e.g. {\"cpu\": 20, \"memory\": 137438953472}")
+			return jsonpath.NewError(wire.CodeMissingAttribute, jsonpath.Key(gp, "resources"), "cannot simulate a node without resources: want e.g. {\"cpu\": 20, \"memory\": 137438953472}")
 		}
 		var given [resource.Count]bool
-		if g.Resources, given, e = resources(key(gp, "resources"), rv); e != nil {
+		if g.Resources, given, e = jsonpath.Resources(jsonpath.Key(gp, "resources"), rv); e != nil {
 			return e
 		}
 		if !given[resource.UserSlots] {
 			g.Resources[resource.UserSlots] = defaultNodeUserSlots
 		}
 		if spare := s.Scheduler.MinSpareAllocationResources; !g.Resources.Dominates(spare) {
-			return errorf(wire.CodeInvalidValue, key(gp, "resources"),
+			return jsonpath.NewError(wire.CodeInvalidValue, jsonpath.Key(gp, "resources"),
 				"cannot use a node of "+g.Resources.String()+": no job could start on it, want at least the min_spare_allocation_resources "+spare.String())
 		}
 		total += g.Count
 		if total > 100000 {
-			return invalid(key(gp, "count"), gm["count"], "at most 100000 nodes in all")
+			return jsonpath.Invalid(jsonpath.Key(gp, "count"), gm["count"], "at most 100000 nodes in all")
 		}
 		s.Nodes = append(s.Nodes, g)
 	}
@@ -389,7 +382,7 @@ func decodeCluster(path string, v any, s *Scenario) *Error {
 func decodeTree(m map[string]any, s *Scenario) *Error {
 	tv, ok := m["tree"]
 	if !ok {
-		return errorf(wire.CodeMissingAttribute, "$.tree", "cannot simulate without a tree: want {\"children\": [pools...]}")
+		return jsonpath.NewError(wire.CodeMissingAttribute, "$.tree", "cannot simulate without a tree: want {\"children\": [pools...]}")
 	}
 	doc := map[string]any{
 		"total_resources": map[string]any{"cpu": json.Number("1")},
@@ -400,15 +393,15 @@ func decodeTree(m map[string]any, s *Scenario) *Error {
 	}
 	data, err := json.Marshal(doc)
 	if err != nil {
-		return errorf(wire.CodeMalformedJSON, "$.tree", "cannot re-encode the tree: "+err.Error())
+		return jsonpath.NewError(wire.CodeMalformedJSON, "$.tree", "cannot re-encode the tree: "+err.Error())
 	}
 	snap, err := wire.DecodeSnapshot(data)
 	if err != nil {
-		var we *wire.Error
+		var we *Error
 		if errors.As(err, &we) {
-			return &Error{Code: we.Code, Message: we.Message, Path: we.Path}
+			return we
 		}
-		return errorf(wire.CodeInvalidValue, "$.tree", err.Error())
+		return jsonpath.NewError(wire.CodeInvalidValue, "$.tree", err.Error())
 	}
 	s.Scheduler.FairShare = snap.Config
 	var walk func(parent string, els []snapshot.Element) *Error
@@ -416,11 +409,11 @@ func decodeTree(m map[string]any, s *Scenario) *Error {
 		for i := range els {
 			el := &els[i]
 			if el.IsOperation {
-				return errorf(wire.CodeInvalidValue, el.Path,
-					"cannot put operation "+describe(el.Name)+" in a scenario's tree: operations come from the workload")
+				return jsonpath.NewError(wire.CodeInvalidValue, el.Path,
+					"cannot put operation "+jsonpath.Describe(el.Name)+" in a scenario's tree: operations come from the workload")
 			}
 			if el.AccumulatedVolume != [resource.Count]float64{} {
-				return errorf(wire.CodeInvalidValue, key(el.Path, "accumulated_resource_volume"),
+				return jsonpath.NewError(wire.CodeInvalidValue, jsonpath.Key(el.Path, "accumulated_resource_volume"),
 					"cannot give a simulated pool an initial volume: integral pools start empty; use warm_up_s to let them accumulate before time 0")
 			}
 			s.Pools = append(s.Pools, tree.Mutation{Kind: tree.AddPool, Name: el.Name, Parent: parent, Pool: el.Pool})
@@ -437,28 +430,28 @@ func decodeTree(m map[string]any, s *Scenario) *Error {
 	// decoder but not the tree (it should not happen) is reported at $.tree.
 	t := tree.New(tree.PoolConfig{})
 	if _, err := t.Apply(s.Pools...); err != nil {
-		return errorf(wire.CodeInvalidValue, "$.tree", err.Error())
+		return jsonpath.NewError(wire.CodeInvalidValue, "$.tree", err.Error())
 	}
 	return nil
 }
 
 func decodeWorkload(path string, v any, s *Scenario) *Error {
-	a, e := asArray(path, v)
+	a, e := jsonpath.Array(path, v)
 	if e != nil {
 		return e
 	}
 	if len(a) == 0 {
-		return errorf(wire.CodeInvalidValue, path, "cannot simulate an empty workload: want at least one operation kind")
+		return jsonpath.NewError(wire.CodeInvalidValue, path, "cannot simulate an empty workload: want at least one operation kind")
 	}
 	names := map[string]string{}
 	for i, wv := range a {
-		p := index(path, i)
+		p := jsonpath.Index(path, i)
 		w, e := decodeOne(p, wv, s)
 		if e != nil {
 			return e
 		}
 		if prev, ok := names[w.Name]; ok {
-			return errorf(wire.CodeDuplicateName, key(p, "name"), "cannot use name "+describe(w.Name)+" again: "+prev+" has it")
+			return jsonpath.NewError(wire.CodeDuplicateName, jsonpath.Key(p, "name"), "cannot use name "+jsonpath.Describe(w.Name)+" again: "+prev+" has it")
 		}
 		names[w.Name] = p
 		s.Workload = append(s.Workload, w)
@@ -468,49 +461,40 @@ func decodeWorkload(path string, v any, s *Scenario) *Error {
 
 func decodeOne(path string, v any, s *Scenario) (Workload, *Error) {
 	var w Workload
-	m, e := asObject(path, v)
+	m, e := jsonpath.Object(path, v)
 	if e != nil {
 		return w, e
 	}
-	if e := checkKeys(path, m, workloadKeys, "a workload entry"); e != nil {
+	if e := jsonpath.CheckKeys(path, m, workloadKeys, "a workload entry"); e != nil {
 		return w, e
 	}
 	for _, k := range []string{"name", "pool", "tasks", "arrivals"} {
 		if _, ok := m[k]; !ok {
-			return w, errorf(wire.CodeMissingAttribute, key(path, k), "cannot simulate a workload entry without "+k)
+			return w, jsonpath.NewError(wire.CodeMissingAttribute, jsonpath.Key(path, k), "cannot simulate a workload entry without "+k)
 		}
 	}
-	for _, k := range sortedKeys(m) {
-		p, x := key(path, k), m[k]
+	for _, k := range jsonpath.SortedKeys(m) {
+		p, x := jsonpath.Key(path, k), m[k]
 		switch k {
 		case "name":
-			if w.Name, e = asString(p, x); e == nil && (w.Name == "" || len(w.Name) > 128) {
-				e = invalid(p, x, "1-128 characters")
+			if w.Name, e = jsonpath.String(p, x); e == nil && (w.Name == "" || len(w.Name) > 128) {
+				e = jsonpath.Invalid(p, x, "1-128 characters")
 			}
 		case "pool":
-			if w.Pool, e = asString(p, x); e == nil && !slices.ContainsFunc(s.Pools, func(m tree.Mutation) bool { return m.Name == w.Pool }) {
-				e = errorf(wire.CodeUnknownElement, p, "cannot find pool "+describe(x)+" in the tree")
+			if w.Pool, e = jsonpath.String(p, x); e == nil && !slices.ContainsFunc(s.Pools, func(m tree.Mutation) bool { return m.Name == w.Pool }) {
+				e = jsonpath.NewError(wire.CodeUnknownElement, p, "cannot find pool "+jsonpath.Describe(x)+" in the tree")
 			}
 		case "type":
-			if w.Type, e = asString(p, x); e == nil && !slices.Contains(opTypes, w.Type) {
-				e = invalid(p, x, "one of map, reduce, map_reduce, sort, merge, erase, join_reduce, remote_copy, vanilla")
+			if w.Type, e = jsonpath.String(p, x); e == nil && !slices.Contains(opTypes, w.Type) {
+				e = jsonpath.Invalid(p, x, "one of map, reduce, map_reduce, sort, merge, erase, join_reduce, remote_copy, vanilla")
 			}
 		case "weight":
 			var f float64
-			if f, e = asRange(p, x, tree.MinWeight, tree.MaxWeight, "a weight in [1.5e-8, 6.7e7]"); e == nil {
+			if f, e = jsonpath.Range(p, x, tree.MinWeight, tree.MaxWeight, "a weight in [1.5e-8, 6.7e7]"); e == nil {
 				w.Weight = tree.Some(f)
 			}
 		case "preemption_mode":
-			var st string
-			if st, e = asString(p, x); e == nil {
-				switch st {
-				case "normal":
-				case "graceful":
-					w.PreemptionMode = schedule.PreemptionGraceful
-				default:
-					e = invalid(p, x, "\"normal\" or \"graceful\"")
-				}
-			}
+			w.PreemptionMode, e = jsonpath.Lookup(p, x, preemptionModes, `"normal" or "graceful"`)
 		case "tasks":
 			w.Tasks, e = decodeTasks(p, x, s)
 		case "arrivals":
@@ -524,46 +508,46 @@ func decodeOne(path string, v any, s *Scenario) (Workload, *Error) {
 }
 
 func decodeTasks(path string, v any, s *Scenario) ([]Task, *Error) {
-	a, e := asArray(path, v)
+	a, e := jsonpath.Array(path, v)
 	if e != nil {
 		return nil, e
 	}
 	if len(a) == 0 {
-		return nil, errorf(wire.CodeInvalidValue, path, "cannot start operations without tasks: want at least one")
+		return nil, jsonpath.NewError(wire.CodeInvalidValue, path, "cannot start operations without tasks: want at least one")
 	}
 	tasks := make([]Task, 0, len(a))
 	for i, tv := range a {
-		p := index(path, i)
-		m, e := asObject(p, tv)
+		p := jsonpath.Index(path, i)
+		m, e := jsonpath.Object(p, tv)
 		if e != nil {
 			return nil, e
 		}
-		if e := checkKeys(p, m, taskKeys, "a task"); e != nil {
+		if e := jsonpath.CheckKeys(p, m, taskKeys, "a task"); e != nil {
 			return nil, e
 		}
 		for _, k := range []string{"job_count", "resources", "duration"} {
 			if _, ok := m[k]; !ok {
-				return nil, errorf(wire.CodeMissingAttribute, key(p, k), "cannot simulate a task without "+k)
+				return nil, jsonpath.NewError(wire.CodeMissingAttribute, jsonpath.Key(p, k), "cannot simulate a task without "+k)
 			}
 		}
 		t := Task{Name: "task" + strconv.Itoa(i)}
-		for _, k := range sortedKeys(m) {
-			kp, x := key(p, k), m[k]
+		for _, k := range jsonpath.SortedKeys(m) {
+			kp, x := jsonpath.Key(p, k), m[k]
 			switch k {
 			case "name":
-				t.Name, e = asString(kp, x)
+				t.Name, e = jsonpath.String(kp, x)
 			case "job_count":
-				t.JobCount, e = asWhole(kp, x, 1, 1<<40, "a whole number in [1, 2^40]")
+				t.JobCount, e = jsonpath.Whole(kp, x, 1, 1<<40, "a whole number in [1, 2^40]")
 			case "resources":
 				var given [resource.Count]bool
-				if t.Resources, given, e = resources(kp, x); e != nil {
+				if t.Resources, given, e = jsonpath.Resources(kp, x); e != nil {
 					break
 				}
 				if !given[resource.UserSlots] {
 					t.Resources[resource.UserSlots] = 1
 				}
 				if t.Resources.IsZero() {
-					e = errorf(wire.CodeInvalidValue, kp, "cannot start jobs that use no resources")
+					e = jsonpath.NewError(wire.CodeInvalidValue, kp, "cannot start jobs that use no resources")
 					break
 				}
 				fits := false
@@ -571,7 +555,7 @@ func decodeTasks(path string, v any, s *Scenario) ([]Task, *Error) {
 					fits = fits || g.Resources.Dominates(t.Resources)
 				}
 				if !fits {
-					e = errorf(wire.CodeInvalidValue, kp, "cannot start a job of "+t.Resources.String()+": no node is large enough")
+					e = jsonpath.NewError(wire.CodeInvalidValue, kp, "cannot start a job of "+t.Resources.String()+": no node is large enough")
 				}
 			case "duration":
 				t.Duration, e = decodeDist(kp, x)
@@ -582,7 +566,7 @@ func decodeTasks(path string, v any, s *Scenario) ([]Task, *Error) {
 		}
 		for r, x := range t.Resources {
 			if x > 0 && t.JobCount > resource.MaxAmount/x {
-				return nil, errorf(wire.CodeInvalidValue, key(p, "job_count"),
+				return nil, jsonpath.NewError(wire.CodeInvalidValue, jsonpath.Key(p, "job_count"),
 					"cannot use job_count "+strconv.FormatInt(t.JobCount, 10)+": the task's total "+resource.Kind(r).String()+" exceeds 2^53")
 			}
 		}
@@ -593,24 +577,24 @@ func decodeTasks(path string, v any, s *Scenario) ([]Task, *Error) {
 
 func decodeDist(path string, v any) (Dist, *Error) {
 	var d Dist
-	m, e := asObject(path, v)
+	m, e := jsonpath.Object(path, v)
 	if e != nil {
 		return d, e
 	}
-	if e := checkKeys(path, m, distKeys, "a duration"); e != nil {
+	if e := jsonpath.CheckKeys(path, m, distKeys, "a duration"); e != nil {
 		return d, e
 	}
 	dv, ok := m["distribution"]
 	if !ok {
-		return d, errorf(wire.CodeMissingAttribute, key(path, "distribution"), "cannot draw durations without a distribution: want one of fixed, uniform, exponential, lognormal")
+		return d, jsonpath.NewError(wire.CodeMissingAttribute, jsonpath.Key(path, "distribution"), "cannot draw durations without a distribution: want one of fixed, uniform, exponential, lognormal")
 	}
-	name, e := asString(key(path, "distribution"), dv)
+	name, e := jsonpath.String(jsonpath.Key(path, "distribution"), dv)
 	if e != nil {
 		return d, e
 	}
 	k := slices.Index(distNames, name)
 	if k < 0 {
-		return d, invalid(key(path, "distribution"), dv, "one of fixed, uniform, exponential, lognormal")
+		return d, jsonpath.Invalid(jsonpath.Key(path, "distribution"), dv, "one of fixed, uniform, exponential, lognormal")
 	}
 	d.Kind = DistKind(k)
 	var want []string
@@ -627,24 +611,24 @@ func decodeDist(path string, v any) (Dist, *Error) {
 		_, mean := m["mean_s"]
 		switch {
 		case med && mean:
-			return d, errorf(wire.CodeInvalidValue, key(path, "mean_s"), "cannot give both median_s and mean_s: want one")
+			return d, jsonpath.NewError(wire.CodeInvalidValue, jsonpath.Key(path, "mean_s"), "cannot give both median_s and mean_s: want one")
 		case med:
 			want = append(want, "median_s")
 		default:
 			want = append(want, "mean_s")
 		}
 	}
-	for _, k := range sortedKeys(m) {
+	for _, k := range jsonpath.SortedKeys(m) {
 		if k != "distribution" && !slices.Contains(want, k) {
-			return d, errorf(wire.CodeUnknownAttribute, key(path, k),
-				"cannot use "+describe(k)+" with a "+name+" distribution: want "+joinQuoted(want))
+			return d, jsonpath.NewError(wire.CodeUnknownAttribute, jsonpath.Key(path, k),
+				"cannot use "+jsonpath.Describe(k)+" with a "+name+" distribution: want "+joinQuoted(want))
 		}
 	}
 	vals := map[string]float64{}
 	for _, k := range want {
 		x, ok := m[k]
 		if !ok {
-			return d, errorf(wire.CodeMissingAttribute, key(path, k), "cannot draw from a "+name+" distribution without "+k)
+			return d, jsonpath.NewError(wire.CodeMissingAttribute, jsonpath.Key(path, k), "cannot draw from a "+name+" distribution without "+k)
 		}
 		lo, what := 0.001, "a number of seconds in [0.001, 1e9]"
 		if k == "sigma" {
@@ -654,7 +638,7 @@ func decodeDist(path string, v any) (Dist, *Error) {
 		if k == "sigma" {
 			hi = 10
 		}
-		f, e := asRange(key(path, k), x, lo, hi, what)
+		f, e := jsonpath.Range(jsonpath.Key(path, k), x, lo, hi, what)
 		if e != nil {
 			return d, e
 		}
@@ -666,7 +650,7 @@ func decodeDist(path string, v any) (Dist, *Error) {
 	case DistUniform:
 		d.A, d.B = vals["min_s"], vals["max_s"]
 		if d.B < d.A {
-			return d, invalid(key(path, "max_s"), m["max_s"], "at least min_s ("+ftoa(d.A)+")")
+			return d, jsonpath.Invalid(jsonpath.Key(path, "max_s"), m["max_s"], "at least min_s ("+ftoa(d.A)+")")
 		}
 	case DistExponential:
 		d.A = vals["mean_s"]
@@ -695,11 +679,11 @@ func joinQuoted(xs []string) string {
 
 func decodeArrivals(path string, v any, s *Scenario) (Arrivals, *Error) {
 	a := Arrivals{EndS: s.DurationS}
-	m, e := asObject(path, v)
+	m, e := jsonpath.Object(path, v)
 	if e != nil {
 		return a, e
 	}
-	if e := checkKeys(path, m, arrivalKeys, "arrivals"); e != nil {
+	if e := jsonpath.CheckKeys(path, m, arrivalKeys, "arrivals"); e != nil {
 		return a, e
 	}
 	kinds := []string{"at_s", "every_s", "rate_per_hour", "concurrent"}
@@ -707,31 +691,31 @@ func decodeArrivals(path string, v any, s *Scenario) (Arrivals, *Error) {
 	for _, k := range kinds {
 		if _, ok := m[k]; ok {
 			if found != "" {
-				return a, errorf(wire.CodeInvalidValue, key(path, k), "cannot combine "+strconv.Quote(found)+" and "+strconv.Quote(k)+": want one arrival process")
+				return a, jsonpath.NewError(wire.CodeInvalidValue, jsonpath.Key(path, k), "cannot combine "+strconv.Quote(found)+" and "+strconv.Quote(k)+": want one arrival process")
 			}
 			found = k
 		}
 	}
 	if found == "" {
-		return a, errorf(wire.CodeMissingAttribute, path, "cannot tell when operations arrive: want one of at_s, every_s, rate_per_hour, concurrent")
+		return a, jsonpath.NewError(wire.CodeMissingAttribute, path, "cannot tell when operations arrive: want one of at_s, every_s, rate_per_hour, concurrent")
 	}
 	const secs = "a number of seconds in [0, 1e9]"
-	for _, k := range sortedKeys(m) {
-		p, x := key(path, k), m[k]
+	for _, k := range jsonpath.SortedKeys(m) {
+		p, x := jsonpath.Key(path, k), m[k]
 		switch k {
 		case "at_s":
 			a.Kind = ArriveAt
 			var xs []any
-			if xs, e = asArray(p, x); e != nil {
+			if xs, e = jsonpath.Array(p, x); e != nil {
 				break
 			}
 			if len(xs) == 0 || len(xs) > 1_000_000 {
-				e = errorf(wire.CodeInvalidValue, p, "cannot use "+strconv.Itoa(len(xs))+" arrival times: want 1 to 1000000")
+				e = jsonpath.NewError(wire.CodeInvalidValue, p, "cannot use "+strconv.Itoa(len(xs))+" arrival times: want 1 to 1000000")
 				break
 			}
 			for j, tv := range xs {
 				var t float64
-				if t, e = asSeconds(index(p, j), tv, 0, secs); e != nil {
+				if t, e = asSeconds(jsonpath.Index(p, j), tv, 0, secs); e != nil {
 					break
 				}
 				a.AtS = append(a.AtS, t)
@@ -742,11 +726,11 @@ func decodeArrivals(path string, v any, s *Scenario) (Arrivals, *Error) {
 			a.EveryS, e = asSeconds(p, x, 0.001, "a number of seconds in [0.001, 1e9]")
 		case "rate_per_hour":
 			a.Kind = ArrivePoisson
-			a.RatePerHour, e = asRange(p, x, 1e-9, 3.6e6, "a rate in (0, 3600000] per hour")
+			a.RatePerHour, e = jsonpath.Range(p, x, 1e-9, 3.6e6, "a rate in (0, 3600000] per hour")
 		case "concurrent":
 			a.Kind = ArriveConcurrent
 			var n int64
-			n, e = asWhole(p, x, 1, 10000, "a whole number in [1, 10000]")
+			n, e = jsonpath.Whole(p, x, 1, 10000, "a whole number in [1, 10000]")
 			a.Concurrent = int(n)
 		case "start_s":
 			a.StartS, e = asSeconds(p, x, 0, secs)
@@ -760,22 +744,22 @@ func decodeArrivals(path string, v any, s *Scenario) (Arrivals, *Error) {
 		}
 	}
 	if a.EndS <= a.StartS {
-		p := key(path, "end_s")
+		p := jsonpath.Key(path, "end_s")
 		if _, ok := m["end_s"]; !ok {
-			p = key(path, "start_s")
-			return a, invalid(p, m["start_s"], "less than the end of the window ("+ftoa(a.EndS)+" s)")
+			p = jsonpath.Key(path, "start_s")
+			return a, jsonpath.Invalid(p, m["start_s"], "less than the end of the window ("+ftoa(a.EndS)+" s)")
 		}
-		return a, invalid(p, m["end_s"], "more than start_s ("+ftoa(a.StartS)+" s)")
+		return a, jsonpath.Invalid(p, m["end_s"], "more than start_s ("+ftoa(a.StartS)+" s)")
 	}
 	if a.RepeatEveryS > 0 {
 		if _, ok := m["end_s"]; !ok {
-			return a, errorf(wire.CodeMissingAttribute, key(path, "end_s"), "cannot repeat a window without end_s")
+			return a, jsonpath.NewError(wire.CodeMissingAttribute, jsonpath.Key(path, "end_s"), "cannot repeat a window without end_s")
 		}
 		if a.EndS-a.StartS > a.RepeatEveryS {
-			return a, invalid(key(path, "repeat_every_s"), m["repeat_every_s"], "at least the window's length ("+ftoa(a.EndS-a.StartS)+" s)")
+			return a, jsonpath.Invalid(jsonpath.Key(path, "repeat_every_s"), m["repeat_every_s"], "at least the window's length ("+ftoa(a.EndS-a.StartS)+" s)")
 		}
 		if a.Kind == ArriveAt && a.AtS[len(a.AtS)-1] >= a.RepeatEveryS {
-			return a, invalid(key(path, "at_s"), m["at_s"], "times below repeat_every_s ("+ftoa(a.RepeatEveryS)+" s)")
+			return a, jsonpath.Invalid(jsonpath.Key(path, "at_s"), m["at_s"], "times below repeat_every_s ("+ftoa(a.RepeatEveryS)+" s)")
 		}
 	}
 	if a.Kind == ArrivePoisson || a.Kind == ArriveEvery {
@@ -789,7 +773,7 @@ func decodeArrivals(path string, v any, s *Scenario) (Arrivals, *Error) {
 			windows = math.Ceil(s.DurationS / a.RepeatEveryS)
 		}
 		if per*windows > 1e6 {
-			return a, errorf(wire.CodeInvalidValue, key(path, found),
+			return a, jsonpath.NewError(wire.CodeInvalidValue, jsonpath.Key(path, found),
 				"cannot simulate about "+ftoa(math.Round(per*windows))+" operation arrivals: want at most 1000000")
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/tree"
+	"github.com/fairsched/fairsched/internal/jsonpath"
 )
 
 // This file holds the decoders of the control-plane requests of api.md §2–§3
@@ -33,19 +34,15 @@ type PoolBody struct {
 	Config tree.PoolConfig
 }
 
-var apiPoolKeys = []string{"name", "parent", "mode", "weight", "strong_guarantee_resources", "min_share_resources",
-	"resource_limits", "max_operation_count", "max_running_operation_count", "fifo_sort_parameters",
-	"enable_lightweight_operations", "integral_guarantees", "fair_share_starvation_timeout_s",
-	"fair_share_starvation_tolerance", "enable_aggressive_starvation", "allow_aggressive_preemption",
-	"allow_normal_preemption", "non_preemptible_resource_usage_threshold", "compute_promised_guarantee_fair_share",
-	"enable_priority_strong_guarantee_adjustment", "enable_priority_strong_guarantee_adjustment_donorship"}
+// apiPoolKeys are the keys of a pool body.
+var apiPoolKeys = slices.Concat([]string{"name", "parent"}, poolAttrKeys)
 
 // DecodePool decodes a pool body (api.md §2) and applies its attributes to
 // base: the zero config for PUT (create or replace), the current config for
 // PATCH. The result is validated with tree.ValidatePool; whether the parent
 // exists and the move makes no cycle is the tree's to check.
 func DecodePool(data []byte, base tree.PoolConfig) (*PoolBody, error) {
-	v, e := decodeJSON(data)
+	v, e := jsonpath.Decode(data, "body")
 	if e != nil {
 		return nil, e
 	}
@@ -57,157 +54,57 @@ func DecodePool(data []byte, base tree.PoolConfig) (*PoolBody, error) {
 }
 
 func poolBody(path string, v any, base tree.PoolConfig) (*PoolBody, *Error) {
-	m, e := asObject(path, v)
+	m, e := jsonpath.Object(path, v)
 	if e != nil {
 		return nil, e
 	}
 	b := &PoolBody{Config: base}
 	c := &b.Config
-	aliased := false
-	for _, k := range sortedKeys(m) {
-		p, x := key(path, k), m[k]
-		if x == nil {
-			// null: back to the default.
-			if e := resetPoolAttr(path, k, b); e != nil {
-				return nil, e
-			}
-			continue
-		}
+	for _, k := range jsonpath.SortedKeys(m) {
+		p, x := jsonpath.Key(path, k), m[k]
 		switch k {
 		case "name":
-			if b.Name, e = asString(p, x); e == nil && !tree.ValidName(b.Name) {
-				e = errorf(CodeInvalidName, p, "cannot use "+describe(x)+" as a pool name: want 1-128 characters of [A-Za-z0-9._:-]")
+			if x == nil {
+				e = jsonpath.WrongType(p, nil, "a pool name")
+			} else if b.Name, e = jsonpath.String(p, x); e == nil && !tree.ValidName(b.Name) {
+				e = jsonpath.NewError(CodeInvalidName, p, "cannot use "+jsonpath.Describe(x)+" as a pool name: want 1-128 characters of [A-Za-z0-9._:-]")
 			}
 		case "parent":
+			if x == nil {
+				b.Parent, b.HasParent = tree.RootName, true
+				break
+			}
 			var s string
-			if s, e = asString(p, x); e == nil {
+			if s, e = jsonpath.String(p, x); e == nil {
 				if s != tree.RootName && !tree.ValidName(s) {
-					e = errorf(CodeInvalidName, p, "cannot use "+describe(x)+" as a parent: want a pool name or \"<Root>\"")
+					e = jsonpath.NewError(CodeInvalidName, p, "cannot use "+jsonpath.Describe(x)+" as a parent: want a pool name or \"<Root>\"")
 				}
 				b.Parent, b.HasParent = s, true
 			}
-		case "mode":
-			var s string
-			if s, e = asString(p, x); e == nil {
-				switch s {
-				case "fair_share":
-					c.Mode = tree.ModeFairShare
-				case "fifo":
-					c.Mode = tree.ModeFIFO
-				default:
-					e = invalid(p, x, "\"fair_share\" or \"fifo\"")
-				}
-			}
-		case "weight":
-			c.Weight.V, e = asNumber(p, x)
-			c.Weight.Set = true
-		case "strong_guarantee_resources":
-			c.StrongGuarantee, e = resources(p, x)
-		case "min_share_resources":
-			if _, both := m["strong_guarantee_resources"]; both {
-				e = errorf(CodeInvalidValue, p, "cannot give both min_share_resources and strong_guarantee_resources: min_share_resources is its old name")
-				break
-			}
-			c.StrongGuarantee, e = resources(p, x)
-			aliased = true
-		case "resource_limits":
-			c.ResourceLimits, e = resources(p, x)
-		case "max_operation_count":
-			c.MaxOperationCount.V, e = asCount(p, x)
-			c.MaxOperationCount.Set = true
-		case "max_running_operation_count":
-			c.MaxRunningOperationCount.V, e = asCount(p, x)
-			c.MaxRunningOperationCount.Set = true
-		case "fifo_sort_parameters":
-			c.FifoSortParameters, e = fifoSortParameters(p, x)
-		case "enable_lightweight_operations":
-			c.EnableLightweightOperations, e = asBool(p, x)
-		case "integral_guarantees":
-			e = poolIntegral(p, x, &c.Integral)
-		case "fair_share_starvation_timeout_s":
-			c.FairShareStarvationTimeout.V, e = asNumber(p, x)
-			c.FairShareStarvationTimeout.Set = true
-		case "fair_share_starvation_tolerance":
-			c.FairShareStarvationTolerance.V, e = asNumber(p, x)
-			c.FairShareStarvationTolerance.Set = true
-		case "enable_aggressive_starvation":
-			c.EnableAggressiveStarvation.V, e = asBool(p, x)
-			c.EnableAggressiveStarvation.Set = true
-		case "allow_aggressive_preemption":
-			c.AllowAggressivePreemption.V, e = asBool(p, x)
-			c.AllowAggressivePreemption.Set = true
-		case "allow_normal_preemption":
-			c.AllowNormalPreemption.V, e = asBool(p, x)
-			c.AllowNormalPreemption.Set = true
-		case "non_preemptible_resource_usage_threshold":
-			c.NonPreemptibleResourceUsageThreshold, e = resources(p, x)
-		case "compute_promised_guarantee_fair_share":
-			c.ComputePromisedGuaranteeFairShare, e = asBool(p, x)
-		case "enable_priority_strong_guarantee_adjustment":
-			c.EnablePriorityStrongGuaranteeAdjustment, e = asBool(p, x)
-		case "enable_priority_strong_guarantee_adjustment_donorship":
-			c.EnablePriorityStrongGuaranteeAdjustmentDonorship, e = asBool(p, x)
 		default:
-			e = unknownKey(path, k, apiPoolKeys, "a pool")
+			known := true
+			if x == nil {
+				// null: back to the default.
+				if f := poolAttr(c, k); f != nil {
+					resetAttr(f)
+				} else {
+					known = false
+				}
+			} else {
+				known, e = decodePoolAttr(c, m, k, p, x)
+			}
+			if !known {
+				e = jsonpath.UnknownKey(path, k, apiPoolKeys, "a pool")
+			}
 		}
 		if e != nil {
 			return nil, e
 		}
 	}
 	if err := tree.ValidatePool(c); err != nil {
-		return nil, treeError(path, err, aliased)
+		return nil, treeError(path, err, strongAliased(m))
 	}
 	return b, nil
-}
-
-// resetPoolAttr handles "k": null in the pool object at path.
-func resetPoolAttr(path, k string, b *PoolBody) *Error {
-	c := &b.Config
-	switch k {
-	case "name":
-		return wrongType(key(path, k), nil, "a pool name")
-	case "parent":
-		b.Parent, b.HasParent = tree.RootName, true
-	case "mode":
-		c.Mode = tree.ModeFairShare
-	case "weight":
-		c.Weight = tree.OptFloat{}
-	case "strong_guarantee_resources", "min_share_resources":
-		c.StrongGuarantee = tree.PartialVec{}
-	case "resource_limits":
-		c.ResourceLimits = tree.PartialVec{}
-	case "max_operation_count":
-		c.MaxOperationCount = tree.OptInt{}
-	case "max_running_operation_count":
-		c.MaxRunningOperationCount = tree.OptInt{}
-	case "fifo_sort_parameters":
-		c.FifoSortParameters = nil
-	case "enable_lightweight_operations":
-		c.EnableLightweightOperations = false
-	case "integral_guarantees":
-		c.Integral = tree.IntegralConfig{}
-	case "fair_share_starvation_timeout_s":
-		c.FairShareStarvationTimeout = tree.OptFloat{}
-	case "fair_share_starvation_tolerance":
-		c.FairShareStarvationTolerance = tree.OptFloat{}
-	case "enable_aggressive_starvation":
-		c.EnableAggressiveStarvation = tree.OptBool{}
-	case "allow_aggressive_preemption":
-		c.AllowAggressivePreemption = tree.OptBool{}
-	case "allow_normal_preemption":
-		c.AllowNormalPreemption = tree.OptBool{}
-	case "non_preemptible_resource_usage_threshold":
-		c.NonPreemptibleResourceUsageThreshold = tree.PartialVec{}
-	case "compute_promised_guarantee_fair_share":
-		c.ComputePromisedGuaranteeFairShare = false
-	case "enable_priority_strong_guarantee_adjustment":
-		c.EnablePriorityStrongGuaranteeAdjustment = false
-	case "enable_priority_strong_guarantee_adjustment_donorship":
-		c.EnablePriorityStrongGuaranteeAdjustmentDonorship = false
-	default:
-		return unknownKey(path, k, apiPoolKeys, "a pool")
-	}
-	return nil
 }
 
 // AppendPool appends a pool's configuration as the body of GET
@@ -216,10 +113,10 @@ func resetPoolAttr(path, k string, b *PoolBody) *Error {
 // output PUT back gives the same configuration.
 func AppendPool(dst []byte, name, parent string, c *tree.PoolConfig) []byte {
 	dst = append(dst, `{"name":`...)
-	dst = appendString(dst, name)
+	dst = jsonpath.AppendString(dst, name)
 	if parent != "" {
 		dst = append(dst, `,"parent":`...)
-		dst = appendString(dst, parent)
+		dst = jsonpath.AppendString(dst, parent)
 	}
 	dst = append(dst, `,"mode":"`...)
 	dst = append(dst, c.Mode.String()...)
@@ -313,22 +210,7 @@ func appendPartial(dst []byte, k string, p *tree.PartialVec) []byte {
 
 // AppendPartialResources appends the specified components of p, cpu in cores.
 func AppendPartialResources(dst []byte, p *tree.PartialVec) []byte {
-	dst = append(dst, '{')
-	first := true
-	for k, set := range p.Set {
-		if !set {
-			continue
-		}
-		if !first {
-			dst = append(dst, ',')
-		}
-		first = false
-		dst = append(dst, '"')
-		dst = append(dst, kindNames[k]...)
-		dst = append(dst, `":`...)
-		dst = appendAmount(dst, resource.Kind(k), p.V[k])
-	}
-	return append(dst, '}')
+	return appendResourceMap(dst, &p.V, &p.Set)
 }
 
 // ---- operations (api.md §3) ----
@@ -355,49 +237,27 @@ const (
 // checks the pool and the limits.
 func DecodeStartOperation(data []byte) (schedule.OperationSpec, error) {
 	var spec schedule.OperationSpec
-	v, e := decodeJSON(data)
+	m, e := jsonpath.DecodeObject(data, "body")
 	if e != nil {
 		return spec, e
 	}
-	m, e := asObject("$", v)
-	if e != nil {
-		return spec, e
-	}
-	for _, k := range sortedKeys(m) {
-		p, x := key("$", k), m[k]
+	for _, k := range jsonpath.SortedKeys(m) {
+		p, x := jsonpath.Key("$", k), m[k]
 		switch k {
 		case "id":
-			if spec.ID, e = asString(p, x); e == nil && !tree.ValidName(spec.ID) {
-				e = errorf(CodeInvalidName, p, "cannot use "+describe(x)+" as an operation id: want 1-128 characters of [A-Za-z0-9._:-]")
+			if spec.ID, e = jsonpath.String(p, x); e == nil && !tree.ValidName(spec.ID) {
+				e = jsonpath.NewError(CodeInvalidName, p, "cannot use "+jsonpath.Describe(x)+" as an operation id: want 1-128 characters of [A-Za-z0-9._:-]")
 			}
 		case "type":
-			if spec.Type, e = asString(p, x); e == nil && !slices.Contains(opTypes, spec.Type) {
-				e = invalid(p, x, "one of "+strings.Join(opTypes, ", "))
-			}
+			spec.Type, e = opType(p, x)
 		case "pool":
-			if spec.Pool, e = asString(p, x); e == nil {
-				if spec.Pool == tree.RootName {
-					spec.Pool = ""
-				} else if !tree.ValidName(spec.Pool) {
-					e = errorf(CodeInvalidName, p, "cannot use "+describe(x)+" as a pool name: want 1-128 characters of [A-Za-z0-9._:-] or \"<Root>\"")
-				}
-			}
+			spec.Pool, e = poolRef(p, x)
 		case "weight":
 			spec.Weight, e = weight(p, x)
 		case "preemption_mode":
-			var s string
-			if s, e = asString(p, x); e == nil {
-				switch s {
-				case "normal":
-					spec.PreemptionMode = schedule.PreemptionNormal
-				case "graceful":
-					spec.PreemptionMode = schedule.PreemptionGraceful
-				default:
-					e = invalid(p, x, "\"normal\" or \"graceful\"")
-				}
-			}
+			spec.PreemptionMode, e = jsonpath.Lookup(p, x, preemptionModes, `"normal" or "graceful"`)
 		case "is_gang":
-			spec.IsGang, e = asBool(p, x)
+			spec.IsGang, e = jsonpath.Bool(p, x)
 		case "resource_limits":
 			spec.ResourceLimits, e = resources(p, x)
 		case "allocation_preemption_timeout_s":
@@ -413,31 +273,56 @@ func DecodeStartOperation(data []byte) (schedule.OperationSpec, error) {
 		case "tasks":
 			spec.Tasks, e = tasks(p, x)
 		default:
-			e = unknownKey("$", k, startKeys, "an operation")
+			e = jsonpath.UnknownKey("$", k, startKeys, "an operation")
 		}
 		if e != nil {
 			return spec, e
 		}
 	}
 	if _, ok := m["tasks"]; !ok {
-		return spec, errorf(CodeMissingAttribute, "$.tasks", "cannot start an operation without tasks: want a non-empty list of {\"name\", \"job_count\", \"resources\"}")
+		return spec, jsonpath.NewError(CodeMissingAttribute, "$.tasks", "cannot start an operation without tasks: want a non-empty list of {\"name\", \"job_count\", \"resources\"}")
 	}
 	return spec, nil
 }
 
+// opType decodes an operation's type (api.md §3).
+func opType(p string, x any) (string, *Error) {
+	t, e := jsonpath.String(p, x)
+	if e == nil && !slices.Contains(opTypes, t) {
+		e = jsonpath.Invalid(p, x, "one of "+strings.Join(opTypes, ", "))
+	}
+	return t, e
+}
+
+// poolRef decodes the pool an operation runs in: a pool name, or "<Root>"
+// for the root (returned as "").
+func poolRef(p string, x any) (string, *Error) {
+	s, e := jsonpath.String(p, x)
+	if e != nil {
+		return "", e
+	}
+	if s == tree.RootName {
+		return "", nil
+	}
+	if !tree.ValidName(s) {
+		return s, jsonpath.NewError(CodeInvalidName, p, "cannot use "+jsonpath.Describe(x)+" as a pool name: want 1-128 characters of [A-Za-z0-9._:-] or \"<Root>\"")
+	}
+	return s, nil
+}
+
 func weight(p string, x any) (tree.OptFloat, *Error) {
-	w, e := asNumber(p, x)
+	w, e := jsonpath.Number(p, x)
 	if e != nil {
 		return tree.OptFloat{}, e
 	}
 	if w < tree.MinWeight || w > tree.MaxWeight {
-		return tree.OptFloat{}, invalid(p, x, "a weight in ["+strconv.FormatFloat(tree.MinWeight, 'g', 3, 64)+", "+strconv.FormatFloat(tree.MaxWeight, 'g', 3, 64)+"]")
+		return tree.OptFloat{}, jsonpath.Invalid(p, x, "a weight in ["+strconv.FormatFloat(tree.MinWeight, 'g', 3, 64)+", "+strconv.FormatFloat(tree.MaxWeight, 'g', 3, 64)+"]")
 	}
 	return tree.Some(w), nil
 }
 
 func optRange(p string, x any, lo, hi float64, want string) (tree.OptFloat, *Error) {
-	f, e := asRange(p, x, lo, hi, want)
+	f, e := jsonpath.Range(p, x, lo, hi, want)
 	if e != nil {
 		return tree.OptFloat{}, e
 	}
@@ -445,66 +330,61 @@ func optRange(p string, x any, lo, hi float64, want string) (tree.OptFloat, *Err
 }
 
 func tasks(path string, v any) ([]schedule.TaskSpec, *Error) {
-	a, e := asArray(path, v)
+	a, e := jsonpath.Array(path, v)
 	if e != nil {
 		return nil, e
 	}
 	if len(a) == 0 {
-		return nil, errorf(CodeInvalidValue, path, "cannot start an operation with no tasks: want at least one")
+		return nil, jsonpath.NewError(CodeInvalidValue, path, "cannot start an operation with no tasks: want at least one")
 	}
 	if len(a) > MaxTasks {
-		return nil, errorf(CodeInvalidValue, path, "cannot start an operation with "+strconv.Itoa(len(a))+" tasks: want at most "+strconv.Itoa(MaxTasks))
+		return nil, jsonpath.NewError(CodeInvalidValue, path, "cannot start an operation with "+strconv.Itoa(len(a))+" tasks: want at most "+strconv.Itoa(MaxTasks))
 	}
 	ts := make([]schedule.TaskSpec, len(a))
 	for i, tv := range a {
-		tp := index(path, i)
-		m, e := asObject(tp, tv)
+		tp := jsonpath.Index(path, i)
+		m, e := jsonpath.Object(tp, tv)
 		if e != nil {
 			return nil, e
 		}
 		t := &ts[i]
 		seenCount, seenRes := false, false
-		for _, k := range sortedKeys(m) {
-			p, x := key(tp, k), m[k]
+		for _, k := range jsonpath.SortedKeys(m) {
+			p, x := jsonpath.Key(tp, k), m[k]
 			switch k {
 			case "name":
-				if t.Name, e = asString(p, x); e == nil && len(t.Name) > maxTaskNameLen {
-					e = invalid(p, x, "a name of at most 128 bytes")
+				if t.Name, e = jsonpath.String(p, x); e == nil && len(t.Name) > maxTaskNameLen {
+					e = jsonpath.Invalid(p, x, "a name of at most 128 bytes")
 				}
 			case "job_count":
-				var n float64
-				if n, e = asNumber(p, x); e == nil {
-					if n < 1 || n > MaxJobCount || n != math.Trunc(n) {
-						e = invalid(p, x, "a whole number in [1, 2^40]")
-					}
-					t.JobCount, seenCount = int64(n), true
-				}
+				t.JobCount, e = jsonpath.Whole(p, x, 1, MaxJobCount, "a whole number in [1, 2^40]")
+				seenCount = true
 			case "resources":
 				var pv tree.PartialVec
 				if pv, e = resources(p, x); e == nil {
 					t.Resources, seenRes = pv.V, true
 					if t.Resources.IsZero() {
-						e = errorf(CodeInvalidValue, p, "cannot start jobs that use no resources: want at least one positive amount")
+						e = jsonpath.NewError(CodeInvalidValue, p, "cannot start jobs that use no resources: want at least one positive amount")
 					}
 				}
 			case "duration_hint_s":
-				t.DurationHintS, e = asRange(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
+				t.DurationHintS, e = jsonpath.Range(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
 			default:
-				e = unknownKey(tp, k, taskKeys, "a task")
+				e = jsonpath.UnknownKey(tp, k, taskKeys, "a task")
 			}
 			if e != nil {
 				return nil, e
 			}
 		}
 		if !seenCount {
-			return nil, errorf(CodeMissingAttribute, key(tp, "job_count"), "cannot start a task without job_count")
+			return nil, jsonpath.NewError(CodeMissingAttribute, jsonpath.Key(tp, "job_count"), "cannot start a task without job_count")
 		}
 		if !seenRes {
-			return nil, errorf(CodeMissingAttribute, key(tp, "resources"), "cannot start a task without resources: want the resources of one job")
+			return nil, jsonpath.NewError(CodeMissingAttribute, jsonpath.Key(tp, "resources"), "cannot start a task without resources: want the resources of one job")
 		}
 		for r, x := range t.Resources {
 			if x > 0 && t.JobCount > resource.MaxAmount/x {
-				return nil, errorf(CodeInvalidValue, key(tp, "job_count"), "cannot use job_count "+strconv.FormatInt(t.JobCount, 10)+
+				return nil, jsonpath.NewError(CodeInvalidValue, jsonpath.Key(tp, "job_count"), "cannot use job_count "+strconv.FormatInt(t.JobCount, 10)+
 					": the task's total "+resource.Kind(r).String()+" exceeds 2^53")
 			}
 		}
@@ -526,28 +406,18 @@ var patchOpKeys = []string{"weight", "pool", "resource_limits"}
 // DecodeOperationPatch decodes the body of PATCH /api/v1/operations/{id}.
 func DecodeOperationPatch(data []byte) (OperationPatch, error) {
 	var op OperationPatch
-	v, e := decodeJSON(data)
+	m, e := jsonpath.DecodeObject(data, "body")
 	if e != nil {
 		return op, e
 	}
-	m, e := asObject("$", v)
-	if e != nil {
-		return op, e
-	}
-	for _, k := range sortedKeys(m) {
-		p, x := key("$", k), m[k]
+	for _, k := range jsonpath.SortedKeys(m) {
+		p, x := jsonpath.Key("$", k), m[k]
 		switch k {
 		case "weight":
 			op.Weight, e = weight(p, x)
 		case "pool":
-			var s string
-			if s, e = asString(p, x); e == nil {
-				if s == tree.RootName {
-					s = ""
-				} else if !tree.ValidName(s) {
-					e = errorf(CodeInvalidName, p, "cannot use "+describe(x)+" as a pool name: want 1-128 characters of [A-Za-z0-9._:-] or \"<Root>\"")
-				}
-				op.Pool, op.HasPool = s, true
+			if op.Pool, e = poolRef(p, x); e == nil {
+				op.HasPool = true
 			}
 		case "resource_limits":
 			op.HasResourceLimits = true
@@ -555,7 +425,7 @@ func DecodeOperationPatch(data []byte) (OperationPatch, error) {
 				op.ResourceLimits, e = resources(p, x)
 			}
 		default:
-			e = unknownKey("$", k, patchOpKeys, "an operation's runtime parameters")
+			e = jsonpath.UnknownKey("$", k, patchOpKeys, "an operation's runtime parameters")
 		}
 		if e != nil {
 			return op, e
@@ -585,19 +455,13 @@ var serveKeys = []string{"config", "pools"}
 // Missing config fields take schedule.DefaultConfig's values. A pool named
 // "<Root>" configures the root. Pools must come after their parents.
 func DecodeServeConfig(data []byte) (*ServeConfig, error) {
-	v, e := decodeJSON(data)
-	if e != nil {
-		return nil, e
-	}
-	m, e := asObject("$", v)
+	m, e := jsonpath.DecodeObject(data, "body")
 	if e != nil {
 		return nil, e
 	}
 	sc := &ServeConfig{Scheduler: schedule.DefaultConfig()}
-	for _, k := range sortedKeys(m) {
-		if !slices.Contains(serveKeys, k) {
-			return nil, unknownKey("$", k, serveKeys, "a serve configuration")
-		}
+	if e := jsonpath.CheckKeys("$", m, serveKeys, "a serve configuration"); e != nil {
+		return nil, e
 	}
 	if cv, ok := m["config"]; ok {
 		if sc.Scheduler, e = schedConfig("$.config", cv, sc.Scheduler, true); e != nil {
@@ -605,24 +469,24 @@ func DecodeServeConfig(data []byte) (*ServeConfig, error) {
 		}
 	}
 	if pv, ok := m["pools"]; ok {
-		a, e := asArray("$.pools", pv)
+		a, e := jsonpath.Array("$.pools", pv)
 		if e != nil {
 			return nil, e
 		}
 		seen := map[string]string{}
 		for i, x := range a {
-			p := index("$.pools", i)
+			p := jsonpath.Index("$.pools", i)
 			b, e := poolBody(p, x, tree.PoolConfig{})
 			if e != nil {
 				return nil, e
 			}
 			if b.Name == "" {
 				if pm, ok := x.(map[string]any); !ok || pm["name"] == nil {
-					return nil, errorf(CodeMissingAttribute, key(p, "name"), "cannot create a pool without a name")
+					return nil, jsonpath.NewError(CodeMissingAttribute, jsonpath.Key(p, "name"), "cannot create a pool without a name")
 				}
 			}
 			if prev, dup := seen[b.Name]; dup {
-				return nil, errorf(CodeDuplicateName, key(p, "name"), "cannot use name "+describe(b.Name)+" again: "+prev+" has it")
+				return nil, jsonpath.NewError(CodeDuplicateName, jsonpath.Key(p, "name"), "cannot use name "+jsonpath.Describe(b.Name)+" again: "+prev+" has it")
 			}
 			seen[b.Name] = p
 			sc.Pools = append(sc.Pools, *b)
@@ -648,7 +512,7 @@ var schedConfigKeys = append(append([]string{}, configKeys...),
 // DecodeConfigPatch decodes the body of PATCH /api/v1/config and applies it
 // to base. node_shards cannot change at run time.
 func DecodeConfigPatch(data []byte, base schedule.Config) (schedule.Config, error) {
-	v, e := decodeJSON(data)
+	v, e := jsonpath.Decode(data, "body")
 	if e != nil {
 		return base, e
 	}
@@ -661,26 +525,26 @@ func DecodeConfigPatch(data []byte, base schedule.Config) (schedule.Config, erro
 
 // schedConfig applies a (partial) tree config to c and validates the result.
 func schedConfig(path string, v any, c schedule.Config, startup bool) (schedule.Config, *Error) {
-	m, e := asObject(path, v)
+	m, e := jsonpath.Object(path, v)
 	if e != nil {
 		return c, e
 	}
-	for _, k := range sortedKeys(m) {
-		p, x := key(path, k), m[k]
+	for _, k := range jsonpath.SortedKeys(m) {
+		p, x := jsonpath.Key(path, k), m[k]
 		switch k {
 		case "fair_share_update_period_s":
-			c.FairShareUpdatePeriod, e = asRange(p, x, 0.01, 60, "a number of seconds in [0.01, 60]")
+			c.FairShareUpdatePeriod, e = jsonpath.Range(p, x, 0.01, 60, "a number of seconds in [0.01, 60]")
 		case "node_heartbeat_timeout_s":
-			c.NodeHeartbeatTimeout, e = asRange(p, x, 0.001, maxTimeoutS, "a positive number of seconds of at most 1e9")
+			c.NodeHeartbeatTimeout, e = jsonpath.Range(p, x, 0.001, maxTimeoutS, "a positive number of seconds of at most 1e9")
 		case "node_shards":
 			if !startup {
-				e = errorf(CodeInvalidValue, p, "cannot change node_shards at run time: restart fairsched serve with a --config that sets it")
+				e = jsonpath.NewError(CodeInvalidValue, p, "cannot change node_shards at run time: restart fairsched serve with a --config that sets it")
 				break
 			}
 			var n int64
-			if n, e = asCount(p, x); e == nil {
+			if n, e = jsonpath.Count(p, x); e == nil {
 				if n < 1 || n > 4096 {
-					e = invalid(p, x, "a whole number in [1, 4096]")
+					e = jsonpath.Invalid(p, x, "a whole number in [1, 4096]")
 				}
 				c.Shards = int(n)
 			}
@@ -692,42 +556,42 @@ func schedConfig(path string, v any, c schedule.Config, startup bool) (schedule.
 				break
 			}
 			var n int64
-			if n, e = asCount(p, x); e == nil {
+			if n, e = jsonpath.Count(p, x); e == nil {
 				if n < 1 || n > 1<<30 {
-					e = invalid(p, x, "null (no bound) or a whole number in [1, 2^30]")
+					e = jsonpath.Invalid(p, x, "null (no bound) or a whole number in [1, 2^30]")
 				}
 				c.MaxStartedAllocationsPerHeartbeat = int(n)
 			}
 		case "fair_share_starvation_timeout_s":
-			c.FairShareStarvationTimeout, e = asRange(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
+			c.FairShareStarvationTimeout, e = jsonpath.Range(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
 		case "fair_share_aggressive_starvation_timeout_s":
-			c.FairShareAggressiveStarvationTimeout, e = asRange(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
+			c.FairShareAggressiveStarvationTimeout, e = jsonpath.Range(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
 		case "fair_share_starvation_tolerance":
-			c.FairShareStarvationTolerance, e = asRange(p, x, 0, 1, "a number in [0, 1]")
+			c.FairShareStarvationTolerance, e = jsonpath.Range(p, x, 0, 1, "a number in [0, 1]")
 		case "enable_aggressive_starvation":
-			c.EnableAggressiveStarvation, e = asBool(p, x)
+			c.EnableAggressiveStarvation, e = jsonpath.Bool(p, x)
 		case "enable_pool_starvation":
-			c.EnablePoolStarvation, e = asBool(p, x)
+			c.EnablePoolStarvation, e = jsonpath.Bool(p, x)
 		case "allocation_count_preemption_timeout_coefficient":
-			c.AllocationCountPreemptionTimeoutCoefficient, e = asRange(p, x, 1, 1e6, "a number in [1, 1e6]")
+			c.AllocationCountPreemptionTimeoutCoefficient, e = jsonpath.Range(p, x, 1, 1e6, "a number in [1, 1e6]")
 		case "preemption_satisfaction_threshold":
-			c.PreemptionSatisfactionThreshold, e = asRange(p, x, math.SmallestNonzeroFloat64, 1e6, "a positive number")
+			c.PreemptionSatisfactionThreshold, e = jsonpath.Range(p, x, math.SmallestNonzeroFloat64, 1e6, "a positive number")
 		case "aggressive_preemption_satisfaction_threshold":
-			c.AggressivePreemptionSatisfactionThreshold, e = asRange(p, x, 0, 1e6, "a non-negative number")
+			c.AggressivePreemptionSatisfactionThreshold, e = jsonpath.Range(p, x, 0, 1e6, "a non-negative number")
 		case "preemptive_scheduling_backoff_s":
-			c.PreemptiveSchedulingBackoff, e = asRange(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
+			c.PreemptiveSchedulingBackoff, e = jsonpath.Range(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
 		case "allocation_preemption_timeout_s":
-			c.AllocationPreemptionTimeout, e = asRange(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
+			c.AllocationPreemptionTimeout, e = jsonpath.Range(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
 		case "allocation_graceful_preemption_timeout_s":
-			c.AllocationGracefulPreemptionTimeout, e = asRange(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
+			c.AllocationGracefulPreemptionTimeout, e = jsonpath.Range(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
 		case "max_operation_count":
-			c.Limits.MaxOperationCount, e = asCount(p, x)
+			c.Limits.MaxOperationCount, e = jsonpath.Count(p, x)
 		case "max_running_operation_count":
-			c.Limits.MaxRunningOperationCount, e = asCount(p, x)
+			c.Limits.MaxRunningOperationCount, e = jsonpath.Count(p, x)
 		case "max_operation_count_per_pool":
-			c.Limits.MaxOperationCountPerPool, e = asCount(p, x)
+			c.Limits.MaxOperationCountPerPool, e = jsonpath.Count(p, x)
 		case "max_running_operation_count_per_pool":
-			c.Limits.MaxRunningOperationCountPerPool, e = asCount(p, x)
+			c.Limits.MaxRunningOperationCountPerPool, e = jsonpath.Count(p, x)
 		case "non_preemptible_resource_usage_threshold":
 			if x == nil {
 				c.NonPreemptibleResourceUsageThreshold = tree.PartialVec{}
@@ -740,28 +604,18 @@ func schedConfig(path string, v any, c schedule.Config, startup bool) (schedule.
 				break
 			}
 			var n int64
-			if n, e = asCount(p, x); e == nil {
+			if n, e = jsonpath.Count(p, x); e == nil {
 				c.MaxUnpreemptibleRunningAllocationCount = tree.SomeInt(n)
 			}
 		case "allow_aggressive_preemption":
-			c.AllowAggressivePreemption, e = asBool(p, x)
+			c.AllowAggressivePreemption, e = jsonpath.Bool(p, x)
 		case "scheduling_preemption_priority_scope":
-			var sc string
-			if sc, e = asString(p, x); e == nil {
-				switch sc {
-				case "operation_and_ancestors":
-					c.SchedulingPreemptionPriorityScope = schedule.ScopeOperationAndAncestors
-				case "operation_only":
-					c.SchedulingPreemptionPriorityScope = schedule.ScopeOperationOnly
-				default:
-					e = invalid(p, x, "\"operation_and_ancestors\" or \"operation_only\"")
-				}
-			}
+			c.SchedulingPreemptionPriorityScope, e = jsonpath.Lookup(p, x, priorityScopes, `"operation_and_ancestors" or "operation_only"`)
 		case "allowed_node_resources_overcommit_duration_s":
-			c.AllowedNodeResourcesOvercommitDuration, e = asRange(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
+			c.AllowedNodeResourcesOvercommitDuration, e = jsonpath.Range(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
 		default:
 			if !slices.Contains(configKeys, k) {
-				e = unknownKey(path, k, schedConfigKeys, "a tree config")
+				e = jsonpath.UnknownKey(path, k, schedConfigKeys, "a tree config")
 				break
 			}
 			// The fair-share keys, as a snapshot's config has them.
@@ -773,19 +627,19 @@ func schedConfig(path string, v any, c schedule.Config, startup bool) (schedule.
 	}
 	switch {
 	case c.FairShareAggressiveStarvationTimeout < c.FairShareStarvationTimeout:
-		return c, errorf(CodeInvalidValue, key(path, "fair_share_aggressive_starvation_timeout_s"),
+		return c, jsonpath.NewError(CodeInvalidValue, jsonpath.Key(path, "fair_share_aggressive_starvation_timeout_s"),
 			"cannot use fair_share_aggressive_starvation_timeout_s "+fmtFloat(c.FairShareAggressiveStarvationTimeout)+
 				" below fair_share_starvation_timeout_s "+fmtFloat(c.FairShareStarvationTimeout))
 	case c.AggressivePreemptionSatisfactionThreshold > c.PreemptionSatisfactionThreshold:
-		return c, errorf(CodeInvalidValue, key(path, "aggressive_preemption_satisfaction_threshold"),
+		return c, jsonpath.NewError(CodeInvalidValue, jsonpath.Key(path, "aggressive_preemption_satisfaction_threshold"),
 			"cannot use aggressive_preemption_satisfaction_threshold "+fmtFloat(c.AggressivePreemptionSatisfactionThreshold)+
 				" above preemption_satisfaction_threshold "+fmtFloat(c.PreemptionSatisfactionThreshold))
 	case c.Limits.MaxOperationCount < c.Limits.MaxRunningOperationCount:
-		return c, errorf(CodeInvalidValue, key(path, "max_operation_count"),
+		return c, jsonpath.NewError(CodeInvalidValue, jsonpath.Key(path, "max_operation_count"),
 			"cannot use max_operation_count "+strconv.FormatInt(c.Limits.MaxOperationCount, 10)+
 				" below max_running_operation_count "+strconv.FormatInt(c.Limits.MaxRunningOperationCount, 10))
 	case c.Limits.MaxOperationCountPerPool < c.Limits.MaxRunningOperationCountPerPool:
-		return c, errorf(CodeInvalidValue, key(path, "max_operation_count_per_pool"),
+		return c, jsonpath.NewError(CodeInvalidValue, jsonpath.Key(path, "max_operation_count_per_pool"),
 			"cannot use max_operation_count_per_pool "+strconv.FormatInt(c.Limits.MaxOperationCountPerPool, 10)+
 				" below max_running_operation_count_per_pool "+strconv.FormatInt(c.Limits.MaxRunningOperationCountPerPool, 10))
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
+	"github.com/fairsched/fairsched/internal/jsonpath"
 )
 
 // Heartbeat is a decoded node heartbeat request (api.md §4). It is meant to
@@ -57,7 +58,7 @@ func (h *Heartbeat) Decode(data []byte, in *Interner) error {
 
 func (h *Heartbeat) decode(s *scanner, in *Interner) *Error {
 	if s.peek() == 0 && s.pos >= len(s.data) {
-		return errorf(CodeMalformedJSON, "$", "cannot parse an empty body: want a JSON object")
+		return jsonpath.NewError(CodeMalformedJSON, "$", "cannot parse an empty body: want a JSON object")
 	}
 	root := rootPath("$")
 	if !s.objectStart(root) {
@@ -88,7 +89,7 @@ func (h *Heartbeat) decode(s *scanner, in *Interner) *Error {
 			h.Allocations, h.AllocationUsage = h.Allocations[:0], h.AllocationUsage[:0]
 			h.allocations(s)
 		default:
-			s.fail(unknownKey("$", string(k), heartbeatKeys, "a heartbeat"))
+			s.fail(jsonpath.UnknownKey("$", string(k), heartbeatKeys, "a heartbeat"))
 		}
 		if s.err != nil {
 			return h.fail(s)
@@ -98,7 +99,7 @@ func (h *Heartbeat) decode(s *scanner, in *Interner) *Error {
 		return h.fail(s)
 	}
 	if !seenLimits {
-		return errorf(CodeMissingAttribute, "$.resource_limits", "cannot register a node without resource_limits: want the node's resources")
+		return jsonpath.NewError(CodeMissingAttribute, "$.resource_limits", "cannot register a node without resource_limits: want the node's resources")
 	}
 	return nil
 }
@@ -109,10 +110,10 @@ func (h *Heartbeat) decode(s *scanner, in *Interner) *Error {
 func (h *Heartbeat) fail(s *scanner) *Error {
 	e := s.err
 	if e == nil {
-		e = errorf(CodeMalformedJSON, "$", "cannot parse JSON")
+		e = jsonpath.NewError(CodeMalformedJSON, "$", "cannot parse JSON")
 	}
 	if e.Code != CodeMalformedJSON {
-		if _, se := decodeJSON(s.data); se != nil {
+		if _, se := jsonpath.Decode(s.data, "body"); se != nil {
 			return se
 		}
 	}
@@ -134,11 +135,11 @@ func (h *Heartbeat) tags(s *scanner, in *Interner) {
 			return
 		}
 		if len(h.Tags) >= MaxHeartbeatTags {
-			s.fail(errorf(CodeInvalidValue, p.index(i).String(), "cannot accept more than "+strconv.Itoa(MaxHeartbeatTags)+" tags"))
+			s.fail(jsonpath.NewError(CodeInvalidValue, p.index(i).String(), "cannot accept more than "+strconv.Itoa(MaxHeartbeatTags)+" tags"))
 			return
 		}
 		if len(b) == 0 || len(b) > MaxTagLength {
-			s.fail(errorf(CodeInvalidValue, p.index(i).String(), "cannot use tag "+describe(string(b))+": want 1-"+strconv.Itoa(MaxTagLength)+" bytes"))
+			s.fail(jsonpath.NewError(CodeInvalidValue, p.index(i).String(), "cannot use tag "+jsonpath.Describe(string(b))+": want 1-"+strconv.Itoa(MaxTagLength)+" bytes"))
 			return
 		}
 		h.Tags = append(h.Tags, in.Intern(b))
@@ -152,7 +153,7 @@ func (h *Heartbeat) allocations(s *scanner) {
 	}
 	for i, first := 0, true; s.more(']', first); i, first = i+1, false {
 		if len(h.Allocations) >= MaxHeartbeatAllocations {
-			s.fail(errorf(CodeInvalidValue, p.index(i).String(), "cannot accept more than "+strconv.Itoa(MaxHeartbeatAllocations)+" allocations"))
+			s.fail(jsonpath.NewError(CodeInvalidValue, p.index(i).String(), "cannot accept more than "+strconv.Itoa(MaxHeartbeatAllocations)+" allocations"))
 			return
 		}
 		if !h.allocation(s, p.index(i)) {
@@ -185,9 +186,9 @@ func (h *Heartbeat) allocation(s *scanner, p lazyPath) bool {
 			if !ok {
 				return false
 			}
-			id, ok := parseAllocationID(b)
+			id, ok := ParseAllocationID(b)
 			if !ok {
-				s.fail(errorf(CodeInvalidValue, ip.String(), "cannot use "+describe(string(b))+" as an allocation id: want a decimal string of a 64-bit number"))
+				s.fail(jsonpath.NewError(CodeInvalidValue, ip.String(), "cannot use "+jsonpath.Describe(string(b))+" as an allocation id: want a decimal string of a 64-bit number"))
 				return false
 			}
 			a.ID, seenID = id, true
@@ -203,7 +204,7 @@ func (h *Heartbeat) allocation(s *scanner, p lazyPath) bool {
 			}
 			st, ok := allocationState(b)
 			if !ok {
-				s.fail(errorf(CodeInvalidValue, sp.String(), "cannot use "+describe(string(b))+": want one of running, completed, failed, aborted"))
+				s.fail(jsonpath.NewError(CodeInvalidValue, sp.String(), "cannot use "+jsonpath.Describe(string(b))+": want one of running, completed, failed, aborted"))
 				return false
 			}
 			a.State, seenState = st, true
@@ -213,7 +214,7 @@ func (h *Heartbeat) allocation(s *scanner, p lazyPath) bool {
 				return false
 			}
 		default:
-			s.fail(unknownKey(p.String(), string(k), allocationKeys, "an allocation"))
+			s.fail(jsonpath.UnknownKey(p.String(), string(k), allocationKeys, "an allocation"))
 			return false
 		}
 	}
@@ -221,11 +222,11 @@ func (h *Heartbeat) allocation(s *scanner, p lazyPath) bool {
 		return false
 	}
 	if !seenID {
-		s.fail(errorf(CodeMissingAttribute, p.member("id").String(), "cannot settle an allocation without its id"))
+		s.fail(jsonpath.NewError(CodeMissingAttribute, p.member("id").String(), "cannot settle an allocation without its id"))
 		return false
 	}
 	if !seenState {
-		s.fail(errorf(CodeMissingAttribute, p.member("state").String(), "cannot settle an allocation without its state: want one of running, completed, failed, aborted"))
+		s.fail(jsonpath.NewError(CodeMissingAttribute, p.member("state").String(), "cannot settle an allocation without its state: want one of running, completed, failed, aborted"))
 		return false
 	}
 	h.Allocations = append(h.Allocations, a)
@@ -233,9 +234,11 @@ func (h *Heartbeat) allocation(s *scanner, p lazyPath) bool {
 	return true
 }
 
-// parseAllocationID parses a decimal allocation id (1-20 digits, no sign,
-// no leading zero, at most 2^64-1).
-func parseAllocationID(b []byte) (uint64, bool) {
+// ParseAllocationID parses a decimal allocation id as heartbeats and their
+// responses write it (api.md §4): 1-20 digits, no sign, no leading zero, at
+// most 2^64-1. It does not allocate; loadgen may use it for the ids of a
+// response.
+func ParseAllocationID(b []byte) (uint64, bool) {
 	if len(b) == 0 || len(b) > 20 || len(b) > 1 && b[0] == '0' {
 		return 0, false
 	}
@@ -347,7 +350,7 @@ func AppendHeartbeatResponse(dst []byte, r *schedule.Response, finished func(op 
 		dst = append(dst, `{"id":"`...)
 		dst = strconv.AppendUint(dst, d.Allocation, 10)
 		dst = append(dst, `","operation_id":`...)
-		dst = appendString(dst, d.Operation)
+		dst = jsonpath.AppendString(dst, d.Operation)
 		dst = append(dst, `,"task_index":`...)
 		dst = strconv.AppendInt(dst, int64(d.Task), 10)
 		dst = append(dst, `,"resources":`...)
@@ -365,7 +368,7 @@ func AppendHeartbeatResponse(dst []byte, r *schedule.Response, finished func(op 
 		dst = append(dst, '"')
 		if d.Operation != "" {
 			dst = append(dst, `,"operation_id":`...)
-			dst = appendString(dst, d.Operation)
+			dst = jsonpath.AppendString(dst, d.Operation)
 		}
 		dst = append(dst, `,"reason":"`...)
 		dst = appendPreemptReason(dst, d)
@@ -384,10 +387,10 @@ func AppendHeartbeatResponse(dst []byte, r *schedule.Response, finished func(op 
 		dst = append(dst, '"')
 		if d.Operation != "" {
 			dst = append(dst, `,"operation_id":`...)
-			dst = appendString(dst, d.Operation)
+			dst = jsonpath.AppendString(dst, d.Operation)
 		}
 		dst = append(dst, `,"reason":`...)
-		dst = appendString(dst, abortReason(d, finished))
+		dst = jsonpath.AppendString(dst, abortReason(d, finished))
 		dst = append(dst, '}')
 	}
 	return append(dst, "]}"...)
@@ -419,8 +422,8 @@ func appendPreemptReason(dst []byte, d *schedule.PreemptDecision) []byte {
 // appendStringBody appends s JSON-escaped, without the quotes.
 func appendStringBody(dst []byte, s string) []byte {
 	n := len(dst)
-	dst = appendString(dst, s)
-	// appendString wrote "…": drop the quotes.
+	dst = jsonpath.AppendString(dst, s)
+	// AppendString wrote "…": drop the quotes.
 	copy(dst[n:], dst[n+1:len(dst)-1])
 	return dst[:len(dst)-2]
 }
@@ -451,10 +454,20 @@ func abortReason(d *schedule.AbortDecision, finished func(op string) string) str
 // AppendResources appends a resource object with the non-zero components
 // of v, cpu in cores: {"cpu":1.5,"memory":4294967296}.
 func AppendResources(dst []byte, v *resource.Vec) []byte {
+	var nonZero [resource.Count]bool
+	for k, x := range v {
+		nonZero[k] = x != 0
+	}
+	return appendResourceMap(dst, v, &nonZero)
+}
+
+// appendResourceMap appends a resource object with the components of v
+// that have, cpu in cores.
+func appendResourceMap(dst []byte, v *resource.Vec, have *[resource.Count]bool) []byte {
 	dst = append(dst, '{')
 	first := true
 	for k := range v {
-		if v[k] == 0 {
+		if !have[k] {
 			continue
 		}
 		if !first {

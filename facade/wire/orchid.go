@@ -3,43 +3,10 @@ package wire
 import (
 	"strconv"
 
-	"github.com/fairsched/fairsched/core/fairshare"
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/tree"
+	"github.com/fairsched/fairsched/internal/jsonpath"
 )
-
-// appendShares appends the fair-share attributes common to pools and
-// operations (api.md §5): fair_share with its detailed parts, usage_share,
-// demand_share, limits_share, strong_guarantee_share,
-// proposed_integral_share, promised_guarantee_fair_share, weight and
-// dominant_resource, each preceded by a comma.
-func appendShares(dst []byte, a *fairshare.Attributes) []byte {
-	dst = append(dst, `,"fair_share":`...)
-	dst = appendShare(dst, &a.FairShare.Total)
-	dst = append(dst, `,"detailed":{"strong_guarantee":`...)
-	dst = appendShare(dst, &a.FairShare.StrongGuarantee)
-	dst = append(dst, `,"integral_guarantee":`...)
-	dst = appendShare(dst, &a.FairShare.IntegralGuarantee)
-	dst = append(dst, `,"weight_proportional":`...)
-	dst = appendShare(dst, &a.FairShare.WeightProportional)
-	dst = append(dst, `},"usage_share":`...)
-	dst = appendShare(dst, &a.UsageShare)
-	dst = append(dst, `,"demand_share":`...)
-	dst = appendShare(dst, &a.DemandShare)
-	dst = append(dst, `,"limits_share":`...)
-	dst = appendShare(dst, &a.LimitsShare)
-	dst = append(dst, `,"strong_guarantee_share":`...)
-	dst = appendShare(dst, &a.StrongGuaranteeShare)
-	dst = append(dst, `,"proposed_integral_share":`...)
-	dst = appendShare(dst, &a.ProposedIntegralShare)
-	dst = append(dst, `,"promised_guarantee_fair_share":`...)
-	dst = appendShare(dst, &a.PromisedGuaranteeFairShare.Total)
-	dst = append(dst, `,"weight":`...)
-	dst = appendFloat(dst, a.Weight)
-	dst = append(dst, `,"dominant_resource":"`...)
-	dst = append(dst, a.DominantResource.String()...)
-	return append(dst, '"')
-}
 
 func appendStatus(dst []byte, below bool, starving string, satisfaction float64) []byte {
 	dst = append(dst, `,"satisfaction_ratio":`...)
@@ -61,15 +28,15 @@ func appendStatus(dst []byte, below bool, starving string, satisfaction float64)
 // for integral pools their volume attributes.
 func AppendPoolOrchid(dst []byte, p *schedule.PoolInfo) []byte {
 	dst = append(dst, `{"name":`...)
-	dst = appendString(dst, p.Name)
+	dst = jsonpath.AppendString(dst, p.Name)
 	if p.Parent != "" {
 		dst = append(dst, `,"parent":`...)
-		dst = appendString(dst, p.Parent)
+		dst = jsonpath.AppendString(dst, p.Parent)
 	}
 	dst = append(dst, `,"mode":"`...)
 	dst = append(dst, p.Config.Mode.String()...)
 	dst = append(dst, '"')
-	dst = appendShares(dst, &p.Attrs)
+	dst = appendShares(append(dst, ','), &p.Attrs)
 	dst = appendStatus(dst, p.BelowFairShare, p.Starvation.String(), p.Satisfaction)
 	for _, c := range [...]struct {
 		k string
@@ -100,17 +67,17 @@ func AppendPoolOrchid(dst []byte, p *schedule.PoolInfo) []byte {
 // the orchid's (detailed true: every fair-share attribute of api.md §5).
 func AppendOperation(dst []byte, o *schedule.OperationInfo, detailed bool) []byte {
 	dst = append(dst, `{"id":`...)
-	dst = appendString(dst, o.ID)
+	dst = jsonpath.AppendString(dst, o.ID)
 	dst = append(dst, `,"state":"`...)
 	dst = append(dst, o.State.String()...)
 	dst = append(dst, `","pool":`...)
-	dst = appendString(dst, o.Pool)
+	dst = jsonpath.AppendString(dst, o.Pool)
 	dst = append(dst, `,"demand":`...)
 	dst = AppendResources(dst, &o.Demand)
 	dst = append(dst, `,"usage":`...)
 	dst = AppendResources(dst, &o.Usage)
 	if detailed {
-		dst = appendShares(dst, &o.Attrs)
+		dst = appendShares(append(dst, ','), &o.Attrs)
 	} else {
 		dst = append(dst, `,"fair_share":`...)
 		dst = appendShare(dst, &o.Attrs.FairShare.Total)
@@ -140,7 +107,7 @@ func AppendOperation(dst []byte, o *schedule.OperationInfo, detailed bool) []byt
 	dst = appendFloat(dst, o.StartTime)
 	if o.WaitingPool != "" {
 		dst = append(dst, `,"waiting_for":{"pool":`...)
-		dst = appendString(dst, o.WaitingPool)
+		dst = jsonpath.AppendString(dst, o.WaitingPool)
 		dst = append(dst, `,"max_running_operation_count":`...)
 		dst = strconv.AppendInt(dst, o.WaitingLimit, 10)
 		dst = append(dst, '}')
@@ -153,7 +120,7 @@ func AppendOperation(dst []byte, o *schedule.OperationInfo, detailed bool) []byt
 // status (spec.md §4) and whether they were told to stop.
 func AppendNodeOrchid(dst []byte, n *schedule.NodeInfo) []byte {
 	dst = append(dst, `{"id":`...)
-	dst = appendString(dst, n.Name)
+	dst = jsonpath.AppendString(dst, n.Name)
 	dst = append(dst, `,"resource_limits":`...)
 	dst = AppendResources(dst, &n.Limits)
 	dst = append(dst, `,"resource_usage":`...)
@@ -169,7 +136,7 @@ func AppendNodeOrchid(dst []byte, n *schedule.NodeInfo) []byte {
 		dst = append(dst, `{"id":"`...)
 		dst = strconv.AppendUint(dst, a.ID, 10)
 		dst = append(dst, `","operation_id":`...)
-		dst = appendString(dst, a.Operation)
+		dst = jsonpath.AppendString(dst, a.Operation)
 		dst = append(dst, `,"task_index":`...)
 		dst = strconv.AppendInt(dst, int64(a.Task), 10)
 		dst = append(dst, `,"resources":`...)

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/internal/jsonpath"
 )
 
 // scanner is a strict, allocation-free JSON tokenizer over one request body,
@@ -59,11 +60,10 @@ func (s *scanner) syntax(what string) {
 		return
 	}
 	if s.pos >= len(s.data) {
-		s.err = errorf(CodeMalformedJSON, "$", "cannot parse JSON: unexpected end of input")
+		s.err = jsonpath.Malformed("unexpected end of input")
 		return
 	}
-	line, col := lineCol(s.data[:s.pos])
-	s.err = errorf(CodeMalformedJSON, "$", "cannot parse JSON: line "+strconv.Itoa(line)+", column "+strconv.Itoa(col)+": "+what)
+	s.err = jsonpath.SyntaxAt(s.data[:s.pos], what)
 }
 
 // fail records err unless an error is recorded already.
@@ -118,7 +118,7 @@ func (s *scanner) next() kind {
 }
 
 // wrongType records a wrong_type error for the value at the current
-// position, described like describe does for decoded values.
+// position, described as jsonpath.Describe describes decoded values.
 func (s *scanner) wrongType(path lazyPath, want string) {
 	if s.err != nil {
 		return
@@ -142,7 +142,7 @@ func (s *scanner) wrongType(path lazyPath, want string) {
 	case kindString:
 		b, ok := s.str()
 		if ok {
-			desc = describe(string(b))
+			desc = jsonpath.Describe(string(b))
 		}
 	default:
 		if s.pos < len(s.data) {
@@ -156,7 +156,7 @@ func (s *scanner) wrongType(path lazyPath, want string) {
 		return
 	}
 	s.pos = start
-	s.err = errorf(CodeWrongType, path.String(), "cannot use "+desc+": want "+want)
+	s.err = jsonpath.NewError(CodeWrongType, path.String(), "cannot use "+desc+": want "+want)
 }
 
 // literal consumes true, false or null.
@@ -431,13 +431,13 @@ func (s *scanner) number(path lazyPath) (f float64, exact uint64, isInt, ok bool
 	}
 	f, exact, isInt = parseNumber(tok)
 	if math.IsInf(f, 0) || math.IsNaN(f) {
-		s.fail(errorf(CodeInvalidValue, path.String(), "cannot use "+string(tok)+": want a finite number"))
+		s.fail(jsonpath.NewError(CodeInvalidValue, path.String(), "cannot use "+string(tok)+": want a finite number"))
 		return 0, 0, false, false
 	}
 	return f, exact, isInt, true
 }
 
-// amount consumes one resource amount (api.md §1), as amount does for
+// amount consumes one resource amount (api.md §1), as jsonpath.Amount does for
 // decoded values: non-negative, cpu rounded to centi-cores, the others whole
 // numbers, all at most 2^53.
 func (s *scanner) amount(path lazyPath, k resource.Kind) (int64, bool) {
@@ -449,7 +449,7 @@ func (s *scanner) amount(path lazyPath, k resource.Kind) (int64, bool) {
 	}
 	tok := s.data[start:s.pos]
 	bad := func(want string) (int64, bool) {
-		s.fail(errorf(CodeInvalidValue, path.String(), "cannot use "+string(tok)+": want "+want))
+		s.fail(jsonpath.NewError(CodeInvalidValue, path.String(), "cannot use "+string(tok)+": want "+want))
 		return 0, false
 	}
 	switch {
@@ -486,9 +486,7 @@ func (s *scanner) resources(path lazyPath, v *resource.Vec) bool {
 			return false
 		}
 		if !known {
-			name := string(k)
-			s.fail(errorf(CodeUnknownAttribute, key(path.String(), name),
-				"cannot use unknown resource "+describe(name)+": want one of user_slots, cpu, gpu, memory, network"))
+			s.fail(jsonpath.UnknownResource(path.String(), string(k)))
 			return false
 		}
 		x, ok := s.amount(path.member(kindNames[kind]), kind)
@@ -511,7 +509,7 @@ func (s *scanner) once(seen *uint8, k []byte, names []string, path lazyPath) boo
 	for i, n := range names {
 		if string(k) == n {
 			if *seen&(1<<i) != 0 {
-				s.fail(errorf(CodeDuplicateKey, key(path.String(), n), "cannot use key "+describe(n)+" twice in one object"))
+				s.fail(jsonpath.NewError(CodeDuplicateKey, jsonpath.Key(path.String(), n), "cannot use key "+jsonpath.Describe(n)+" twice in one object"))
 				return false
 			}
 			*seen |= 1 << i
@@ -558,13 +556,13 @@ func (p lazyPath) member(name string) lazyPath {
 func (p lazyPath) String() string {
 	out := p.base
 	if p.idx >= 0 {
-		out = index(out, p.idx)
+		out = jsonpath.Index(out, p.idx)
 	}
 	if p.field != "" {
-		out = key(out, p.field)
+		out = jsonpath.Key(out, p.field)
 	}
 	if p.leaf != "" {
-		out = key(out, p.leaf)
+		out = jsonpath.Key(out, p.leaf)
 	}
 	return out
 }

@@ -13,68 +13,49 @@
 package wire
 
 import (
-	"bytes"
 	"errors"
-	"io"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
-
-	json "github.com/goccy/go-json"
 
 	"github.com/fairsched/fairsched/core/fairshare"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/snapshot"
 	"github.com/fairsched/fairsched/core/tree"
+	"github.com/fairsched/fairsched/internal/jsonpath"
 )
 
-// Error is a validation error of a request body (api.md §1). Code is stable
-// snake_case, Message a sentence naming the field and the value, Path the JSON
-// path of the offending field ("$" for the whole body).
-type Error struct {
-	Code    string
-	Message string
-	Path    string
-}
+// Error is a validation error of a request body (api.md §1): Code is stable
+// snake_case, Message a sentence naming the field and the value, Path the
+// JSON path of the offending field ("$" for the whole body). It is
+// jsonpath.Error, which sim and loadgen share.
+type Error = jsonpath.Error
 
-// Error returns "<path>: <message>".
-func (e *Error) Error() string {
-	if e.Path == "" {
-		return e.Message
-	}
-	return e.Path + ": " + e.Message
-}
-
-// Error codes. Codes passed through from core/tree (tree.CodeFifoChildPool,
-// …) keep their values.
+// Error codes. The generic ones are internal/jsonpath's; codes passed through
+// from core/tree (tree.CodeFifoChildPool, …) keep their values.
 const (
 	// CodeMalformedJSON: the body is not one JSON value.
-	CodeMalformedJSON = "malformed_json"
+	CodeMalformedJSON = jsonpath.CodeMalformedJSON
 	// CodeWrongType: a value has the wrong JSON type (a string for a number, …).
-	CodeWrongType = "wrong_type"
+	CodeWrongType = jsonpath.CodeWrongType
 	// CodeInvalidValue: a value of the right type is out of range or unknown.
-	CodeInvalidValue = "invalid_value"
+	CodeInvalidValue = jsonpath.CodeInvalidValue
 	// CodeUnknownAttribute: an object has a key the format does not know.
-	CodeUnknownAttribute = "unknown_attribute"
+	CodeUnknownAttribute = jsonpath.CodeUnknownAttribute
 	// CodeMissingAttribute: a required key is absent.
-	CodeMissingAttribute = "missing_attribute"
+	CodeMissingAttribute = jsonpath.CodeMissingAttribute
 	// CodeUnknownElement: a name refers to no pool or operation.
 	CodeUnknownElement = "unknown_element"
 	// CodeDuplicateKey: an object has a key twice (heartbeats refuse it).
-	CodeDuplicateKey = "duplicate_key"
+	CodeDuplicateKey = jsonpath.CodeDuplicateKey
 	// CodeDuplicateName: two elements share a name.
-	CodeDuplicateName = "duplicate_name"
+	CodeDuplicateName = jsonpath.CodeDuplicateName
 	// CodeInvalidName: a name is not 1–128 characters of [A-Za-z0-9._:-].
 	CodeInvalidName = tree.CodeInvalidName
 	// CodeCycle: a pool would become its own ancestor. Snapshots nest pools,
 	// so only the pool API (api.md §2) can produce it.
 	CodeCycle = tree.CodeCycle
 )
-
-func errorf(code, path, msg string) *Error {
-	return &Error{Code: code, Message: msg, Path: path}
-}
 
 // DecodeSnapshot decodes and validates a solve snapshot (api.md §6).
 //
@@ -91,323 +72,49 @@ func errorf(code, path, msg string) *Error {
 //
 // The returned error is always an *Error. data is not retained.
 func DecodeSnapshot(data []byte) (*snapshot.Snapshot, error) {
-	v, e := decodeJSON(data)
+	m, e := jsonpath.DecodeObject(data, "body")
 	if e != nil {
 		return nil, e
 	}
 	d := snapDecoder{names: make(map[string]nameInfo)}
-	s, e := d.snapshot(v)
+	s, e := d.snapshot(m)
 	if e != nil {
 		return nil, e
 	}
 	return s, nil
 }
 
-// decodeJSON parses data into generic values, numbers as json.Number.
-func decodeJSON(data []byte) (any, *Error) {
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, errorf(CodeMalformedJSON, "$", "cannot parse an empty body: want a JSON object")
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, syntaxError(data, err)
-	}
-	var extra any
-	if err := dec.Decode(&extra); err != io.EOF {
-		if err != nil {
-			return nil, syntaxError(data, err)
-		}
-		return nil, errorf(CodeMalformedJSON, "$", "cannot parse JSON: want one value, found more after it")
-	}
-	return v, nil
-}
-
-func syntaxError(data []byte, err error) *Error {
-	var se *json.SyntaxError
-	msg := strings.TrimPrefix(err.Error(), "json: ")
-	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
-		msg = "unexpected end of input"
-	} else if errors.As(err, &se) && se.Offset > 0 && se.Offset <= int64(len(data)) {
-		line, col := lineCol(data[:se.Offset-1])
-		msg = "line " + strconv.Itoa(line) + ", column " + strconv.Itoa(col) + ": " + msg
-	}
-	return errorf(CodeMalformedJSON, "$", "cannot parse JSON: "+msg)
-}
-
-// lineCol returns the 1-based line and column (in bytes) just after prefix.
-func lineCol(prefix []byte) (line, col int) {
-	line = 1 + bytes.Count(prefix, []byte{'\n'})
-	col = len(prefix) - bytes.LastIndexByte(prefix, '\n')
-	return line, col
-}
-
-// ---- paths and values ----
-
-// key returns path.k, or path["k"] when k is not a plain identifier.
-func key(path, k string) string {
-	plain := k != ""
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return path + "." + k
-	}
-	return string(appendString(append([]byte(path), '['), k)) + "]"
-}
-
-func index(path string, i int) string {
-	return path + "[" + strconv.Itoa(i) + "]"
-}
-
-// describe renders a JSON value for an error message.
-func describe(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return strconv.FormatBool(v)
-	case json.Number:
-		return string(v)
-	case string:
-		const maxLen = 64
-		if len(v) > maxLen {
-			v = v[:maxLen] + "…"
-		}
-		return string(appendString(nil, v))
-	case map[string]any:
-		return "an object"
-	case []any:
-		return "an array"
-	}
-	return "a value"
-}
-
-func wrongType(path string, v any, want string) *Error {
-	return errorf(CodeWrongType, path, "cannot use "+describe(v)+": want "+want)
-}
-
-func invalid(path string, v any, want string) *Error {
-	return errorf(CodeInvalidValue, path, "cannot use "+describe(v)+": want "+want)
-}
-
-func asObject(path string, v any) (map[string]any, *Error) {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, wrongType(path, v, "an object")
-	}
-	return m, nil
-}
-
-func asArray(path string, v any) ([]any, *Error) {
-	a, ok := v.([]any)
-	if !ok {
-		return nil, wrongType(path, v, "an array")
-	}
-	return a, nil
-}
-
-func asString(path string, v any) (string, *Error) {
-	s, ok := v.(string)
-	if !ok {
-		return "", wrongType(path, v, "a string")
-	}
-	return s, nil
-}
-
-func asBool(path string, v any) (bool, *Error) {
-	b, ok := v.(bool)
-	if !ok {
-		return false, wrongType(path, v, "true or false")
-	}
-	return b, nil
-}
-
-// asNumber returns a finite number.
-func asNumber(path string, v any) (float64, *Error) {
-	n, ok := v.(json.Number)
-	if !ok {
-		return 0, wrongType(path, v, "a number")
-	}
-	x, err := strconv.ParseFloat(string(n), 64)
-	if err != nil || math.IsInf(x, 0) || math.IsNaN(x) {
-		return 0, invalid(path, v, "a finite number")
-	}
-	return x, nil
-}
-
-// asRange returns a number in [lo, hi] (hi may be +Inf).
-func asRange(path string, v any, lo, hi float64, want string) (float64, *Error) {
-	x, e := asNumber(path, v)
-	if e != nil {
-		return 0, e
-	}
-	if x < lo || x > hi {
-		return 0, invalid(path, v, want)
-	}
-	return x, nil
-}
-
-// asPositive returns a finite number > 0.
-func asPositive(path string, v any) (float64, *Error) {
-	x, e := asNumber(path, v)
-	if e != nil {
-		return 0, e
-	}
-	if x <= 0 {
-		return 0, invalid(path, v, "a positive number")
-	}
-	return x, nil
-}
-
-// asCount returns a whole number in [0, 2^53].
-func asCount(path string, v any) (int64, *Error) {
-	x, e := asNumber(path, v)
-	if e != nil {
-		return 0, e
-	}
-	if x < 0 || x > resource.MaxAmount || x != math.Trunc(x) {
-		return 0, invalid(path, v, "a whole number in [0, 2^53]")
-	}
-	return int64(x), nil
-}
-
-// sortedKeys returns m's keys in order, so that errors are deterministic.
-func sortedKeys(m map[string]any) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
-}
-
-// unknownKey reports an unknown key k of an object whose keys are known,
-// suggesting the nearest known one.
-func unknownKey(path, k string, known []string, what string) *Error {
-	msg := "cannot use unknown attribute " + describe(k) + " of " + what
-	best, bestD := "", 3
-	for _, c := range known {
-		if d := editDistance(k, c, bestD); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	if best != "" {
-		msg += `: did you mean "` + best + `"?`
-	}
-	return errorf(CodeUnknownAttribute, key(path, k), msg)
-}
-
-// editDistance returns the Levenshtein distance of a and b, or limit when it
-// is at least limit.
-func editDistance(a, b string, limit int) int {
-	if d := len(a) - len(b); d >= limit || -d >= limit {
-		return limit
-	}
-	if len(a) > 64 || len(b) > 64 {
-		return limit
-	}
-	var rowBuf [65]int
-	row := rowBuf[:len(b)+1]
-	for j := range row {
-		row[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		prev := row[0]
-		row[0] = i
-		for j := 1; j <= len(b); j++ {
-			cur := row[j]
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			row[j] = min(row[j]+1, row[j-1]+1, prev+cost)
-			prev = cur
-		}
-	}
-	return min(row[len(b)], limit)
-}
-
 // ---- resources ----
 
-var resourceNames = func() []string {
-	n := resource.Names()
-	return n[:]
-}()
-
-// amount decodes one resource amount (api.md §1): cpu in cores with two
-// decimal digits (rounded to centi-cores), the others whole numbers.
-func amount(path string, k resource.Kind, v any) (int64, *Error) {
-	x, e := asNumber(path, v)
-	if e != nil {
-		return 0, e
-	}
-	if x < 0 {
-		return 0, invalid(path, v, "a non-negative number")
-	}
-	if k == resource.CPU {
-		if x*resource.CPUScale > resource.MaxAmount {
-			return 0, invalid(path, v, "at most 2^53 centi-cores (90071992547409.92 cpu)")
-		}
-		return resource.Cores(x), nil
-	}
-	if x > resource.MaxAmount {
-		return 0, invalid(path, v, "at most 2^53 (9007199254740992)")
-	}
-	if x != math.Trunc(x) {
-		return 0, invalid(path, v, "a whole number")
-	}
-	return int64(x), nil
-}
-
-// resources decodes a resource object; components not given stay unset.
+// resources decodes a resource object (api.md §1); components not given stay
+// unset.
 func resources(path string, v any) (tree.PartialVec, *Error) {
 	var p tree.PartialVec
-	m, e := asObject(path, v)
-	if e != nil {
-		return p, e
-	}
-	for _, name := range sortedKeys(m) {
-		k, ok := resource.KindByName(name)
-		if !ok {
-			return p, errorf(CodeUnknownAttribute, key(path, name),
-				"cannot use unknown resource "+describe(name)+": want one of user_slots, cpu, gpu, memory, network")
-		}
-		x, e := amount(key(path, name), k, m[name])
-		if e != nil {
-			return p, e
-		}
-		p.V[k], p.Set[k] = x, true
-	}
-	return p, nil
+	var e *Error
+	p.V, p.Set, e = jsonpath.Resources(path, v)
+	return p, e
 }
 
 // fullResources decodes a resource object whose missing components are 0.
 func fullResources(path string, v any) (resource.Vec, *Error) {
-	p, e := resources(path, v)
-	return p.V, e
+	vec, _, e := jsonpath.Resources(path, v)
+	return vec, e
 }
 
 // volumes decodes an accumulated volume: non-negative finite resource·seconds,
 // stored with cpu in centi-core·seconds.
 func volumes(path string, v any) ([resource.Count]float64, *Error) {
 	var vol [resource.Count]float64
-	m, e := asObject(path, v)
+	m, e := jsonpath.Object(path, v)
 	if e != nil {
 		return vol, e
 	}
-	for _, name := range sortedKeys(m) {
+	for _, name := range jsonpath.SortedKeys(m) {
 		k, ok := resource.KindByName(name)
 		if !ok {
-			return vol, errorf(CodeUnknownAttribute, key(path, name),
-				"cannot use unknown resource "+describe(name)+": want one of user_slots, cpu, gpu, memory, network")
+			return vol, jsonpath.UnknownResource(path, name)
 		}
-		x, e := asRange(key(path, name), m[name], 0, math.MaxFloat64/resource.CPUScale, "a non-negative number")
+		x, e := jsonpath.Range(jsonpath.Key(path, name), m[name], 0, math.MaxFloat64/resource.CPUScale, "a non-negative number")
 		if e != nil {
 			return vol, e
 		}
@@ -432,20 +139,15 @@ type snapDecoder struct {
 
 var snapshotKeys = []string{"total_resources", "config", "tree", "updates"}
 
-func (d *snapDecoder) snapshot(v any) (*snapshot.Snapshot, *Error) {
-	m, e := asObject("$", v)
-	if e != nil {
+func (d *snapDecoder) snapshot(m map[string]any) (*snapshot.Snapshot, *Error) {
+	if e := jsonpath.CheckKeys("$", m, snapshotKeys, "a snapshot"); e != nil {
 		return nil, e
 	}
-	for _, k := range sortedKeys(m) {
-		if !slices.Contains(snapshotKeys, k) {
-			return nil, unknownKey("$", k, snapshotKeys, "a snapshot")
-		}
-	}
+	var e *Error
 	s := &snapshot.Snapshot{Config: fairshare.DefaultConfig()}
 	tv, ok := m["total_resources"]
 	if !ok {
-		return nil, errorf(CodeMissingAttribute, "$.total_resources", "cannot solve without total_resources: want the cluster's resources")
+		return nil, jsonpath.NewError(CodeMissingAttribute, "$.total_resources", "cannot solve without total_resources: want the cluster's resources")
 	}
 	if s.Total, e = fullResources("$.total_resources", tv); e != nil {
 		return nil, e
@@ -457,7 +159,7 @@ func (d *snapDecoder) snapshot(v any) (*snapshot.Snapshot, *Error) {
 	}
 	rv, ok := m["tree"]
 	if !ok {
-		return nil, errorf(CodeMissingAttribute, "$.tree", "cannot solve without a tree: want {\"children\": [...]}")
+		return nil, jsonpath.NewError(CodeMissingAttribute, "$.tree", "cannot solve without a tree: want {\"children\": [...]}")
 	}
 	if e = d.root("$.tree", rv, &s.Root); e != nil {
 		return nil, e
@@ -480,43 +182,43 @@ var (
 
 // config applies the fields of a (partial) tree config to c.
 func config(path string, v any, c fairshare.Config) (fairshare.Config, *Error) {
-	m, e := asObject(path, v)
+	m, e := jsonpath.Object(path, v)
 	if e != nil {
 		return c, e
 	}
-	for _, k := range sortedKeys(m) {
-		p, x := key(path, k), m[k]
+	for _, k := range jsonpath.SortedKeys(m) {
+		p, x := jsonpath.Key(path, k), m[k]
 		switch k {
 		case "main_resource":
 			var s string
-			if s, e = asString(p, x); e == nil {
+			if s, e = jsonpath.String(p, x); e == nil {
 				kind, ok := resource.KindByName(s)
 				if !ok {
-					e = invalid(p, x, "one of user_slots, cpu, gpu, memory, network")
+					e = jsonpath.Invalid(p, x, "one of user_slots, cpu, gpu, memory, network")
 				}
 				c.MainResource = kind
 			}
 		case "integral_guarantees":
 			c, e = configIntegral(p, x, c)
 		case "enable_step_function_for_gang_operations":
-			c.EnableStepFunctionForGangOperations, e = asBool(p, x)
+			c.EnableStepFunctionForGangOperations, e = jsonpath.Bool(p, x)
 		case "enable_improved_fair_share_by_fit_factor_computation":
-			c.EnableImprovedFitFactor, e = asBool(p, x)
+			c.EnableImprovedFitFactor, e = jsonpath.Bool(p, x)
 		case "forbid_immediate_operations_in_root":
 			// NB: accepted for compatibility with tree configs; a solve
 			// places no operations, so it has no effect.
-			_, e = asBool(p, x)
+			_, e = jsonpath.Bool(p, x)
 		case "infer_weight_from_guarantees_share_multiplier":
 			if x == nil {
 				c.InferWeightFromGuaranteesShareMultiplier = tree.OptFloat{}
 				break
 			}
 			var f float64
-			if f, e = asRange(p, x, 1, math.MaxFloat64, "null or a number of at least 1"); e == nil {
+			if f, e = jsonpath.Range(p, x, 1, math.MaxFloat64, "null or a number of at least 1"); e == nil {
 				c.InferWeightFromGuaranteesShareMultiplier = tree.Some(f)
 			}
 		default:
-			e = unknownKey(path, k, configKeys, "a tree config")
+			e = jsonpath.UnknownKey(path, k, configKeys, "a tree config")
 		}
 		if e != nil {
 			return c, e
@@ -526,23 +228,23 @@ func config(path string, v any, c fairshare.Config) (fairshare.Config, *Error) {
 }
 
 func configIntegral(path string, v any, c fairshare.Config) (fairshare.Config, *Error) {
-	m, e := asObject(path, v)
+	m, e := jsonpath.Object(path, v)
 	if e != nil {
 		return c, e
 	}
-	for _, k := range sortedKeys(m) {
-		p, x := key(path, k), m[k]
+	for _, k := range jsonpath.SortedKeys(m) {
+		p, x := jsonpath.Key(path, k), m[k]
 		switch k {
 		case "smooth_period_s":
-			c.SmoothPeriodS, e = asPositive(p, x)
+			c.SmoothPeriodS, e = jsonpath.Positive(p, x)
 		case "pool_capacity_saturation_period_s":
-			c.PoolCapacitySaturationPeriodS, e = asPositive(p, x)
+			c.PoolCapacitySaturationPeriodS, e = jsonpath.Positive(p, x)
 		case "relaxed_share_multiplier_limit":
-			c.RelaxedShareMultiplierLimit, e = asRange(p, x, 1, 10, "a number in [1, 10]")
+			c.RelaxedShareMultiplierLimit, e = jsonpath.Range(p, x, 1, 10, "a number in [1, 10]")
 		case "should_distribute_free_volume_among_children":
-			c.ShouldDistributeFreeVolumeAmongChildren, e = asBool(p, x)
+			c.ShouldDistributeFreeVolumeAmongChildren, e = jsonpath.Bool(p, x)
 		default:
-			e = unknownKey(path, k, configIGKeys, "the tree's integral_guarantees")
+			e = jsonpath.UnknownKey(path, k, configIGKeys, "the tree's integral_guarantees")
 		}
 		if e != nil {
 			return c, e
@@ -555,39 +257,32 @@ func configIntegral(path string, v any, c fairshare.Config) (fairshare.Config, *
 
 var (
 	rootKeys = []string{"children"}
-	poolKeys = []string{"pool", "weight", "mode", "strong_guarantee_resources", "min_share_resources",
-		"resource_limits", "max_operation_count", "max_running_operation_count", "fifo_sort_parameters",
-		"enable_lightweight_operations", "integral_guarantees", "accumulated_resource_volume",
-		"fair_share_starvation_timeout_s", "fair_share_starvation_tolerance", "enable_aggressive_starvation",
-		"allow_aggressive_preemption", "allow_normal_preemption", "non_preemptible_resource_usage_threshold",
-		"compute_promised_guarantee_fair_share", "enable_priority_strong_guarantee_adjustment",
-		"enable_priority_strong_guarantee_adjustment_donorship", "children"}
-	poolIGKeys = []string{"guarantee_type", "resource_flow", "burst_guarantee_resources",
-		"relaxed_share_multiplier_limit", "can_accept_free_volume", "should_distribute_free_volume_among_children"}
-	opKeys = []string{"operation", "weight", "demand", "usage", "job_resources", "is_gang", "start_time_s",
+	// poolKeys are the keys of a pool in a snapshot's tree.
+	poolKeys = slices.Concat([]string{"pool"}, poolAttrKeys, []string{"accumulated_resource_volume", "children"})
+	opKeys   = []string{"operation", "weight", "demand", "usage", "job_resources", "is_gang", "start_time_s",
 		"resource_limits", "type", "pending_job_count", "pending_allocation_count"}
 	// opTypes are the operation types of api.md §3; only vanilla may be lightweight.
 	opTypes = []string{"map", "reduce", "map_reduce", "sort", "merge", "erase", "join_reduce", "remote_copy", "vanilla"}
 )
 
 func (d *snapDecoder) root(path string, v any, el *snapshot.Element) *Error {
-	m, e := asObject(path, v)
+	m, e := jsonpath.Object(path, v)
 	if e != nil {
 		return e
 	}
-	for _, k := range sortedKeys(m) {
+	for _, k := range jsonpath.SortedKeys(m) {
 		if k == "children" {
 			continue
 		}
 		if slices.Contains(poolKeys, k) {
-			return errorf(CodeUnknownAttribute, key(path, k),
-				"cannot configure the root pool with "+describe(k)+": the tree takes only \"children\"")
+			return jsonpath.NewError(CodeUnknownAttribute, jsonpath.Key(path, k),
+				"cannot configure the root pool with "+jsonpath.Describe(k)+": the tree takes only \"children\"")
 		}
-		return unknownKey(path, k, rootKeys, "the tree")
+		return jsonpath.UnknownKey(path, k, rootKeys, "the tree")
 	}
 	el.Name, el.Path = tree.RootName, path
 	if cv, ok := m["children"]; ok {
-		if el.Children, e = d.children(key(path, "children"), cv, tree.ModeFairShare); e != nil {
+		if el.Children, e = d.children(jsonpath.Key(path, "children"), cv, tree.ModeFairShare); e != nil {
 			return e
 		}
 	}
@@ -595,26 +290,26 @@ func (d *snapDecoder) root(path string, v any, el *snapshot.Element) *Error {
 }
 
 func (d *snapDecoder) children(path string, v any, parentMode tree.Mode) ([]snapshot.Element, *Error) {
-	a, e := asArray(path, v)
+	a, e := jsonpath.Array(path, v)
 	if e != nil {
 		return nil, e
 	}
 	els := make([]snapshot.Element, len(a))
 	for i, cv := range a {
-		p := index(path, i)
+		p := jsonpath.Index(path, i)
 		if e := d.element(p, cv, &els[i]); e != nil {
 			return nil, e
 		}
 		if !els[i].IsOperation && parentMode == tree.ModeFIFO {
-			return nil, errorf(tree.CodeFifoChildPool, key(p, "pool"),
-				"cannot put pool "+describe(els[i].Name)+" in a fifo pool: fifo pools hold only operations")
+			return nil, jsonpath.NewError(tree.CodeFifoChildPool, jsonpath.Key(p, "pool"),
+				"cannot put pool "+jsonpath.Describe(els[i].Name)+" in a fifo pool: fifo pools hold only operations")
 		}
 	}
 	return els, nil
 }
 
 func (d *snapDecoder) element(path string, v any, el *snapshot.Element) *Error {
-	m, e := asObject(path, v)
+	m, e := jsonpath.Object(path, v)
 	if e != nil {
 		return e
 	}
@@ -622,23 +317,23 @@ func (d *snapDecoder) element(path string, v any, el *snapshot.Element) *Error {
 	ov, isOp := m["operation"]
 	switch {
 	case isPool && isOp:
-		return errorf(CodeInvalidValue, path, "cannot have both \"pool\" and \"operation\": want exactly one")
+		return jsonpath.NewError(CodeInvalidValue, path, "cannot have both \"pool\" and \"operation\": want exactly one")
 	case !isPool && !isOp:
-		return errorf(CodeMissingAttribute, path, "cannot tell a pool from an operation: want a \"pool\" or an \"operation\" name")
+		return jsonpath.NewError(CodeMissingAttribute, path, "cannot tell a pool from an operation: want a \"pool\" or an \"operation\" name")
 	}
 	el.Path, el.IsOperation = path, isOp
-	namePath, nv := key(path, "pool"), pv
+	namePath, nv := jsonpath.Key(path, "pool"), pv
 	if isOp {
-		namePath, nv = key(path, "operation"), ov
+		namePath, nv = jsonpath.Key(path, "operation"), ov
 	}
-	if el.Name, e = asString(namePath, nv); e != nil {
+	if el.Name, e = jsonpath.String(namePath, nv); e != nil {
 		return e
 	}
 	if !tree.ValidName(el.Name) {
-		return errorf(CodeInvalidName, namePath, "cannot use "+describe(nv)+" as a name: want 1-128 characters of [A-Za-z0-9._:-]")
+		return jsonpath.NewError(CodeInvalidName, namePath, "cannot use "+jsonpath.Describe(nv)+" as a name: want 1-128 characters of [A-Za-z0-9._:-]")
 	}
 	if prev, ok := d.names[el.Name]; ok {
-		return errorf(CodeDuplicateName, namePath, "cannot use name "+describe(nv)+" again: "+prev.path+" has it")
+		return jsonpath.NewError(CodeDuplicateName, namePath, "cannot use name "+jsonpath.Describe(nv)+" again: "+prev.path+" has it")
 	}
 	d.names[el.Name] = nameInfo{path: path, isOp: isOp}
 	if isOp {
@@ -649,84 +344,26 @@ func (d *snapDecoder) element(path string, v any, el *snapshot.Element) *Error {
 
 func (d *snapDecoder) pool(path string, m map[string]any, el *snapshot.Element) *Error {
 	c := &el.Pool
-	aliased := false // strong guarantee given as min_share_resources
 	var e *Error
-	for _, k := range sortedKeys(m) {
-		p, x := key(path, k), m[k]
+	for _, k := range jsonpath.SortedKeys(m) {
+		p, x := jsonpath.Key(path, k), m[k]
 		switch k {
-		case "pool":
-		case "weight":
-			c.Weight.V, e = asNumber(p, x)
-			c.Weight.Set = true
-		case "mode":
-			var s string
-			if s, e = asString(p, x); e == nil {
-				switch s {
-				case "fair_share":
-					c.Mode = tree.ModeFairShare
-				case "fifo":
-					c.Mode = tree.ModeFIFO
-				default:
-					e = invalid(p, x, "\"fair_share\" or \"fifo\"")
-				}
-			}
-		case "strong_guarantee_resources":
-			c.StrongGuarantee, e = resources(p, x)
-		case "min_share_resources":
-			if _, both := m["strong_guarantee_resources"]; both {
-				e = errorf(CodeInvalidValue, p, "cannot give both min_share_resources and strong_guarantee_resources: min_share_resources is its old name")
-				break
-			}
-			c.StrongGuarantee, e = resources(p, x)
-			aliased = true
-		case "resource_limits":
-			c.ResourceLimits, e = resources(p, x)
-		case "max_operation_count":
-			c.MaxOperationCount.V, e = asCount(p, x)
-			c.MaxOperationCount.Set = true
-		case "max_running_operation_count":
-			c.MaxRunningOperationCount.V, e = asCount(p, x)
-			c.MaxRunningOperationCount.Set = true
-		case "fifo_sort_parameters":
-			c.FifoSortParameters, e = fifoSortParameters(p, x)
-		case "enable_lightweight_operations":
-			c.EnableLightweightOperations, e = asBool(p, x)
-		case "integral_guarantees":
-			e = poolIntegral(p, x, &c.Integral)
+		case "pool", "children":
+			// The name is element's; the children are decoded below, once
+			// the mode is known.
 		case "accumulated_resource_volume":
 			el.AccumulatedVolume, e = volumes(p, x)
-		case "fair_share_starvation_timeout_s":
-			c.FairShareStarvationTimeout.V, e = asNumber(p, x)
-			c.FairShareStarvationTimeout.Set = true
-		case "fair_share_starvation_tolerance":
-			c.FairShareStarvationTolerance.V, e = asNumber(p, x)
-			c.FairShareStarvationTolerance.Set = true
-		case "enable_aggressive_starvation":
-			c.EnableAggressiveStarvation.V, e = asBool(p, x)
-			c.EnableAggressiveStarvation.Set = true
-		case "allow_aggressive_preemption":
-			c.AllowAggressivePreemption.V, e = asBool(p, x)
-			c.AllowAggressivePreemption.Set = true
-		case "allow_normal_preemption":
-			c.AllowNormalPreemption.V, e = asBool(p, x)
-			c.AllowNormalPreemption.Set = true
-		case "non_preemptible_resource_usage_threshold":
-			c.NonPreemptibleResourceUsageThreshold, e = resources(p, x)
-		case "compute_promised_guarantee_fair_share":
-			c.ComputePromisedGuaranteeFairShare, e = asBool(p, x)
-		case "enable_priority_strong_guarantee_adjustment":
-			c.EnablePriorityStrongGuaranteeAdjustment, e = asBool(p, x)
-		case "enable_priority_strong_guarantee_adjustment_donorship":
-			c.EnablePriorityStrongGuaranteeAdjustmentDonorship, e = asBool(p, x)
-		case "children":
-			// Decoded below, once the mode is known.
 		case "parent":
-			e = errorf(CodeUnknownAttribute, p, "cannot use \"parent\" in a snapshot: a pool's parent is the pool whose \"children\" list it")
+			e = jsonpath.NewError(CodeUnknownAttribute, p, "cannot use \"parent\" in a snapshot: a pool's parent is the pool whose \"children\" list it")
 		default:
-			if slices.Contains(opKeys, k) {
-				e = errorf(CodeUnknownAttribute, p, "cannot give pool "+describe(el.Name)+" the operation attribute "+describe(k))
-			} else {
-				e = unknownKey(path, k, poolKeys, "a pool")
+			var known bool
+			known, e = decodePoolAttr(c, m, k, p, x)
+			switch {
+			case known:
+			case slices.Contains(opKeys, k):
+				e = jsonpath.NewError(CodeUnknownAttribute, p, "cannot give pool "+jsonpath.Describe(el.Name)+" the operation attribute "+jsonpath.Describe(k))
+			default:
+				e = jsonpath.UnknownKey(path, k, poolKeys, "a pool")
 			}
 		}
 		if e != nil {
@@ -734,81 +371,10 @@ func (d *snapDecoder) pool(path string, m map[string]any, el *snapshot.Element) 
 		}
 	}
 	if err := tree.ValidatePool(c); err != nil {
-		return treeError(path, err, aliased)
+		return treeError(path, err, strongAliased(m))
 	}
 	if cv, ok := m["children"]; ok {
-		if el.Children, e = d.children(key(path, "children"), cv, c.Mode); e != nil {
-			return e
-		}
-	}
-	return nil
-}
-
-func fifoSortParameters(path string, v any) ([]tree.FifoSortParam, *Error) {
-	a, e := asArray(path, v)
-	if e != nil {
-		return nil, e
-	}
-	ps := make([]tree.FifoSortParam, 0, len(a))
-	for i, x := range a {
-		p := index(path, i)
-		s, e := asString(p, x)
-		if e != nil {
-			return nil, e
-		}
-		switch s {
-		case "weight":
-			ps = append(ps, tree.FifoWeight)
-		case "start_time":
-			ps = append(ps, tree.FifoStartTime)
-		case "pending_job_count", "pending_allocation_count":
-			ps = append(ps, tree.FifoPendingJobCount)
-		default:
-			return nil, invalid(p, x, "one of weight, start_time, pending_allocation_count (pending_job_count)")
-		}
-	}
-	return ps, nil
-}
-
-func poolIntegral(path string, v any, ig *tree.IntegralConfig) *Error {
-	m, e := asObject(path, v)
-	if e != nil {
-		return e
-	}
-	for _, k := range sortedKeys(m) {
-		p, x := key(path, k), m[k]
-		switch k {
-		case "guarantee_type":
-			var s string
-			if s, e = asString(p, x); e == nil {
-				switch s {
-				case "none":
-					ig.Type = tree.GuaranteeNone
-				case "burst":
-					ig.Type = tree.GuaranteeBurst
-				case "relaxed":
-					ig.Type = tree.GuaranteeRelaxed
-				default:
-					e = invalid(p, x, "one of none, burst, relaxed")
-				}
-			}
-		case "resource_flow":
-			ig.ResourceFlow, e = resources(p, x)
-		case "burst_guarantee_resources":
-			ig.BurstGuarantee, e = resources(p, x)
-		case "relaxed_share_multiplier_limit":
-			ig.RelaxedShareMultiplierLimit.V, e = asNumber(p, x)
-			ig.RelaxedShareMultiplierLimit.Set = true
-		case "can_accept_free_volume":
-			ig.CanAcceptFreeVolume.V, e = asBool(p, x)
-			ig.CanAcceptFreeVolume.Set = true
-		case "should_distribute_free_volume_among_children":
-			ig.ShouldDistributeFreeVolume.V, e = asBool(p, x)
-			ig.ShouldDistributeFreeVolume.Set = true
-		default:
-			e = unknownKey(path, k, poolIGKeys, "a pool's integral_guarantees")
-		}
-		if e != nil {
+		if el.Children, e = d.children(jsonpath.Key(path, "children"), cv, c.Mode); e != nil {
 			return e
 		}
 	}
@@ -818,12 +384,12 @@ func poolIntegral(path string, v any, ig *tree.IntegralConfig) *Error {
 func (d *snapDecoder) operation(path string, m map[string]any, el *snapshot.Element) *Error {
 	s := &el.Op
 	var e *Error
-	for _, k := range sortedKeys(m) {
-		p, x := key(path, k), m[k]
+	for _, k := range jsonpath.SortedKeys(m) {
+		p, x := jsonpath.Key(path, k), m[k]
 		switch k {
 		case "operation":
 		case "weight":
-			s.Weight.V, e = asNumber(p, x)
+			s.Weight.V, e = jsonpath.Number(p, x)
 			s.Weight.Set = true
 		case "demand":
 			el.Demand, e = fullResources(p, x)
@@ -832,34 +398,30 @@ func (d *snapDecoder) operation(path string, m map[string]any, el *snapshot.Elem
 		case "job_resources":
 			el.JobResources, e = fullResources(p, x)
 		case "is_gang":
-			s.IsGang, e = asBool(p, x)
+			s.IsGang, e = jsonpath.Bool(p, x)
 		case "start_time_s":
-			s.StartTime, e = asNumber(p, x)
+			s.StartTime, e = jsonpath.Number(p, x)
 		case "resource_limits":
 			s.ResourceLimits, e = resources(p, x)
 		case "type":
 			var t string
-			if t, e = asString(p, x); e == nil {
-				if !slices.Contains(opTypes, t) {
-					e = invalid(p, x, "one of "+strings.Join(opTypes, ", "))
-				}
-				s.Vanilla = t == "vanilla"
-			}
+			t, e = opType(p, x)
+			s.Vanilla = t == "vanilla"
 		case "pending_job_count", "pending_allocation_count":
 			// NB: validated but not kept: snapshot.Element has no pending
 			// count yet, and the fair-share update does not use it.
 			if _, both := m["pending_job_count"]; both && k == "pending_allocation_count" {
-				e = errorf(CodeInvalidValue, p, "cannot give both pending_allocation_count and pending_job_count: pending_job_count is its old name")
+				e = jsonpath.NewError(CodeInvalidValue, p, "cannot give both pending_allocation_count and pending_job_count: pending_job_count is its old name")
 				break
 			}
-			_, e = asCount(p, x)
+			_, e = jsonpath.Count(p, x)
 		case "children":
-			e = errorf(CodeUnknownAttribute, p, "cannot give operation "+describe(el.Name)+" children: only pools have them")
+			e = jsonpath.NewError(CodeUnknownAttribute, p, "cannot give operation "+jsonpath.Describe(el.Name)+" children: only pools have them")
 		default:
 			if slices.Contains(poolKeys, k) {
-				e = errorf(CodeUnknownAttribute, p, "cannot give operation "+describe(el.Name)+" the pool attribute "+describe(k))
+				e = jsonpath.NewError(CodeUnknownAttribute, p, "cannot give operation "+jsonpath.Describe(el.Name)+" the pool attribute "+jsonpath.Describe(k))
 			} else {
-				e = unknownKey(path, k, opKeys, "an operation")
+				e = jsonpath.UnknownKey(path, k, opKeys, "an operation")
 			}
 		}
 		if e != nil {
@@ -877,7 +439,7 @@ func (d *snapDecoder) operation(path string, m map[string]any, el *snapshot.Elem
 func treeError(path string, err error, aliased bool) *Error {
 	var te *tree.Error
 	if !errors.As(err, &te) {
-		return errorf(CodeInvalidValue, path, err.Error())
+		return jsonpath.NewError(CodeInvalidValue, path, err.Error())
 	}
 	p := path
 	if te.Field != "" {
@@ -887,7 +449,7 @@ func treeError(path string, err error, aliased bool) *Error {
 		}
 		p = path + "." + field
 	}
-	return errorf(te.Code, p, te.Msg)
+	return jsonpath.NewError(te.Code, p, te.Msg)
 }
 
 // ---- updates ----
@@ -897,31 +459,31 @@ var (
 )
 
 func (d *snapDecoder) updates(path string, v any, cfg fairshare.Config) ([]snapshot.Update, *Error) {
-	a, e := asArray(path, v)
+	a, e := jsonpath.Array(path, v)
 	if e != nil {
 		return nil, e
 	}
 	if len(a) == 0 {
-		return nil, errorf(CodeInvalidValue, path, "cannot run an empty list of updates: want at least one, or no \"updates\" for one first update")
+		return nil, jsonpath.NewError(CodeInvalidValue, path, "cannot run an empty list of updates: want at least one, or no \"updates\" for one first update")
 	}
 	us := make([]snapshot.Update, len(a))
 	for i, uv := range a {
-		up := index(path, i)
-		m, e := asObject(up, uv)
+		up := jsonpath.Index(path, i)
+		m, e := jsonpath.Object(up, uv)
 		if e != nil {
 			return nil, e
 		}
 		u := &us[i]
-		for _, k := range sortedKeys(m) {
-			p, x := key(up, k), m[k]
+		for _, k := range jsonpath.SortedKeys(m) {
+			p, x := jsonpath.Key(up, k), m[k]
 			switch k {
 			case "elapsed_s":
 				if x != nil {
-					u.Elapsed, e = asRange(p, x, 0, math.MaxFloat64, "null or a non-negative number of seconds")
+					u.Elapsed, e = jsonpath.Range(p, x, 0, math.MaxFloat64, "null or a non-negative number of seconds")
 					u.HasElapsed = true
 				}
 			case "label":
-				u.Label, e = asString(p, x)
+				u.Label, e = jsonpath.String(p, x)
 			case "config":
 				// An update's config, like its total_resources, applies to that
 				// update only: it overrides the snapshot's config.
@@ -937,7 +499,7 @@ func (d *snapDecoder) updates(path string, v any, cfg fairshare.Config) ([]snaps
 			case "set":
 				u.Set, e = d.set(p, x)
 			default:
-				e = unknownKey(up, k, updateKeys, "an update")
+				e = jsonpath.UnknownKey(up, k, updateKeys, "an update")
 			}
 			if e != nil {
 				return nil, e
@@ -948,7 +510,7 @@ func (d *snapDecoder) updates(path string, v any, cfg fairshare.Config) ([]snaps
 }
 
 func (d *snapDecoder) set(path string, v any) ([]snapshot.Assignment, *Error) {
-	m, e := asObject(path, v)
+	m, e := jsonpath.Object(path, v)
 	if e != nil {
 		return nil, e
 	}
@@ -958,19 +520,19 @@ func (d *snapDecoder) set(path string, v any) ([]snapshot.Assignment, *Error) {
 		attr snapshot.Attr
 	}
 	seen := make(map[setKey]string, len(m))
-	for _, k := range sortedKeys(m) {
-		p, x := key(path, k), m[k]
+	for _, k := range jsonpath.SortedKeys(m) {
+		p, x := jsonpath.Key(path, k), m[k]
 		dot := strings.LastIndexByte(k, '.')
 		if dot < 0 {
-			return nil, errorf(CodeInvalidValue, p, "cannot parse "+describe(k)+": want \"<element>.<attribute>\"")
+			return nil, jsonpath.NewError(CodeInvalidValue, p, "cannot parse "+jsonpath.Describe(k)+": want \"<element>.<attribute>\"")
 		}
 		name, attr := k[:dot], k[dot+1:]
 		info, ok := d.names[name]
 		if !ok {
 			if name == tree.RootName {
-				return nil, errorf(CodeInvalidValue, p, "cannot set attributes of the root pool")
+				return nil, jsonpath.NewError(CodeInvalidValue, p, "cannot set attributes of the root pool")
 			}
-			return nil, errorf(CodeUnknownElement, p, "cannot find pool or operation "+describe(name))
+			return nil, jsonpath.NewError(CodeUnknownElement, p, "cannot find pool or operation "+jsonpath.Describe(name))
 		}
 		kind := "pool"
 		if info.isOp {
@@ -980,7 +542,7 @@ func (d *snapDecoder) set(path string, v any) ([]snapshot.Assignment, *Error) {
 		switch attr {
 		case "demand", "usage":
 			if !info.isOp {
-				return nil, errorf(CodeInvalidValue, p, "cannot set "+attr+" of pool "+describe(name)+": only operations have one")
+				return nil, jsonpath.NewError(CodeInvalidValue, p, "cannot set "+attr+" of pool "+jsonpath.Describe(name)+": only operations have one")
 			}
 			a.Attr = snapshot.AttrDemand
 			if attr == "usage" {
@@ -991,13 +553,13 @@ func (d *snapDecoder) set(path string, v any) ([]snapshot.Assignment, *Error) {
 			a.Vec = tree.Full(vec)
 		case "weight":
 			a.Attr = snapshot.AttrWeight
-			if a.Num, e = asNumber(p, x); e == nil {
+			if a.Num, e = jsonpath.Number(p, x); e == nil {
 				if err := tree.ValidateOperation(&tree.OperationSpec{Weight: tree.Some(a.Num)}, resource.Vec{}, resource.Vec{}); err != nil {
 					var te *tree.Error
 					if errors.As(err, &te) {
-						e = errorf(te.Code, p, te.Msg)
+						e = jsonpath.NewError(te.Code, p, te.Msg)
 					} else {
-						e = errorf(CodeInvalidValue, p, err.Error())
+						e = jsonpath.NewError(CodeInvalidValue, p, err.Error())
 					}
 				}
 			}
@@ -1006,19 +568,19 @@ func (d *snapDecoder) set(path string, v any) ([]snapshot.Assignment, *Error) {
 			a.Vec, e = resources(p, x)
 		case "strong_guarantee_resources", "min_share_resources":
 			if info.isOp {
-				return nil, errorf(CodeInvalidValue, p, "cannot set "+attr+" of operation "+describe(name)+": only pools have one")
+				return nil, jsonpath.NewError(CodeInvalidValue, p, "cannot set "+attr+" of operation "+jsonpath.Describe(name)+": only pools have one")
 			}
 			a.Attr = snapshot.AttrStrongGuarantee
 			a.Vec, e = resources(p, x)
 		default:
-			return nil, errorf(CodeUnknownAttribute, p, "cannot set unknown attribute "+describe(attr)+" of "+kind+" "+
-				describe(name)+": want one of demand, usage, weight, resource_limits, strong_guarantee_resources")
+			return nil, jsonpath.NewError(CodeUnknownAttribute, p, "cannot set unknown attribute "+jsonpath.Describe(attr)+" of "+kind+" "+
+				jsonpath.Describe(name)+": want one of demand, usage, weight, resource_limits, strong_guarantee_resources")
 		}
 		if e != nil {
 			return nil, e
 		}
 		if prev, dup := seen[setKey{name, a.Attr}]; dup {
-			return nil, errorf(CodeInvalidValue, p, "cannot set "+attr+" of "+describe(name)+" twice: "+prev+" sets it too")
+			return nil, jsonpath.NewError(CodeInvalidValue, p, "cannot set "+attr+" of "+jsonpath.Describe(name)+" twice: "+prev+" sets it too")
 		}
 		seen[setKey{name, a.Attr}] = p
 		as = append(as, a)

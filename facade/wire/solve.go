@@ -3,12 +3,12 @@ package wire
 import (
 	"math"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/fairsched/fairsched/core/fairshare"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/snapshot"
 	"github.com/fairsched/fairsched/core/tree"
+	"github.com/fairsched/fairsched/internal/jsonpath"
 )
 
 // AppendSolveResult appends the JSON of a solve result (api.md §6) to dst and
@@ -42,7 +42,7 @@ func AppendSolveResult(dst []byte, r *snapshot.Result) []byte {
 		dst = append(dst, '{')
 		if u.Label != "" {
 			dst = append(dst, `"label":`...)
-			dst = appendString(dst, u.Label)
+			dst = jsonpath.AppendString(dst, u.Label)
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `"elements":{`...)
@@ -51,7 +51,7 @@ func AppendSolveResult(dst []byte, r *snapshot.Result) []byte {
 				dst = append(dst, ',')
 			}
 			e := &u.Elements[j]
-			dst = appendString(dst, e.Name)
+			dst = jsonpath.AppendString(dst, e.Name)
 			dst = append(dst, ':')
 			dst = appendElement(dst, e)
 		}
@@ -62,7 +62,25 @@ func AppendSolveResult(dst []byte, r *snapshot.Result) []byte {
 
 func appendElement(dst []byte, e *snapshot.ElementResult) []byte {
 	a := &e.Attrs
-	dst = append(dst, `{"fair_share":`...)
+	dst = appendShares(append(dst, '{'), a)
+	if e.IsOperation && e.FittingJobs > 0 {
+		dst = append(dst, `,"fitting_jobs":`...)
+		dst = strconv.AppendInt(dst, e.FittingJobs, 10)
+	}
+	if !e.IsOperation && a.Integral.Type != tree.GuaranteeNone {
+		dst = appendIntegral(dst, &a.Integral)
+	}
+	return append(dst, '}')
+}
+
+// appendShares appends the fair-share attributes of a pool or an operation
+// (api.md §5, §6) as members of an object, the solve result's and the
+// orchid's alike: fair_share with its detailed parts, usage_share,
+// demand_share, limits_share, strong_guarantee_share,
+// proposed_integral_share, promised_guarantee_fair_share, weight and
+// dominant_resource. The caller writes what goes before ('{' or ',').
+func appendShares(dst []byte, a *fairshare.Attributes) []byte {
+	dst = append(dst, `"fair_share":`...)
 	dst = appendShare(dst, &a.FairShare.Total)
 	dst = append(dst, `,"detailed":{"strong_guarantee":`...)
 	dst = appendShare(dst, &a.FairShare.StrongGuarantee)
@@ -86,15 +104,7 @@ func appendElement(dst []byte, e *snapshot.ElementResult) []byte {
 	dst = appendFloat(dst, a.Weight)
 	dst = append(dst, `,"dominant_resource":"`...)
 	dst = append(dst, a.DominantResource.String()...)
-	dst = append(dst, '"')
-	if e.IsOperation && e.FittingJobs > 0 {
-		dst = append(dst, `,"fitting_jobs":`...)
-		dst = strconv.AppendInt(dst, e.FittingJobs, 10)
-	}
-	if !e.IsOperation && a.Integral.Type != tree.GuaranteeNone {
-		dst = appendIntegral(dst, &a.Integral)
-	}
-	return append(dst, '}')
+	return append(dst, '"')
 }
 
 func appendIntegral(dst []byte, ig *fairshare.IntegralAttributes) []byte {
@@ -153,69 +163,12 @@ func appendFloat(dst []byte, f float64) []byte {
 // "path" is left out when e.Path is empty.
 func AppendError(dst []byte, e *Error) []byte {
 	dst = append(dst, `{"error":{"code":`...)
-	dst = appendString(dst, e.Code)
+	dst = jsonpath.AppendString(dst, e.Code)
 	dst = append(dst, `,"message":`...)
-	dst = appendString(dst, e.Message)
+	dst = jsonpath.AppendString(dst, e.Message)
 	if e.Path != "" {
 		dst = append(dst, `,"path":`...)
-		dst = appendString(dst, e.Path)
+		dst = jsonpath.AppendString(dst, e.Path)
 	}
 	return append(dst, "}}"...)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string. Control characters, '"' and '\\'
-// are escaped, as are U+2028 and U+2029 (for JavaScript consumers); invalid
-// UTF-8 becomes U+FFFD, as encoding/json does.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
