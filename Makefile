@@ -23,7 +23,23 @@ SHELL       := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
 
-.PHONY: help build binary test test-race lint fuzz bench bench-compare solve conformance run serve clean
+# Load generator (make load, soak, profile, pgo, pgo-ab): extra loadgen flags in
+# LOAD_FLAGS (e.g. LOAD_FLAGS='--rate 30000'), the soak's length in SOAK_DURATION.
+LOADGEN         := bin/loadgen
+LOAD_FLAGS      ?=
+# extra flags of the bin/fairsched serve that make load/soak start
+SERVE_FLAGS     ?=
+LOAD_REPORT     ?= bench/results/load.json
+SOAK_DURATION   ?= 10m
+SOAK_REPORT     ?= bench/results/soak.json
+PROFILE_DIR     ?= profiles
+PROFILE_BIN     := bin/fairsched-prof
+PGO_PROFILES    ?= $(sort $(wildcard $(PROFILE_DIR)/load-cpu*.pprof))
+PGO_AB_RUNS     ?= 3
+COMMIT          := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)$(shell test -n "$$(git status --porcelain --untracked-files=no 2>/dev/null)" && echo +dirty)
+
+.PHONY: help build binary test test-race lint fuzz bench bench-compare solve conformance run serve clean \
+	loadgen-binary load soak profile pgo pgo-ab
 
 help: ## print the targets with one line each (default)
 	@echo "usage: make TARGET [VAR=value ...]"
@@ -90,6 +106,45 @@ run: binary ## build and run the main job: bin/fairsched serve on 127.0.0.1:8080
 
 serve: binary ## bin/fairsched serve (LISTEN=127.0.0.1:8080, CONFIG=file; default the embedded examples/serve.json)
 	$(BIN) serve --listen $(LISTEN) $(if $(CONFIG),--config $(CONFIG),)
+
+loadgen-binary: ## build only bin/loadgen
+	$(GO) build -o $(LOADGEN) ./cmd/loadgen
+
+load: binary loadgen-binary ## the standard load (10,000 nodes, 200 pools, 2,000 operations, 30 s) on bin/fairsched serve at a free loopback port; report in bench/results/load.json
+	$(LOADGEN) --serve $(BIN) --serve-log bin/load-server.log $(foreach a,$(SERVE_FLAGS),--serve-arg $(a)) \
+		--report $(LOAD_REPORT) --label commit=$(COMMIT) --strict $(LOAD_FLAGS)
+
+soak: binary loadgen-binary ## the standard load for SOAK_DURATION (10m), the server's heap sampled every 10 s; fails if it grows
+	$(LOADGEN) --serve $(BIN) --serve-log bin/soak-server.log $(foreach a,$(SERVE_FLAGS),--serve-arg $(a)) --duration $(SOAK_DURATION) --sample-every 10s \
+		--progress-every 30s --report $(SOAK_REPORT) --label commit=$(COMMIT) --strict $(LOAD_FLAGS)
+
+profile: loadgen-binary ## cpu, heap, allocs, mutex and block profiles of the standard load into profiles/load-*.pprof
+	@mkdir -p bin $(PROFILE_DIR)
+	@# The server leaves the mutex and block profiles off; bin/fairsched-prof is
+	@# bin/fairsched plus profiles/profile_rates.go.txt (an init that turns them on).
+	@printf '{"Replace": {"%s/cmd/fairsched/zz_profile_rates.go": "%s/profiles/profile_rates.go.txt"}}\n' "$(CURDIR)" "$(CURDIR)" > bin/profile-overlay.json
+	$(GO) build -overlay bin/profile-overlay.json -o $(PROFILE_BIN) ./cmd/fairsched
+	$(LOADGEN) --serve $(PROFILE_BIN) --serve-log bin/profile-server.log \
+		--profile-dir $(PROFILE_DIR) --profile-prefix load- --profile-after 5s --profile-seconds 20 \
+		--cpuprofile $(PROFILE_DIR)/load-loadgen-cpu.pprof --report bench/results/profile-load.json \
+		--label commit=$(COMMIT) --label binary=$(PROFILE_BIN) $(LOAD_FLAGS)
+	$(GO) tool pprof -top -nodecount=25 $(PROFILE_DIR)/load-cpu.pprof 2>/dev/null | sed -n '1,32p'
+
+pgo: ## merge PGO_PROFILES (profiles/load-cpu*.pprof) into profiles/fairsched.pgo and copy it to cmd/fairsched/default.pgo
+	@if [ -z "$(PGO_PROFILES)" ]; then echo "no CPU profiles in $(PROFILE_DIR): run make profile first"; exit 2; fi
+	$(GO) run ./cmd/pgomerge -o $(PROFILE_DIR)/fairsched.pgo $(PGO_PROFILES)
+	cp $(PROFILE_DIR)/fairsched.pgo cmd/fairsched/default.pgo
+
+pgo-ab: loadgen-binary ## A/B: the standard load on bin/fairsched built -pgo=off and -pgo=profiles/fairsched.pgo, alternately PGO_AB_RUNS (3) times each
+	$(GO) build -pgo=off -o bin/fairsched-nopgo ./cmd/fairsched
+	$(GO) build -pgo=$(PROFILE_DIR)/fairsched.pgo -o bin/fairsched-pgo ./cmd/fairsched
+	rm -rf bench/results/pgo-ab && mkdir -p bench/results/pgo-ab
+	for i in $$(seq 1 $(PGO_AB_RUNS)); do for v in nopgo pgo; do \
+		echo "run $$i: $$v"; \
+		$(LOADGEN) --serve bin/fairsched-$$v --quiet --report bench/results/pgo-ab/$$v-$$i.json \
+			--label build=$$v --label commit=$(COMMIT) $(LOAD_FLAGS) | sed -n '2,3p'; \
+	done; done
+	$(LOADGEN) compare --a 'bench/results/pgo-ab/nopgo-*.json' --b 'bench/results/pgo-ab/pgo-*.json' --names nopgo,pgo | tee bench/results/pgo-ab.md
 
 clean: ## remove build outputs (bin/, out/, *.test, root-level profiles)
 	rm -rf bin out

@@ -3,8 +3,10 @@ module github.com/fairsched/fairsched
 go 1.26
 
 require (
+	github.com/HdrHistogram/hdrhistogram-go v1.1.2
 	github.com/VictoriaMetrics/metrics v1.35.1
 	github.com/goccy/go-json v0.12.0
+	github.com/google/pprof v0.0.0-20260906184651-6331bc6350fe
 	github.com/klauspost/cpuid/v2 v2.4.2
 	github.com/valyala/fasthttp v1.74.0
 	gonum.org/v1/plot v0.17.0

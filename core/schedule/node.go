@@ -172,9 +172,9 @@ func (r *registry) add(name string) uint32 {
 	if p := r.names.Load(); p != nil {
 		cur = *p
 	}
-	next := make([]string, len(cur)+1, len(cur)+1)
-	copy(next, cur)
-	next[len(cur)] = name
+	// Appending writes only past the length readers see (entries never
+	// change), so readers of an older slice header stay consistent.
+	next := append(cur, name)
 	r.names.Store(&next)
 	return uint32(len(cur))
 }

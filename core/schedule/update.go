@@ -1,11 +1,13 @@
 package schedule
 
 import (
+	"cmp"
 	"github.com/fairsched/fairsched/core/fairshare"
 	"github.com/fairsched/fairsched/core/limits"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/starvation"
 	"github.com/fairsched/fairsched/core/tree"
+	"slices"
 )
 
 // Snapshot is what heartbeats read from the last fair-share update. It is
@@ -327,20 +329,15 @@ func (s *Scheduler) Operation(id string) (OperationInfo, error) {
 func (s *Scheduler) Operations(dst []OperationInfo) []OperationInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	start := len(dst)
+	ops := make([]*operation, 0, len(s.ops))
 	for _, o := range s.ops {
+		ops = append(ops, o)
+	}
+	slices.SortFunc(ops, func(a, b *operation) int { return cmp.Compare(a.seq, b.seq) })
+	for _, o := range ops {
 		dst = append(dst, s.operationInfo(o))
 	}
-	sortInfos(dst[start:], s.ops)
 	return dst
-}
-
-func sortInfos(xs []OperationInfo, ops map[string]*operation) {
-	for i := 1; i < len(xs); i++ {
-		for j := i; j > 0 && ops[xs[j].ID].seq < ops[xs[j-1].ID].seq; j-- {
-			xs[j], xs[j-1] = xs[j-1], xs[j]
-		}
-	}
 }
 
 func (s *Scheduler) operationInfo(o *operation) OperationInfo {

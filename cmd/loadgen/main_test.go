@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fairsched/fairsched/facade"
+	"github.com/fairsched/fairsched/loadgen"
+)
+
+// startFacade serves the real facade in process on 127.0.0.1:0.
+func startFacade(t *testing.T) string {
+	t.Helper()
+	srv, err := facade.New(facade.Options{Pprof: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// TestEndToEnd runs a tiny bounded load through the command against the
+// real server over loopback HTTP.
+func TestEndToEnd(t *testing.T) {
+	target := startFacade(t)
+	report := filepath.Join(t.TempDir(), "load.json")
+	var stdout, stderr bytes.Buffer
+	code := runLoad(context.Background(), []string{
+		"--target", target, "--nodes", "20", "--pools", "3", "--operations", "10",
+		"--duration", "5s", "--max-heartbeats", "2000", "--connections", "4",
+		"--heartbeat-period", "20ms", "--job-duration", "uniform:0.05:0.3", "--min-jobs", "2", "--max-jobs", "20",
+		"--sample-every", "1s", "--report", report, "--strict", "--quiet", "--label", "commit=test",
+	}, &stdout, &stderr)
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep loadgen.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Errors != 0 {
+		t.Fatalf("%d errors: %v", rep.Errors, rep.ErrorSamples)
+	}
+	if rep.Heartbeats == 0 || rep.Heartbeats > 2000 {
+		t.Fatalf("%d heartbeats, want 1-2000", rep.Heartbeats)
+	}
+	if rep.AllocationsStarted == 0 || rep.AllocationsCompleted == 0 {
+		t.Fatalf("started %d, completed %d: want both > 0", rep.AllocationsStarted, rep.AllocationsCompleted)
+	}
+	if rep.DurationS > 5.5 {
+		t.Fatalf("ran %.1f s, want at most 5 s", rep.DurationS)
+	}
+	if rep.Labels["commit"] != "test" || rep.Config.Nodes != 20 || rep.Machine.Cores == 0 || rep.Machine.GoVersion == "" {
+		t.Fatalf("report config, labels or machine missing: %+v %+v %+v", rep.Labels, rep.Config, rep.Machine)
+	}
+	if rep.LatencyMS.P50 <= 0 || rep.LatencyMS.P99 < rep.LatencyMS.P50 || rep.LatencyMS.Max < rep.LatencyMS.P999 {
+		t.Fatalf("latency percentiles %+v", rep.LatencyMS)
+	}
+	if rep.Memory == nil || len(rep.Memory.Samples) < 2 || rep.Memory.HeapAfterGC <= 0 || rep.CPU == nil || rep.CPU.ServerS < 0 {
+		t.Fatalf("memory or cpu missing: %+v %+v", rep.Memory, rep.CPU)
+	}
+	if !strings.Contains(stdout.String(), "heartbeats/s, 0 errors") {
+		t.Fatalf("no summary on stdout")
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	f := func(args ...string) {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		if code := runLoad(context.Background(), args, &stdout, &stderr); code != 2 {
+			t.Errorf("loadgen %v: exit %d, want 2\n%s", args, code, stderr.String())
+		}
+	}
+	f("--target", "http://10.0.0.1:8080")
+	f("--target", "http://example.com:8080")
+	f("--target", "http://192.168.0.1:80", "--nodes", "1")
+	f("--serve", "bin/fairsched", "--inprocess")
+	f("--nodes", "0")
+	f("--job-duration", "uniform:9:1")
+	f("extra")
+}
+
+func TestCompare(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, hbs float64) {
+		b, _ := json.Marshal(loadgen.Report{HeartbeatsPerS: hbs, LatencyMS: loadgen.Latency{P50: 1, P99: 2}, CPU: &loadgen.CPUUse{ServerUSPerHB: 1e6 / hbs}})
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a-1.json", 100)
+	write("a-2.json", 300)
+	write("a-3.json", 200)
+	write("b-1.json", 220)
+	write("b-2.json", 240)
+	write("b-3.json", 260)
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"compare", "--a", filepath.Join(dir, "a-*.json"), "--b", filepath.Join(dir, "b-*.json"), "--names", "nopgo,pgo"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "| heartbeats/s | 200.0 (100.0–300.0) | 240.0 (220.0–260.0) | 1.200 |") {
+		t.Fatalf("table:\n%s", stdout.String())
+	}
+}

@@ -1,0 +1,49 @@
+//go:build !race
+
+package loadgen
+
+import (
+	"testing"
+
+	"github.com/fairsched/fairsched/core/schedule"
+	"github.com/fairsched/fairsched/facade/wire"
+)
+
+// TestHeartbeatPathAllocs: a node's heartbeat on the load generator's side
+// (prepare, encode, decode the answer, acknowledge, apply) allocates
+// nothing once its buffers have grown (style.md §4).
+func TestHeartbeatPathAllocs(t *testing.T) {
+	w := testWorkload(t)
+	n := NewNode(w, 1)
+	ops := newOpTable(w.cfg.Operations)
+	ops.prepare(1, 0, 1<<40)
+	resp := &schedule.Response{
+		Start:   []schedule.StartDecision{{Allocation: 1<<32 | 100, Operation: w.OpID(1, 0)}},
+		Preempt: []schedule.PreemptDecision{{Allocation: 1<<32 | 50, Timeout: 10}},
+		Abort:   []schedule.AbortDecision{{Allocation: 1<<32 | 51, Reason: schedule.AbortPreemptionTimedOut}},
+	}
+	answer := wire.AppendHeartbeatResponse(nil, resp, nil)
+	var d Decisions
+	for i := range 16 {
+		d.Start = append(d.Start, StartDecision{ID: 1<<32 | uint64(i+1), Slot: 1})
+	}
+	n.Apply(0, &d, ops)
+	var body []byte
+	now := int64(0)
+	step := func() {
+		now += int64(1e6)
+		n.Prepare(now)
+		body = n.AppendHeartbeat(body[:0])
+		if err := DecodeResponse(answer, w, &d); err != nil {
+			t.Fatal(err)
+		}
+		n.Acknowledge(ops)
+		n.Apply(now, &d, ops)
+		// Keep the node's size steady: forget the started allocation again.
+		n.Apply(now, &Decisions{Abort: []uint64{1<<32 | 100}}, ops)
+	}
+	step()
+	if a := testing.AllocsPerRun(1000, step); a != 0 {
+		t.Fatalf("%v allocations per heartbeat, want 0", a)
+	}
+}

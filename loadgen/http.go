@@ -1,0 +1,160 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/fairsched/fairsched/core/schedule"
+	"github.com/fairsched/fairsched/facade/wire"
+)
+
+// httpDriver plays the workload against a server over loopback HTTP.
+type httpDriver struct {
+	cfg  *Config
+	w    *Workload
+	addr string
+	// hc carries the heartbeats: one connection per driver goroutine.
+	hc *fasthttp.HostClient
+	// ctl carries the setup, the operation starts, /metrics and pprof.
+	ctl *fasthttp.HostClient
+}
+
+func newHTTPDriver(cfg *Config, w *Workload, addr string) *httpDriver {
+	return &httpDriver{
+		cfg:  cfg,
+		w:    w,
+		addr: addr,
+		hc: &fasthttp.HostClient{
+			Addr:                addr,
+			Name:                "fairsched-loadgen",
+			MaxConns:            cfg.Connections,
+			MaxConnWaitTimeout:  5 * time.Second,
+			ReadTimeout:         10 * time.Second,
+			WriteTimeout:        10 * time.Second,
+			MaxIdleConnDuration: time.Minute,
+			ReadBufferSize:      16 << 10,
+			WriteBufferSize:     16 << 10,
+		},
+		ctl: &fasthttp.HostClient{
+			Addr:               addr,
+			Name:               "fairsched-loadgen",
+			MaxConns:           8,
+			MaxConnWaitTimeout: 10 * time.Second,
+			ReadTimeout:        5 * time.Minute, // pprof captures take their seconds
+			WriteTimeout:       10 * time.Second,
+		},
+	}
+}
+
+// do sends one control request and returns the status and a copy of the
+// body.
+func (h *httpDriver) do(method, path string, body []byte, timeout time.Duration) (int, []byte, error) {
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.Header.SetMethod(method)
+	req.SetRequestURI("http://" + h.addr + path)
+	if body != nil {
+		req.Header.SetContentType("application/json")
+		req.SetBody(body)
+	}
+	if err := h.ctl.DoTimeout(req, resp, timeout); err != nil {
+		return 0, nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	return resp.StatusCode(), append([]byte(nil), resp.Body()...), nil
+}
+
+func (h *httpDriver) setup(ctx context.Context) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, _, err := h.do("GET", "/healthz", nil, time.Second)
+		if err == nil && st == 200 {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			if err == nil {
+				err = fmt.Errorf("status %d", st)
+			}
+			return fmt.Errorf("loadgen: cannot reach the server at %s: %w", h.cfg.Target, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var b []byte
+	for i := range h.w.Pools {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		p := &h.w.Pools[i]
+		b = wire.AppendPool(b[:0], p.Name, p.Parent, &p.Config)
+		st, body, err := h.do("PUT", "/api/v1/pools/"+p.Name, b, 10*time.Second)
+		if err != nil {
+			return fmt.Errorf("loadgen: cannot create pool %s: %w", p.Name, err)
+		}
+		if st != 200 && st != 201 {
+			return fmt.Errorf("loadgen: cannot create pool %s: status %d: %s", p.Name, st, bytes.TrimSpace(body))
+		}
+	}
+	return nil
+}
+
+func (h *httpDriver) startOperation(spec *schedule.OperationSpec) (bool, error) {
+	st, body, err := h.do("POST", "/api/v1/operations", AppendStartOperation(nil, spec), 10*time.Second)
+	if err != nil {
+		return false, err
+	}
+	if st != 201 && st != 200 {
+		return false, fmt.Errorf("POST /api/v1/operations %s: status %d: %s", spec.ID, st, bytes.TrimSpace(body))
+	}
+	return bytes.Contains(body, []byte(`"pending"`)), nil
+}
+
+func (h *httpDriver) begin(time.Time) {}
+func (h *httpDriver) end()            { h.hc.CloseIdleConnections() }
+
+// httpWorker is one driver goroutine's request state, reused for every
+// heartbeat: the pooled fasthttp request and response and the body buffer.
+type httpWorker struct {
+	h    *httpDriver
+	req  *fasthttp.Request
+	resp *fasthttp.Response
+	body []byte
+}
+
+func (h *httpDriver) newWorker(int) heartbeater {
+	wk := &httpWorker{h: h, req: fasthttp.AcquireRequest(), resp: fasthttp.AcquireResponse()}
+	wk.req.Header.SetMethod("POST")
+	wk.req.Header.SetHost(h.addr)
+	wk.req.Header.SetContentType("application/json")
+	wk.resp.SkipBody = false
+	return wk
+}
+
+func (wk *httpWorker) heartbeat(n *Node, d *Decisions) *hbError {
+	wk.body = n.AppendHeartbeat(wk.body[:0])
+	wk.req.SetRequestURIBytes(n.path)
+	wk.req.SetBodyRaw(wk.body)
+	if err := wk.h.hc.Do(wk.req, wk.resp); err != nil {
+		kind := "transport"
+		if errors.Is(err, fasthttp.ErrTimeout) {
+			kind = "timeout"
+		}
+		return &hbError{kind: kind, msg: n.Name + ": " + err.Error()}
+	}
+	if st := wk.resp.StatusCode(); st != 200 {
+		body := wk.resp.Body()
+		if len(body) > 300 {
+			body = body[:300]
+		}
+		return &hbError{kind: "http " + strconv.Itoa(st), msg: n.Name + ": " + string(bytes.TrimSpace(body))}
+	}
+	if err := DecodeResponse(wk.resp.Body(), wk.h.w, d); err != nil {
+		return &hbError{kind: "decode", msg: n.Name + ": " + err.Error()}
+	}
+	return nil
+}

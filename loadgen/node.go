@@ -1,0 +1,229 @@
+package loadgen
+
+import (
+	"strconv"
+
+	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/rng"
+	"github.com/fairsched/fairsched/core/schedule"
+	"github.com/fairsched/fairsched/facade/wire"
+)
+
+// Decisions is a heartbeat's answer as a node needs it (api.md §4):
+// allocations to start (with their operation's slot and generation when
+// the operation is one of this run's), to preempt and to abort. It is
+// reused: Reset keeps the storage.
+type Decisions struct {
+	Start   []StartDecision
+	Preempt []PreemptDecision
+	Abort   []uint64
+}
+
+// StartDecision is an allocation to start. Slot is -1 when the operation
+// is not one of this run's (ParseOpID).
+type StartDecision struct {
+	ID   uint64
+	Slot int32
+	Gen  uint32
+}
+
+// PreemptDecision is an allocation to stop within TimeoutS seconds.
+type PreemptDecision struct {
+	ID       uint64
+	TimeoutS float64
+}
+
+// Reset empties d, keeping its storage.
+func (d *Decisions) Reset() { d.Start, d.Preempt, d.Abort = d.Start[:0], d.Preempt[:0], d.Abort[:0] }
+
+// alloc is an allocation a node runs. Times are nanoseconds since the run
+// started.
+type alloc struct {
+	id   uint64
+	end  int64 // the job completes then
+	stop int64 // > 0: preempted, the node stops it then
+	slot int32
+	gen  uint32
+}
+
+// finished is an allocation that ended and is still to be reported.
+type finished struct {
+	id    uint64
+	slot  int32
+	gen   uint32
+	state schedule.AllocationState
+}
+
+// Node is a simulated node (see the package documentation). It is owned by
+// one goroutine.
+type Node struct {
+	Index int
+	Name  string
+
+	limits   resource.Vec
+	tags     []string
+	r        rng.Rand
+	dist     Dist
+	stopFrac float64
+
+	running []alloc
+	done    []finished
+	next    int64 // next heartbeat due, ns (with a heartbeat period)
+
+	prefix []byte // the request body up to the allocations' '['
+	path   []byte // /api/v1/nodes/<name>/heartbeat
+}
+
+// NewNode returns node i of the workload w.
+func NewNode(w *Workload, i int) *Node {
+	n := &Node{
+		Index:    i,
+		Name:     NodeName(i),
+		limits:   w.NodeLimits(),
+		tags:     []string{NodeTag(i)},
+		r:        w.NodeRand(i),
+		dist:     w.cfg.JobDuration,
+		stopFrac: w.cfg.PreemptStopFraction,
+	}
+	b := append([]byte(nil), `{"resource_limits":`...)
+	b = wire.AppendResources(b, &n.limits)
+	b = append(b, `,"tags":[`...)
+	for j, t := range n.tags {
+		if j > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, t)
+	}
+	n.prefix = append(b, `],"allocations":[`...)
+	n.path = []byte("/api/v1/nodes/" + n.Name + "/heartbeat")
+	return n
+}
+
+// Running returns the number of allocations the node holds (preempted ones
+// that have not stopped yet included).
+func (n *Node) Running() int { return len(n.running) }
+
+// Prepare moves the allocations that have ended by now (completed jobs,
+// stopped preempted ones) to the list reported in the next heartbeat.
+func (n *Node) Prepare(now int64) {
+	for i := 0; i < len(n.running); {
+		a := &n.running[i]
+		end, st := a.end, schedule.AllocCompleted
+		if a.stop > 0 && a.stop < a.end {
+			end, st = a.stop, schedule.AllocAborted
+		}
+		if now < end {
+			i++
+			continue
+		}
+		n.done = append(n.done, finished{id: a.id, slot: a.slot, gen: a.gen, state: st})
+		last := len(n.running) - 1
+		n.running[i] = n.running[last]
+		n.running = n.running[:last]
+	}
+}
+
+// AppendHeartbeat appends the node's heartbeat body (api.md §4): its
+// limits, its tags and every allocation it holds ("running") or finished
+// since its last successful heartbeat ("completed", "aborted").
+func (n *Node) AppendHeartbeat(dst []byte) []byte {
+	dst = append(dst, n.prefix...)
+	first := true
+	for i := range n.running {
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = append(dst, `{"id":"`...)
+		dst = strconv.AppendUint(dst, n.running[i].id, 10)
+		dst = append(dst, `","state":"running"}`...)
+	}
+	for i := range n.done {
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = append(dst, `{"id":"`...)
+		dst = strconv.AppendUint(dst, n.done[i].id, 10)
+		dst = append(dst, `","state":"`...)
+		dst = append(dst, wire.AllocationStateName(n.done[i].state)...)
+		dst = append(dst, `"}`...)
+	}
+	return append(dst, "]}"...)
+}
+
+// AppendReports appends the heartbeat's allocation reports, for the
+// in-process driver: the same list AppendHeartbeat encodes.
+func (n *Node) AppendReports(dst []schedule.AllocationReport) []schedule.AllocationReport {
+	for i := range n.running {
+		dst = append(dst, schedule.AllocationReport{ID: n.running[i].id, State: schedule.AllocRunning})
+	}
+	for i := range n.done {
+		dst = append(dst, schedule.AllocationReport{ID: n.done[i].id, State: n.done[i].state})
+	}
+	return dst
+}
+
+// Acknowledge records that the last heartbeat was answered: the finished
+// allocations it reported are forgotten (reported once), and completed
+// jobs are counted towards their operations in ops (which may be nil). It
+// returns the number of completed and aborted allocations reported. After
+// a failed heartbeat, do not call it: the next heartbeat reports them
+// again (the server settles a repeated report once).
+func (n *Node) Acknowledge(ops *opTable) (completed, aborted int) {
+	for i := range n.done {
+		f := &n.done[i]
+		if f.state == schedule.AllocCompleted {
+			completed++
+			if ops != nil {
+				ops.complete(f.slot, f.gen)
+			}
+		} else {
+			aborted++
+		}
+	}
+	n.done = n.done[:0]
+	return completed, aborted
+}
+
+// Apply carries out a heartbeat's answer at time now (ns): it starts the
+// allocations with a duration drawn from the job distribution, marks the
+// preempted ones to stop (at once, or within PreemptStopFraction of their
+// timeout), and drops the aborted ones without reporting them again.
+func (n *Node) Apply(now int64, d *Decisions, ops *opTable) {
+	for i := range d.Start {
+		s := &d.Start[i]
+		dur := n.dist.Draw(&n.r)
+		n.running = append(n.running, alloc{id: s.ID, end: now + int64(dur*1e9), slot: s.Slot, gen: s.Gen})
+		if ops != nil {
+			ops.started(s.Slot, s.Gen)
+		}
+	}
+	for i := range d.Preempt {
+		p := &d.Preempt[i]
+		for j := range n.running {
+			a := &n.running[j]
+			if a.id != p.ID {
+				continue
+			}
+			if a.stop == 0 {
+				delay := 0.0
+				if n.stopFrac > 0 && p.TimeoutS > 0 {
+					delay = n.r.Float64() * n.stopFrac * p.TimeoutS
+				}
+				a.stop = max(now+int64(delay*1e9), 1)
+			}
+			break
+		}
+	}
+	for _, id := range d.Abort {
+		for j := range n.running {
+			if n.running[j].id == id {
+				last := len(n.running) - 1
+				n.running[j] = n.running[last]
+				n.running = n.running[:last]
+				break
+			}
+		}
+	}
+}

@@ -1,0 +1,471 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/fairsched/fairsched/core/schedule"
+)
+
+// driver is what differs between HTTP and in process.
+type driver interface {
+	// setup creates the pools (and, in process, the scheduler).
+	setup(ctx context.Context) error
+	// startOperation starts an operation; pending reports its admission.
+	startOperation(spec *schedule.OperationSpec) (pending bool, err error)
+	// newWorker returns driver goroutine i's heartbeat sender.
+	newWorker(i int) heartbeater
+	// begin is called when the heartbeats start; end when they stopped.
+	begin(start time.Time)
+	end()
+}
+
+// heartbeater sends one node's heartbeat and decodes the answer into d.
+// Errors carry a kind for the report.
+type heartbeater interface {
+	heartbeat(n *Node, d *Decisions) *hbError
+}
+
+type hbError struct {
+	kind string
+	msg  string
+}
+
+// opTable tracks the operations of the run's slots, shared by the driver
+// goroutines (atomics) and the control goroutine.
+type opTable struct {
+	gen      []atomic.Uint32
+	jobs     []atomic.Int64
+	done     []atomic.Int64
+	pending  []atomic.Bool
+	queued   []atomic.Bool // the slot is in finished (at most once)
+	finished chan int32    // slots to (re)start; capacity = slots
+
+	pendingCount atomic.Int64
+	startedOps   atomic.Int64
+	completedOps atomic.Int64
+}
+
+func newOpTable(n int) *opTable {
+	return &opTable{
+		gen:      make([]atomic.Uint32, n),
+		jobs:     make([]atomic.Int64, n),
+		done:     make([]atomic.Int64, n),
+		pending:  make([]atomic.Bool, n),
+		queued:   make([]atomic.Bool, n),
+		finished: make(chan int32, n),
+	}
+}
+
+// prepare records the operation about to start in a slot.
+func (t *opTable) prepare(slot int32, gen uint32, jobs int64) {
+	t.jobs[slot].Store(jobs)
+	t.done[slot].Store(0)
+	t.gen[slot].Store(gen)
+}
+
+// admitted records the state the server gave a started operation.
+func (t *opTable) admitted(slot int32, pending bool) {
+	t.startedOps.Add(1)
+	if pending && !t.pending[slot].Swap(true) {
+		t.pendingCount.Add(1)
+	}
+}
+
+// started is called for every allocation started for (slot, gen): a
+// pending operation that gets an allocation runs.
+func (t *opTable) started(slot int32, gen uint32) {
+	if slot < 0 || t.gen[slot].Load() != gen {
+		return
+	}
+	if t.pending[slot].Load() && t.pending[slot].CompareAndSwap(true, false) {
+		t.pendingCount.Add(-1)
+	}
+}
+
+// complete counts a completed job of (slot, gen); the operation's last job
+// queues the slot for a replacement.
+func (t *opTable) complete(slot int32, gen uint32) {
+	if slot < 0 || t.gen[slot].Load() != gen {
+		return
+	}
+	if t.done[slot].Add(1) == t.jobs[slot].Load() {
+		t.completedOps.Add(1)
+		if t.pending[slot].CompareAndSwap(true, false) {
+			t.pendingCount.Add(-1)
+		}
+		t.enqueue(slot)
+	}
+}
+
+// enqueue queues a slot for a new operation, unless it is queued already
+// (an operation that was started after its start timed out can complete
+// while its slot waits for a retry).
+func (t *opTable) enqueue(slot int32) {
+	if !t.queued[slot].CompareAndSwap(false, true) {
+		return
+	}
+	select {
+	case t.finished <- slot:
+	default:
+		panic("BUG: loadgen: the finished-operations queue is full")
+	}
+}
+
+// dequeue is called by the control goroutine for a slot it took from
+// finished.
+func (t *opTable) dequeue(slot int32) { t.queued[slot].Store(false) }
+
+// Run sets up the workload of cfg and plays it until cfg.Duration or
+// cfg.MaxHeartbeats or ctx ends (see the package documentation). An error
+// is returned only when the run cannot start (bad config, the server is
+// unreachable or refuses the setup); errors during the run are counted in
+// the report.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	w := NewWorkload(&cfg)
+	w.RunID = strconv.FormatInt(time.Now().UnixNano()/1e6%(36*36*36*36*36*36), 36)
+	rep := &Report{
+		Mode:      "http",
+		Target:    cfg.Target,
+		StartedAt: time.Now().UTC().Format(time.RFC3339),
+		Config:    reportConfig(&cfg),
+		Machine:   machine(),
+		Labels:    cfg.Labels,
+	}
+	var d driver
+	var hd *httpDriver
+	if cfg.InProcess {
+		rep.Mode, rep.Target = "inprocess", ""
+		d = newInProcess(&cfg, w)
+	} else {
+		addr, _ := CheckTarget(cfg.Target)
+		hd = newHTTPDriver(&cfg, w, addr)
+		d = hd
+	}
+	st := newStats(cfg.Connections)
+	ops := newOpTable(cfg.Operations)
+
+	setupStart := time.Now()
+	if err := d.setup(ctx); err != nil {
+		return nil, err
+	}
+	for slot := range cfg.Operations {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		spec := w.Operation(slot, 0)
+		ops.prepare(int32(slot), 0, Jobs(&spec))
+		pending, err := d.startOperation(&spec)
+		if err != nil {
+			if slot == 0 {
+				return nil, fmt.Errorf("loadgen: cannot start the first operation: %w", err)
+			}
+			st.error(-1, "control start_operation", err.Error())
+			ops.enqueue(int32(slot)) // retried by the control goroutine
+			continue
+		}
+		ops.admitted(int32(slot), pending)
+	}
+	rep.SetupS = since(setupStart)
+
+	nodes := make([]*Node, cfg.Nodes)
+	for i := range nodes {
+		nodes[i] = NewNode(w, i)
+	}
+	r := &runner{cfg: &cfg, w: w, d: d, st: st, ops: ops}
+	r.budget.Store(math.MaxInt64)
+	if cfg.MaxHeartbeats > 0 {
+		r.budget.Store(cfg.MaxHeartbeats)
+	}
+
+	var ru0 syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	var mem *memSampler
+	if hd != nil {
+		mem = newMemSampler(hd, &cfg)
+		mem.sample(0, 0) // before the heartbeats
+	}
+	r.start = time.Now()
+	d.begin(r.start)
+	runCtx, cancel := context.WithDeadline(ctx, r.start.Add(cfg.Duration))
+	defer cancel()
+	stopWatch := context.AfterFunc(runCtx, func() { r.stop.Store(true) })
+	defer stopWatch()
+
+	var bg sync.WaitGroup
+	bg.Add(2)
+	go func() { defer bg.Done(); r.control(runCtx) }()
+	go func() { defer bg.Done(); r.progress(runCtx) }()
+	if mem != nil && cfg.SampleEvery > 0 {
+		bg.Add(1)
+		go func() { defer bg.Done(); mem.loop(runCtx, r) }()
+	}
+	if hd != nil && cfg.Profiles != nil {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			rep.Profiles = hd.captureProfiles(runCtx, cfg.Profiles, st)
+		}()
+	}
+
+	var wg sync.WaitGroup
+	for i := range cfg.Connections {
+		var mine []*Node
+		for j := i; j < len(nodes); j += cfg.Connections {
+			mine = append(mine, nodes[j])
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); r.work(i, mine) }()
+	}
+	wg.Wait()
+	elapsed := time.Since(r.start)
+	var ru1 syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	r.stop.Store(true)
+	cancel()
+	bg.Wait()
+	d.end()
+
+	t := st.sum()
+	rep.DurationS = elapsed.Seconds()
+	rep.Heartbeats = t.heartbeats
+	rep.HeartbeatsPerS = float64(t.heartbeats) / elapsed.Seconds()
+	rep.AllocationsStarted = t.started
+	rep.AllocationsStartedPerS = float64(t.started) / elapsed.Seconds()
+	rep.AllocationsCompleted = t.completed
+	rep.Preemptions = t.preempted
+	rep.AbortsReceived = t.aborts
+	rep.AbortedReported = t.abortedReported
+	rep.RunningAllocations = t.running
+	rep.OperationsStarted = ops.startedOps.Load()
+	rep.OperationsCompleted = ops.completedOps.Load()
+	rep.PendingOperations = ops.pendingCount.Load()
+	rep.Errors = t.errors
+	st.mu.Lock()
+	if len(st.kinds) > 0 {
+		rep.ErrorsByKind = make(map[string]int64, len(st.kinds))
+		for k, v := range st.kinds {
+			rep.ErrorsByKind[k] = v
+		}
+	}
+	rep.ErrorSamples = append(rep.ErrorSamples, st.samples...)
+	st.mu.Unlock()
+	rep.LatencyMS = st.latency()
+	r.mu.Lock()
+	rep.PerSecond = append(rep.PerSecond, r.perSecond...)
+	r.mu.Unlock()
+
+	loadgenS := cpuSeconds(&ru1) - cpuSeconds(&ru0)
+	cpu := &CPUUse{ServerS: -1, LoadgenS: loadgenS, MachineCores: rep.Machine.Cores}
+	if t.heartbeats > 0 {
+		cpu.LoadgenUSPerHB = loadgenS / float64(t.heartbeats) * 1e6
+	}
+	cpu.CoresBusy = loadgenS / elapsed.Seconds()
+	if mem != nil {
+		mem.sample(elapsed.Seconds(), t.running)
+		rep.Memory = mem.report(t.running, cfg.Nodes, cfg.Operations)
+		if s0, s1 := mem.cpuAt(0), mem.cpuAt(-1); s0 >= 0 && s1 >= 0 {
+			cpu.ServerS = s1 - s0
+			if t.heartbeats > 0 {
+				cpu.ServerUSPerHB = cpu.ServerS / float64(t.heartbeats) * 1e6
+			}
+			cpu.CoresBusy = (cpu.ServerS + loadgenS) / elapsed.Seconds()
+		}
+	}
+	rep.CPU = cpu
+	rep.Machine.LoadAvgEnd = loadAvg()
+	if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return rep, err
+	}
+	return rep, nil
+}
+
+func cpuSeconds(ru *syscall.Rusage) float64 {
+	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
+}
+
+// runner holds a run's shared state.
+type runner struct {
+	cfg    *Config
+	w      *Workload
+	d      driver
+	st     *stats
+	ops    *opTable
+	start  time.Time
+	stop   atomic.Bool
+	budget atomic.Int64
+
+	mu        sync.Mutex
+	perSecond []int64
+}
+
+// now returns nanoseconds since the heartbeats started.
+func (r *runner) now() int64 { return int64(time.Since(r.start)) }
+
+// sleepUntil sleeps until t (ns since start) in slices of at most 100 ms,
+// so that a stop is noticed; it reports false when the run stops.
+func (r *runner) sleepUntil(t int64) bool {
+	for {
+		if r.stop.Load() {
+			return false
+		}
+		d := t - r.now()
+		if d <= 0 {
+			return true
+		}
+		time.Sleep(time.Duration(min(d, int64(100*time.Millisecond))))
+	}
+}
+
+// work plays nodes from driver goroutine wi until the run stops.
+func (r *runner) work(wi int, nodes []*Node) {
+	if len(nodes) == 0 {
+		return
+	}
+	hb := r.d.newWorker(wi)
+	c := &r.st.workers[wi]
+	h := r.st.hists[wi]
+	var d Decisions
+	period := int64(r.cfg.HeartbeatPeriod)
+	var interval, next int64
+	if r.cfg.Rate > 0 {
+		interval = int64(float64(r.cfg.Connections) / r.cfg.Rate * 1e9)
+		next = int64(wi) * interval / int64(r.cfg.Connections)
+	}
+	if period > 0 {
+		// Spread the nodes' first heartbeats over one period.
+		for k, n := range nodes {
+			n.next = int64(k) * period / int64(len(nodes))
+		}
+	}
+	for k := 0; !r.stop.Load(); k++ {
+		if k == len(nodes) {
+			k = 0
+		}
+		n := nodes[k]
+		if period > 0 && n.next > r.now() && !r.sleepUntil(n.next) {
+			return
+		}
+		if interval > 0 {
+			if !r.sleepUntil(next) {
+				return
+			}
+			next += interval
+			if now := r.now(); now-next > int64(time.Second) {
+				next = now // far behind: do not burst to catch up
+			}
+		}
+		if r.budget.Add(-1) < 0 {
+			r.stop.Store(true)
+			return
+		}
+		now := r.now()
+		before := n.Running()
+		n.Prepare(now)
+		t0 := time.Now()
+		err := hb.heartbeat(n, &d)
+		lat := time.Since(t0)
+		if err != nil {
+			if delta := n.Running() - before; delta != 0 {
+				c.running.Add(int64(delta))
+			}
+			r.st.error(wi, err.kind, err.msg)
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		_ = h.RecordValue(max(int64(lat), 1))
+		completed, aborted := n.Acknowledge(r.ops)
+		n.Apply(r.now(), &d, r.ops)
+		if period > 0 {
+			n.next = now + period
+		}
+		c.heartbeats.Add(1)
+		if len(d.Start) > 0 {
+			c.started.Add(int64(len(d.Start)))
+		}
+		if completed > 0 {
+			c.completed.Add(int64(completed))
+		}
+		if aborted > 0 {
+			c.abortedReported.Add(int64(aborted))
+		}
+		if len(d.Preempt) > 0 {
+			c.preempted.Add(int64(len(d.Preempt)))
+		}
+		if len(d.Abort) > 0 {
+			c.aborts.Add(int64(len(d.Abort)))
+		}
+		if delta := n.Running() - before; delta != 0 {
+			c.running.Add(int64(delta))
+		}
+	}
+}
+
+// control replaces completed operations by the next generation of their
+// slot, until the run stops.
+func (r *runner) control(ctx context.Context) {
+	for {
+		var slot int32
+		select {
+		case <-ctx.Done():
+			return
+		case slot = <-r.ops.finished:
+		}
+		r.ops.dequeue(slot)
+		gen := r.ops.gen[slot].Load() + 1
+		spec := r.w.Operation(int(slot), gen)
+		r.ops.prepare(slot, gen, Jobs(&spec))
+		pending, err := r.d.startOperation(&spec)
+		if err != nil {
+			r.st.error(-1, "control start_operation", err.Error())
+			// Try the slot again later (its generation moves on).
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			r.ops.enqueue(slot)
+			continue
+		}
+		r.ops.admitted(slot, pending)
+	}
+}
+
+// progress records the heartbeats of every second and prints a progress
+// line (Config.Progress) until the run stops.
+func (r *runner) progress(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	var last totals
+	var lastSec int64
+	for sec := 1; ; sec++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cur := r.st.sum()
+		r.mu.Lock()
+		r.perSecond = append(r.perSecond, cur.heartbeats-lastSec)
+		r.mu.Unlock()
+		lastSec = cur.heartbeats
+		every := max(int(r.cfg.ProgressEvery/time.Second), 1)
+		if r.cfg.Progress == nil || sec%every != 0 {
+			continue
+		}
+		r.cfg.Progress(fmt.Sprintf("loadgen: %3ds %7d heartbeats/s  running allocations %7d  started %6d/s  completed %6d/s  preempted %d  operations pending %d, completed %d, to replace %d  errors %d",
+			sec, (cur.heartbeats-last.heartbeats)/int64(every), cur.running, (cur.started-last.started)/int64(every), (cur.completed-last.completed)/int64(every),
+			cur.preempted, r.ops.pendingCount.Load(), r.ops.completedOps.Load(), len(r.ops.finished), cur.errors))
+		last = cur
+	}
+}

@@ -1,0 +1,58 @@
+package loadgen
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestRunInProcess plays a tiny bounded load on the core in process.
+func TestRunInProcess(t *testing.T) {
+	cfg := Standard()
+	cfg.InProcess = true
+	cfg.Nodes, cfg.Pools, cfg.Operations = 20, 3, 10
+	cfg.JobDuration = Dist{Kind: DistUniform, A: 0.05, B: 0.3}
+	cfg.MinJobs, cfg.MaxJobs = 2, 20
+	cfg.Connections = 2
+	cfg.Duration = 3 * time.Second
+	cfg.HeartbeatPeriod = 20 * time.Millisecond
+	cfg.MaxHeartbeats = 4000
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + rep.Summary())
+	if rep.Errors != 0 {
+		t.Fatalf("%d errors: %v", rep.Errors, rep.ErrorSamples)
+	}
+	if rep.Heartbeats == 0 || rep.AllocationsStarted == 0 || rep.AllocationsCompleted == 0 {
+		t.Fatalf("heartbeats %d, started %d, completed %d: want all > 0", rep.Heartbeats, rep.AllocationsStarted, rep.AllocationsCompleted)
+	}
+	if rep.OperationsCompleted == 0 || rep.OperationsStarted <= int64(cfg.Operations) {
+		t.Fatalf("operations started %d, completed %d: want replacements", rep.OperationsStarted, rep.OperationsCompleted)
+	}
+	if rep.Heartbeats > cfg.MaxHeartbeats {
+		t.Fatalf("%d heartbeats, more than --max-heartbeats %d", rep.Heartbeats, cfg.MaxHeartbeats)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	f := func(mut func(c *Config), ok bool) {
+		t.Helper()
+		c := Standard()
+		c.Target = "http://127.0.0.1:8080"
+		mut(&c)
+		if err := c.Validate(); (err == nil) != ok {
+			t.Errorf("Validate() = %v, want ok=%v", err, ok)
+		}
+	}
+	f(func(*Config) {}, true)
+	f(func(c *Config) { c.Target = "http://10.1.2.3:8080" }, false)
+	f(func(c *Config) { c.Target = "http://10.1.2.3:8080"; c.InProcess = true }, true)
+	f(func(c *Config) { c.Nodes = 0 }, false)
+	f(func(c *Config) { c.Connections = 0 }, false)
+	f(func(c *Config) { c.Duration = 0 }, false)
+	f(func(c *Config) { c.Rate = -1 }, false)
+	f(func(c *Config) { c.MinJobs, c.MaxJobs = 10, 5 }, false)
+	f(func(c *Config) { c.PreemptStopFraction = 2 }, false)
+}
