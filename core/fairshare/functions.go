@@ -2,7 +2,6 @@ package fairshare
 
 import (
 	"math"
-	"slices"
 
 	"github.com/fairsched/fairsched/core/plf"
 	"github.com/fairsched/fairsched/core/resource"
@@ -12,125 +11,201 @@ import (
 // compressEpsilon bounds the error of function compression (spec.md §2.8).
 const compressEpsilon = 1e-15
 
-// fnKey is everything an element's fair-share functions are built from.
-type fnKey struct {
-	usage, demand, limits resource.Share
-	strong, integral      resource.Share
-	children              uint64 // signature of the children's functions and weights
-	flags                 uint8
+// ffKey is everything a pool's fair share by fit factor is built from
+// besides what kidsDirty tracks (its operation children).
+type ffKey struct {
+	children uint64 // signature of the pool children's functions and weights
+	flags    uint8
 }
 
-// prepare builds the element's fair-share functions, children first
-// (spec.md §2.8; the reference's PrepareFairShareFunctions). Functions whose
-// inputs are unchanged since they were built are kept.
-func (u *Updater) prepare(id tree.ID) {
-	e := &u.el[id]
-	if e.kind != tree.KindOperation {
-		for _, c := range u.children(id) {
-			u.prepare(c)
-		}
+// sugKey is everything a fair share by suggestion is built from besides the
+// fair share by fit factor (identified by its generation).
+type sugKey struct {
+	ffGen     uint64
+	guarantee resource.Share
+	limits    resource.Share
+	flags     uint8
+}
+
+// Key flags.
+const (
+	flagImproved = 1 << iota
+	flagFIFO
+)
+
+// prepare builds a pool's fair-share functions, pool children first
+// (spec.md §2.8; the reference's PrepareFairShareFunctions), and before them
+// the functions of its operation children that updateOperations marked.
+// Functions whose inputs are unchanged since they were built are kept: the
+// fair share by fit factor is keyed on the children (ffKey, kidsDirty), the
+// fair share by suggestion on that and the guarantee and limits (sugKey).
+func (u *Updater) prepare(p int32) {
+	for _, c := range u.kids(p) {
+		u.prepare(c)
 	}
-	k := u.key(id)
-	if e.built && e.key == k {
+	u.prepareOperations(p)
+	ps := &u.pools[p]
+	id := ps.id
+	a := &u.attrs[id]
+	u.prepareFSBFF(p)
+	k := sugKey{ffGen: ps.ffGen, guarantee: a.StrongGuaranteeShare.Add(a.ProposedIntegralShare), limits: a.LimitsShare}
+	if u.cfg.EnableImprovedFitFactor {
+		k.flags |= flagImproved
+	}
+	e := u.nd(id)
+	if e.built && ps.sugKey == k {
 		return
 	}
-	u.prepareOne(id)
-	e.key, e.built = k, true
+	var mff *plf.Scalar
+	if !u.cfg.EnableImprovedFitFactor {
+		mff = &ps.mffbs
+	}
+	bySuggestion(&ps.fsbff, k.guarantee, k.limits, &u.scratchVec, mff)
+	compress(u.fsbs(id), &u.scratchVec, compressEpsilon)
+	ps.sugKey = k
+	e.built = true
 	u.gen++
 	e.fnGen = u.gen
 }
 
-func (u *Updater) key(id tree.ID) fnKey {
-	e := &u.el[id]
-	a := &e.attrs
-	k := fnKey{usage: a.UsageShare, demand: a.DemandShare, limits: a.LimitsShare,
-		strong: a.StrongGuaranteeShare, integral: a.ProposedIntegralShare}
+// prepareTemporary builds pool p's functions under a temporary guarantee or
+// limits share (spec.md §2.6–2.7) and returns that fair share by suggestion,
+// valid until the next update. The pool's own fair share by suggestion is
+// left as it is; its fair share by fit factor is the one it keeps.
+func (u *Updater) prepareTemporary(p int32, guarantee, limits resource.Share) *plf.Vec {
+	for _, c := range u.kids(p) {
+		u.prepare(c)
+	}
+	u.prepareOperations(p)
+	u.prepareFSBFF(p)
+	ps := &u.pools[p]
+	bySuggestion(&ps.fsbff, guarantee, limits, &u.scratchVec, nil)
+	// In the arena if it fits (append moves it out otherwise).
+	a, used := &u.tmpArena, u.tmpUsed
+	ps.tmpFsbs = plf.Vec{X: a.X[used:used:cap(a.X)], V: a.V[used:used:cap(a.V)]}
+	compress(&ps.tmpFsbs, &u.scratchVec, compressEpsilon)
+	n := len(ps.tmpFsbs.X)
+	u.tmpNeed += n
+	if used+n <= cap(a.X) {
+		u.tmpUsed += n
+	}
+	return &ps.tmpFsbs
+}
+
+// prepareFSBFF rebuilds pool p's fair share by fit factor if its children
+// changed.
+func (u *Updater) prepareFSBFF(p int32) {
+	ps := &u.pools[p]
+	id := ps.id
+	fifo := u.t.Pool(id).Mode == tree.ModeFIFO
+	var k ffKey
 	if u.cfg.EnableImprovedFitFactor {
-		k.flags |= 1
-	}
-	if u.cfg.EnableStepFunctionForGangOperations && e.gang {
-		k.flags |= 2
-	}
-	if e.kind == tree.KindOperation {
-		return k
-	}
-	kids := u.children(id)
-	if u.t.Pool(id).Mode == tree.ModeFIFO {
-		k.flags |= 4
-		kids = u.fifoOrder(id)
+		k.flags |= flagImproved
 	}
 	h := uint64(14695981039346656037)
-	mix := func(v uint64) {
-		h ^= v
-		h *= 1099511628211
-		h ^= h >> 29
-	}
-	for _, c := range kids {
-		mix(uint64(c))
-		mix(u.el[c].fnGen)
-		mix(math.Float64bits(u.el[c].attrs.Weight))
+	if fifo {
+		// Children are operations, in an order that may change.
+		k.flags |= flagFIFO
+		for _, c := range u.fifoOrder(id) {
+			h = mix(h, uint64(c))
+			h = mix(h, u.nd(c).fnGen)
+			h = mix(h, math.Float64bits(u.attrs[c].Weight))
+		}
+	} else {
+		for _, c := range u.kids(p) {
+			cid := u.pools[c].id
+			h = mix(h, uint64(cid))
+			h = mix(h, u.nd(cid).fnGen)
+			h = mix(h, math.Float64bits(u.attrs[cid].Weight))
+		}
 	}
 	k.children = h
-	return k
-}
-
-func (u *Updater) prepareOne(id tree.ID) {
-	e := &u.el[id]
-	switch {
-	case e.kind == tree.KindOperation:
-		u.operationFSBFF(id)
-	case u.t.Pool(id).Mode == tree.ModeFIFO:
-		u.fifoFSBFF(id)
-	default:
-		u.normalFSBFF(id)
+	if ps.ffValid && !ps.kidsDirty && ps.ffKey == k {
+		return
 	}
-	u.maxFitFactorBySuggestion(id)
-	e.fsbff.ComposeInto(&u.scratchVec, &e.mffbs, &u.cpoints)
-	compress(&e.fsbs, &u.scratchVec, compressEpsilon)
+	if fifo {
+		u.fifoFSBFF(p)
+	} else {
+		u.normalFSBFF(p)
+	}
+	ps.ffKey, ps.kidsDirty, ps.ffValid = k, false, true
+	u.gen++
+	ps.ffGen = u.gen
 }
 
-// operationFSBFF: on [0,1] usage is water-filled, on [1,2] the share grows
-// linearly from usage to demand; a gang under the step-function option is
-// all or nothing at 1 (spec.md §2.8).
-func (u *Updater) operationFSBFF(id tree.ID) {
-	e := &u.el[id]
-	f := &e.fsbff
+// prepareOperations builds the functions of pool p's operation children that
+// updateOperations marked.
+func (u *Updater) prepareOperations(p int32) {
+	id := u.pools[p].id
+	for pos := u.childStart[id]; pos < u.childEnd[id]; pos++ {
+		in := &u.opIn[pos]
+		if !in.pending {
+			continue
+		}
+		in.pending = false
+		u.prepareOperation(in, &u.fs[pos])
+		e := &u.node[pos]
+		e.built = true
+		u.gen++
+		e.fnGen = u.gen
+	}
+}
+
+// prepareOperation builds an operation's fair share by suggestion into dst
+// from its fair share by fit factor, which is not kept.
+func (u *Updater) prepareOperation(in *opInput, dst *plf.Vec) {
+	u.operationFSBFF(in, &u.opFF)
+	bySuggestion(&u.opFF, resource.Share{}, in.limitsShare, &u.scratchVec, nil)
+	compress(dst, &u.scratchVec, compressEpsilon)
+}
+
+// operationFSBFF builds an operation's fair share by fit factor into f: on
+// [0,1] usage is water-filled, on [1,2] the share grows linearly from usage
+// to demand; a gang under the step-function option is all or nothing at 1
+// (spec.md §2.8).
+func (u *Updater) operationFSBFF(in *opInput, f *plf.Vec) {
 	f.Reset()
-	a := &e.attrs
-	if u.cfg.EnableStepFunctionForGangOperations && e.gang {
+	usage, demand := in.usageShare, in.demandShare
+	if u.cfg.EnableStepFunctionForGangOperations && in.gang {
 		var zero resource.Share
 		f.Add(0, zero)
 		f.Add(1, zero)
-		f.Add(1, a.DemandShare)
-		f.Add(2, a.DemandShare)
+		f.Add(1, demand)
+		f.Add(2, demand)
 		return
 	}
-	maxUsage := a.UsageShare.MaxComponent()
+	maxUsage := usage.MaxComponent()
 	if maxUsage == 0 {
 		f.Add(0, resource.Share{})
 		f.Add(1, resource.Share{})
 	} else {
-		sorted := a.UsageShare
-		slices.Sort(sorted[:])
+		// The usage levels in increasing order (insertion sort of five).
+		sorted := usage
+		for i := 1; i < len(sorted); i++ {
+			for j := i; j > 0 && sorted[j] < sorted[j-1]; j-- {
+				sorted[j], sorted[j-1] = sorted[j-1], sorted[j]
+			}
+		}
 		f.Add(0, resource.Share{})
 		prev := 0.0
 		for _, us := range sorted {
 			ff := us / maxUsage
 			if ff > prev {
-				f.Add(ff, resource.Uniform(us).Min(a.UsageShare))
+				f.Add(ff, resource.Uniform(us).Min(usage))
 				prev = ff
 			}
 		}
 	}
-	f.Add(1, a.UsageShare)
-	f.Add(2, a.DemandShare)
+	f.Add(1, usage)
+	f.Add(2, demand)
 }
 
 // fifoFSBFF concatenates the children's fair share by suggestion in FIFO
 // order, child k occupying fit factors [k, k+1] (spec.md §2.8).
-func (u *Updater) fifoFSBFF(id tree.ID) {
-	e := &u.el[id]
-	f := &e.fsbff
+func (u *Updater) fifoFSBFF(p int32) {
+	ps := &u.pools[p]
+	id := ps.id
+	f := &ps.fsbff
 	f.Reset()
 	kids := u.fifoOrder(id)
 	if len(kids) == 0 {
@@ -140,7 +215,7 @@ func (u *Updater) fifoFSBFF(id tree.ID) {
 	}
 	var prefix resource.Share
 	for k, c := range kids {
-		g := &u.el[c].fsbs
+		g := u.fsbs(c)
 		shift := float64(k)
 		for i, x := range g.X {
 			f.Add(x+shift, g.V[i].Add(prefix))
@@ -190,7 +265,7 @@ func (c *scaledCursor) limits(x float64) (plf.Value, plf.Value) {
 func scaledLimits(f *plf.Vec, scale, x float64) (plf.Value, plf.Value) {
 	c := scaledCursor{f: f, scale: scale}
 	n := len(f.X)
-	if n > 2 {
+	if n > 2 && x > c.bound(1) && x < c.bound(n-1) {
 		// Binary search for the first point j ≥ 1 with bound(j) ≥ x.
 		lo, hi := 1, n-1
 		for lo < hi {
@@ -224,8 +299,8 @@ func interpolate(x0, x1 float64, v0, v1 plf.Value, x float64) plf.Value {
 // minChildWeight is the smallest child weight above Epsilon.
 func (u *Updater) minChildWeight(id tree.ID) float64 {
 	m := math.MaxFloat64
-	for _, c := range u.children(id) {
-		if w := u.el[c].attrs.Weight; w > resource.Epsilon {
+	for _, w := range u.kidW(id) {
+		if w > resource.Epsilon {
 			m = min(m, w)
 		}
 	}
@@ -236,8 +311,9 @@ func (u *Updater) minChildWeight(id tree.ID) float64 {
 // (spec.md §2.8); in the improved mode the children's jumps are laid out one
 // child at a time, each critical point taking one unit of the fit factor
 // (spec.md §2.9).
-func (u *Updater) normalFSBFF(id tree.ID) {
-	e := &u.el[id]
+func (u *Updater) normalFSBFF(p int32) {
+	e := &u.pools[p]
+	id := e.id
 	f := &e.fsbff
 	f.Reset()
 	kids := u.children(id)
@@ -247,124 +323,16 @@ func (u *Updater) normalFSBFF(id tree.ID) {
 		f.Add(1, resource.Share{})
 		return
 	}
-	wmin := u.minChildWeight(id)
-	curs := u.cursors[:0]
-	for _, c := range kids {
-		curs = append(curs, scaledCursor{f: &u.el[c].fsbs, scale: u.el[c].attrs.Weight / wmin})
-	}
-	u.cursors = curs
-
-	if u.cfg.EnableImprovedFitFactor {
-		e.cpS, e.cpIdx = u.criticalPoints(curs, e.cpS, e.cpIdx)
-		if len(curs) > sweepThreshold {
-			u.sweepSum(f, curs, e.cpS, e.cpIdx, true)
-			return
-		}
-		ff := 0.0
-		for k, s := range e.cpS {
-			pi := int(e.cpIdx[k])
-			var left, right resource.Share
-			for j := range curs {
-				l, r := curs[j].limits(s)
-				switch {
-				case j < pi:
-					left, right = left.Add(r), right.Add(r)
-				case j > pi:
-					left, right = left.Add(l), right.Add(l)
-				default:
-					left, right = left.Add(l), right.Add(r)
-				}
-			}
-			f.Add(ff, left)
-			f.Add(ff, right)
-			ff++
-		}
-		return
-	}
-
-	cps := u.cps[:0]
-	for j := range curs {
-		c := &curs[j]
-		last := c.bound(0)
-		cps = append(cps, last)
-		for i := 1; i < len(c.f.X); i++ {
-			if b := c.bound(i); b > last {
-				cps = append(cps, b)
-				last = b
-			}
-		}
-		if last < 1 {
-			cps = append(cps, 1)
-		}
-	}
-	slices.Sort(cps)
-	cps = slices.Compact(cps)
-	u.cps = cps
-	if len(curs) > sweepThreshold {
-		u.sweepClassic(f, curs)
-		return
-	}
-	for _, x := range cps {
-		if x > 1 {
-			break
-		}
-		var left, right resource.Share
-		for j := range curs {
-			l, r := curs[j].limits(x)
-			left, right = left.Add(l), right.Add(r)
-		}
-		f.Add(x, left)
-		f.Add(x, right)
-	}
-}
-
-// maxFitFactorBySuggestion builds MFFBS from FSBFF, the limits share and the
-// guarantee share (spec.md §2.8): per resource the transposed FSBFF narrowed
-// to [guarantee, limit] and shifted by the guarantee; then the minimum.
-func (u *Updater) maxFitFactorBySuggestion(id tree.ID) {
-	e := &u.el[id]
-	guarantee := e.attrs.StrongGuaranteeShare.Add(e.attrs.ProposedIntegralShare)
-	for r := range resource.Count {
-		comp := &u.comp
-		comp.ExtractComponent(&e.fsbff, r)
-		lo := comp.Y[0]
-		hi := comp.Y[len(comp.Y)-1]
-		limit := min(max(e.attrs.LimitsShare[r], lo), hi)
-		g := min(max(guarantee[r], lo), limit)
-		comp.Transpose()
-		m := &u.mff[r]
-		m.NarrowTo(comp, g, limit)
-		m.TrimLeft()
-		m.ShiftArgument(-g)
-		m.ExtendRight(1)
-		m.TrimRight()
-		comp.Transpose()
-	}
-	// A component that is constant at the largest fit factor (a resource the
-	// element does not use) never lowers the minimum: skip it.
-	top := e.fsbff.RightBound()
-	acc, other := &u.mffAcc[0], &u.mffAcc[1]
-	first := true
-	for r := range resource.Count {
-		m := &u.mff[r]
-		if r < resource.Count-1 || !first {
-			if len(m.Y) == 2 && m.Y[0] == top && m.Y[1] == top {
-				continue
-			}
-		}
-		if first {
-			acc.CopyFrom(m)
-			first = false
-			continue
-		}
-		other.PointwiseMin(acc, m, &u.cps)
-		acc, other = other, acc
-	}
-	e.mffbs.CopyFrom(acc)
+	e.cpS, e.cpIdx = u.sweepFSBFF(f, u.kidFs(id), u.kidW(id), u.minChildWeight(id), u.cfg.EnableImprovedFitFactor, e.cpS, e.cpIdx)
 }
 
 // compress copies src into dst merging segments that stay within eps of the
 // original in every component (a greedy cone test, spec.md §2.8).
+//
+// A component that is zero throughout (src is non-decreasing and
+// non-negative, so zero at both ends) passes the test exactly when the
+// argument advances, which every other component requires too: it is
+// skipped unless all are zero.
 func compress(dst, src *plf.Vec, eps float64) {
 	dst.Reset()
 	n := len(src.X)
@@ -374,6 +342,19 @@ func compress(dst, src *plf.Vec, eps float64) {
 		}
 		return
 	}
+	var rs [resource.Count]int
+	nr := 0
+	first, last := &src.V[0], &src.V[n-1]
+	for r := range resource.Count {
+		if first[r] != 0 || last[r] != 0 {
+			rs[nr] = r
+			nr++
+		}
+	}
+	if nr == 0 {
+		nr = 1
+	}
+	used := rs[:nr]
 	type seg struct{ dx, dy float64 }
 	cross := func(a, b seg) float64 { return a.dx*b.dy - b.dx*a.dy }
 	start := 0
@@ -381,7 +362,7 @@ func compress(dst, src *plf.Vec, eps float64) {
 	var top, bottom [resource.Count]seg
 	setBounds := func(s, e int) {
 		dx := src.X[e] - src.X[s]
-		for r := range resource.Count {
+		for _, r := range used {
 			dy := src.V[e][r] - src.V[s][r]
 			top[r] = seg{dx, dy + eps}
 			bottom[r] = seg{dx, dy - eps}
@@ -393,8 +374,9 @@ func compress(dst, src *plf.Vec, eps float64) {
 		next := j + 1
 		dx := src.X[next] - src.X[start]
 		ok := true
-		for r := range resource.Count {
-			dy := src.V[next][r] - src.V[start][r]
+		vn, vs := &src.V[next], &src.V[start]
+		for _, r := range used {
+			dy := vn[r] - vs[r]
 			acc := seg{dx, dy}
 			ct, cb := seg{dx, dy + eps}, seg{dx, dy - eps}
 			if cross(ct, top[r]) > 0 {
@@ -417,52 +399,4 @@ func compress(dst, src *plf.Vec, eps float64) {
 		setBounds(start, end)
 	}
 	dst.Add(src.X[end], src.V[end])
-}
-
-// criticalPoints appends every child's critical points (its left bound, each
-// distinct right end of a segment, and 1 where the function is extended),
-// sorted by argument and then by child, with the child that owns each.
-func (u *Updater) criticalPoints(curs []scaledCursor, dstS []float64, dstIdx []int32) ([]float64, []int32) {
-	cps := u.cps[:0]
-	idx := u.cpIdxScratch[:0]
-	for j := range curs {
-		c := &curs[j]
-		n := len(c.f.X)
-		last := c.bound(0)
-		cps, idx = append(cps, last), append(idx, int32(j))
-		for i := 1; i < n; i++ {
-			if b := c.bound(i); b > last {
-				cps, idx = append(cps, b), append(idx, int32(j))
-				last = b
-			}
-		}
-		if last < 1 {
-			cps, idx = append(cps, 1), append(idx, int32(j))
-		}
-	}
-	order := u.order[:0]
-	for i := range cps {
-		order = append(order, int32(i))
-	}
-	slices.SortFunc(order, func(a, b int32) int {
-		if cps[a] != cps[b] {
-			if cps[a] < cps[b] {
-				return -1
-			}
-			return 1
-		}
-		return int(idx[a] - idx[b])
-	})
-	for _, o := range order {
-		dstS = append(dstS, cps[o])
-		dstIdx = append(dstIdx, idx[o])
-	}
-	u.cps, u.cpIdxScratch, u.order = cps, idx, order
-	return dstS, dstIdx
-}
-
-// sweepClassic builds a wide pool's classic FSBFF by sweeping.
-func (u *Updater) sweepClassic(f *plf.Vec, curs []scaledCursor) {
-	u.tmpS, u.tmpIdx = u.criticalPoints(curs, u.tmpS[:0], u.tmpIdx[:0])
-	u.sweepSum(f, curs, u.tmpS, u.tmpIdx, false)
 }

@@ -12,10 +12,21 @@
 // (§2.6–2.7), the fair-share functions (§2.8), the top-down distribution
 // (§2.9), promised-guarantee fair share (§2.11) and the root (§2.10).
 //
-// Ownership and allocation: the Updater owns per-element state in slices
-// indexed by tree.ID and every function buffer; they are reused across
-// updates, so a steady tree updates without allocating. An Updater is not
-// safe for concurrent use; the caller serialises Update with tree mutations.
+// Layout (style.md §2): the state is split by who reads it. Attributes (the
+// output) and a small elem (functions by suggestion, generations) are
+// indexed by tree.ID; operations' cached inputs are indexed by tree.ID too;
+// everything only pools have (subtree totals, guarantees, integral volumes,
+// fit-factor functions) lives in a dense table of pool slots. Operations are
+// visited once per update, in ID order (updateOperations): that pass
+// detects their changes, rebuilds their functions and sums their usage and
+// demand into their parents, so the bottom-up and top-down passes over pools
+// skip them. Only the top-down distribution visits operations again, and
+// only below pools whose distribution changed.
+//
+// Ownership and allocation: the Updater owns per-element state and every
+// function buffer; they are reused across updates, so a steady tree updates
+// without allocating. An Updater is not safe for concurrent use; the caller
+// serialises Update with tree mutations.
 package fairshare
 
 import (
@@ -28,19 +39,59 @@ import (
 	"github.com/fairsched/fairsched/core/tree"
 )
 
-// elem is the update's state of one element.
+// elem is what every element has, indexed by tree.ID.
 type elem struct {
+	pool int32 // slot in Updater.pools; -1 for operations
 	kind tree.Kind
-	name string
-	gang bool
+}
 
-	attrs    Attributes
-	inferred resource.Vec
-	usage    resource.Vec // absolute; pools: sum of children
-	demand   resource.Vec
+// nodeState is the per-element state of the function building and the
+// top-down pass, indexed by position (see Updater.pos).
+type nodeState struct {
+	// fnGen changes whenever the fair share by suggestion (Updater.fs) is
+	// rebuilt, so that parents notice.
+	fnGen uint64
+	// The last top-down visit: skipped when target and functions are unchanged.
+	distGen    uint64
+	distTarget resource.Share
+	built      bool
+	distValid  bool
+	op         bool // an operation
+}
 
-	tierPriority resource.Share
-	tierRegular  resource.Share
+// opRaw is an operation's input from the tree as of the last update,
+// indexed by tree.ID (read in ID order, as the tree stores it).
+type opRaw struct {
+	demand, usage resource.Vec
+	limits        tree.PartialVec
+	weight        tree.OptFloat
+	gang          bool
+	valid         bool
+}
+
+// opInput is what an operation's function and its parent's sums are built
+// from, indexed by position (read in position order).
+type opInput struct {
+	demand resource.Vec // max(demand, usage)
+	usage  resource.Vec
+	// Shares as in the attributes.
+	usageShare, demandShare, limitsShare resource.Share
+	gang                                 bool
+	changed                              bool  // input changed since the last update
+	weightChanged                        bool  // weight changed since the last update
+	pending                              bool  // the function is to be rebuilt (by prepare)
+	parent                               int32 // the parent's pool slot
+}
+
+// poolState is the state only pools (and the root) have, in a dense table.
+type poolState struct {
+	id tree.ID
+
+	usage, demand     resource.Vec // absolute, whole subtree
+	opUsage, opDemand resource.Vec // sums over the operation children
+	inferred          resource.Vec
+
+	tierPriority, tierRegular resource.Share
 
 	burstRatio, flowRatio           float64
 	totalBurstRatio, totalFlowRatio float64
@@ -53,22 +104,32 @@ type elem struct {
 	childOverflow  [resource.Count]float64
 	acceptedFree   [resource.Count]float64
 
-	fsbff plf.Vec
-	mffbs plf.Scalar
-	fsbs  plf.Vec
-	// built and key record the inputs the functions were last built from;
-	// fnGen counts rebuilds so that parents notice a child's change.
-	built bool
-	key   fnKey
-	fnGen uint64
-	// The last top-down visit: skipped when target and functions are unchanged.
-	distValid  bool
-	distTarget resource.Share
-	distGen    uint64
+	// Fair share by fit factor and (classic mode) max fit factor by
+	// suggestion. ffKey records what fsbff was built from and ffGen counts
+	// its rebuilds; sugKey records what fsbs and mffbs were built from.
+	fsbff   plf.Vec
+	mffbs   plf.Scalar
+	ffKey   ffKey
+	ffGen   uint64
+	ffValid bool
+	sugKey  sugKey
+	// kidsDirty: an operation child's function or weight, or the list of
+	// children, changed since fsbff was built.
+	kidsDirty bool
+	kidsSig   uint64 // signature of the children list
 	// Improved-mode critical points of a fair-share-mode pool: suggestion and
 	// the child whose jump it is, one per unit of the fit factor.
 	cpS   []float64
 	cpIdx []int32
+
+	// The fair share by suggestion under the integral passes' temporary
+	// guarantee or limits (spec.md §2.6–2.7), rebuilt each update in
+	// Updater.tmpArena from the pool's (kept) fair share by fit factor; the
+	// pool's own fsbs is left alone, so an unchanged pool is not rebuilt.
+	tmpFsbs plf.Vec
+
+	// Pool children, a range of Updater.poolKids.
+	kidStart, kidEnd int32
 }
 
 // Updater runs fair-share updates over a tree. See the package documentation.
@@ -76,15 +137,36 @@ type Updater struct {
 	t   *tree.Tree
 	cfg Config
 
-	el []elem
+	attrs []Attributes
+	el    []elem
+	opRaw []opRaw   // by ID
+	opIn  []opInput // by position
+	opIDs []tree.ID // the operations, ascending
+	names []string  // per ID: the name the state belongs to (recycled IDs)
+
+	// State by position: an element's position is its index in childBuf
+	// (the root's is len(childBuf)), so a pool's children are adjacent, in
+	// the order the pool reads them, and operations are visited in order.
+	pos       []int32
+	fs        []plf.Vec // fair shares by suggestion
+	fsSpare   []plf.Vec
+	kw        []float64 // weights
+	node      []nodeState
+	nodeSpare []nodeState
+	opInSpare []opInput
+	opPos     []int32 // the operations' positions, ascending
+
+	pools     []poolState
+	freePools []int32
 
 	layoutVersion uint64
 	layoutValid   bool
-	pre           []tree.ID // pre-order
+	prePools      []int32 // pool slots in pre-order
 	childStart    []int32
 	childEnd      []int32
 	childBuf      []tree.ID
 	fifoBuf       []tree.ID
+	poolKids      []int32 // pool children's slots, per pool a range
 	burst         []tree.ID
 	relaxed       []tree.ID
 
@@ -92,30 +174,33 @@ type Updater struct {
 	now      float64
 	prev     float64
 	hasPrev  bool
-	promised []bool // per element: promised fair share computed this update
+	promised []tree.ID // elements whose promised fair share is set
+
+	// What the operations' attributes and functions were computed with.
+	opTotal    resource.Vec
+	opStepGang bool
+	opValid    bool
 
 	alerts []string
 	gen    uint64 // function generations, unique across elements
 
 	// scratch
-	comp         plf.Scalar
-	mff          [resource.Count]plf.Scalar
-	mffAcc       [2]plf.Scalar
+	opFF         plf.Vec
 	scratchVec   plf.Vec
-	cps          []float64
-	cpIdxScratch []int32
 	order        []int32
-	cpoints      []plf.CPoint
-	cursors      []scaledCursor
 	shares       []resource.Share
 	relaxedPools []tree.ID
 	relaxedW     []float64
-	relaxedLim   []resource.Share
 	sweep        []sweepChild
-	tmpS         []float64
-	tmpIdx       []int32
+	heap         []sweepKey
 	stack        [][]resource.Share
 	stackSpare   [][]resource.Share
+	tmpArena     plf.Vec // storage of the temporary functions (tmpFsbs)
+	tmpUsed      int     // points of tmpArena used in this update
+	tmpNeed      int     // points the temporary functions took in this update
+	pieceFrom    []resource.Share
+	pieceTo      []resource.Share
+	pieceAt      []resource.Share
 }
 
 // New returns an Updater for t with configuration cfg.
@@ -134,7 +219,7 @@ func (u *Updater) Tree() *tree.Tree { return u.t }
 
 // Attributes returns element id's attributes after the last update. The
 // pointer stays valid until the next update.
-func (u *Updater) Attributes(id tree.ID) *Attributes { return &u.el[id].attrs }
+func (u *Updater) Attributes(id tree.ID) *Attributes { return &u.attrs[id] }
 
 // Alerts returns the configuration alerts of the last update (guarantee
 // overcommit, nested promised-guarantee pools, priority pools without donor).
@@ -151,8 +236,10 @@ func (u *Updater) ForgetPreviousUpdate() { u.hasPrev = false }
 // SetAccumulatedVolume sets an integral pool's accumulated volume in
 // resource·seconds (cpu in centi-core·seconds), e.g. restored after a restart.
 func (u *Updater) SetAccumulatedVolume(id tree.ID, v [resource.Count]float64) {
-	u.ensure()
-	u.el[id].volume = v
+	u.layout()
+	if p := u.el[id].pool; p >= 0 {
+		u.pools[p].volume = v
+	}
 }
 
 // Invalidate makes the next update recompute every element's functions, as
@@ -161,15 +248,36 @@ func (u *Updater) SetAccumulatedVolume(id tree.ID, v [resource.Count]float64) {
 // skips subtrees whose target and functions are unchanged; the results are
 // the same either way.
 func (u *Updater) Invalidate() {
-	for i := range u.el {
-		u.el[i].built = false
-		u.el[i].distValid = false
+	for i := range u.node {
+		u.node[i].built = false
+		u.node[i].distValid = false
+	}
+	for i := range u.pools {
+		u.pools[i].ffValid = false
 	}
 }
 
 // FairShareBySuggestion returns element id's fair-share-by-suggestion
 // function of the last update (for introspection and tests).
-func (u *Updater) FairShareBySuggestion(id tree.ID) *plf.Vec { return &u.el[id].fsbs }
+func (u *Updater) FairShareBySuggestion(id tree.ID) *plf.Vec { return u.fsbs(id) }
+
+// fsbs returns element id's fair share by suggestion.
+func (u *Updater) fsbs(id tree.ID) *plf.Vec { return &u.fs[u.pos[id]] }
+
+// nd returns element id's node state.
+func (u *Updater) nd(id tree.ID) *nodeState { return &u.node[u.pos[id]] }
+
+// kidFs returns the fair shares by suggestion of id's children, in tree order.
+func (u *Updater) kidFs(id tree.ID) []plf.Vec { return u.fs[u.childStart[id]:u.childEnd[id]] }
+
+// kidW returns the weights of id's children, in tree order.
+func (u *Updater) kidW(id tree.ID) []float64 { return u.kw[u.childStart[id]:u.childEnd[id]] }
+
+// setWeight sets element id's weight.
+func (u *Updater) setWeight(id tree.ID, w float64) {
+	u.attrs[id].Weight = w
+	u.kw[u.pos[id]] = w
+}
 
 // children returns id's children in tree order.
 func (u *Updater) children(id tree.ID) []tree.ID {
@@ -181,40 +289,66 @@ func (u *Updater) fifoOrder(id tree.ID) []tree.ID {
 	return u.fifoBuf[u.childStart[id]:u.childEnd[id]]
 }
 
-// ensure sizes the per-element state to the tree and resets recycled IDs.
-func (u *Updater) ensure() {
-	n := u.t.Len()
-	for len(u.el) < n {
-		u.el = append(u.el, elem{})
-	}
-	for len(u.childStart) < n {
-		u.childStart = append(u.childStart, 0)
-		u.childEnd = append(u.childEnd, 0)
-		u.promised = append(u.promised, false)
-	}
-	if u.layoutValid && u.layoutVersion == u.t.StructureVersion() {
-		return // names and kinds change only with the structure
-	}
-	for id := range n {
-		e := &u.el[id]
-		k, name := u.t.Kind(tree.ID(id)), u.t.Name(tree.ID(id))
-		if e.kind != k || e.name != name {
-			*e = elem{kind: k, name: name, fsbff: e.fsbff, mffbs: e.mffbs, fsbs: e.fsbs, cpS: e.cpS[:0], cpIdx: e.cpIdx[:0]}
-		}
-	}
+// kids returns the slots of pool slot p's pool children, in tree order.
+func (u *Updater) kids(p int32) []int32 {
+	ps := &u.pools[p]
+	return u.poolKids[ps.kidStart:ps.kidEnd]
 }
 
-// layout rebuilds the pre-order and children lists after structural changes.
+// pool returns id's pool state; id must be a pool or the root.
+func (u *Updater) pool(id tree.ID) *poolState { return &u.pools[u.el[id].pool] }
+
+// layout sizes the per-element state to the tree, resets the state of
+// recycled IDs and rebuilds the pre-order and children lists after
+// structural changes.
 func (u *Updater) layout() {
-	u.ensure()
 	if u.layoutValid && u.layoutVersion == u.t.StructureVersion() {
 		return
 	}
-	u.pre = u.pre[:0]
+	n := u.t.Len()
+	if len(u.el) < n {
+		grow := n - len(u.el)
+		u.attrs = append(u.attrs, make([]Attributes, grow)...)
+		u.el = append(u.el, make([]elem, grow)...)
+		u.opRaw = append(u.opRaw, make([]opRaw, grow)...)
+		u.names = append(u.names, make([]string, grow)...)
+		u.childStart = append(u.childStart, make([]int32, grow)...)
+		u.childEnd = append(u.childEnd, make([]int32, grow)...)
+		u.pos = append(u.pos, make([]int32, grow)...)
+		for i := n - grow; i < n; i++ {
+			u.el[i].pool = -1
+			u.pos[i] = -1
+		}
+	}
+	for i := range n {
+		id := tree.ID(i)
+		e := &u.el[id]
+		k, name := u.t.Kind(id), u.t.Name(id)
+		if e.kind == k && u.names[id] == name {
+			continue
+		}
+		// A new element, or a recycled ID: start afresh, keeping buffers.
+		if e.pool >= 0 {
+			u.freePools = append(u.freePools, e.pool)
+		}
+		*e = elem{kind: k, pool: -1}
+		u.pos[id] = -1 // no state to keep
+		u.names[id] = name
+		u.attrs[id] = Attributes{}
+		u.opRaw[id] = opRaw{}
+		if k == tree.KindPool || k == tree.KindRoot {
+			e.pool = u.newPool(id)
+		}
+	}
+	u.prePools = u.prePools[:0]
 	u.childBuf = u.childBuf[:0]
+	u.poolKids = u.poolKids[:0]
 	u.burst, u.relaxed = u.burst[:0], u.relaxed[:0]
 	u.t.Walk(func(id tree.ID) {
-		u.pre = append(u.pre, id)
+		if u.t.Kind(id) == tree.KindOperation {
+			return
+		}
+		u.prePools = append(u.prePools, u.el[id].pool)
 		if u.t.Kind(id) == tree.KindPool {
 			switch u.t.Pool(id).Integral.Type {
 			case tree.GuaranteeBurst:
@@ -224,16 +358,92 @@ func (u *Updater) layout() {
 			}
 		}
 	})
-	for _, id := range u.pre {
+	for _, p := range u.prePools {
+		ps := &u.pools[p]
+		id := ps.id
 		u.childStart[id] = int32(len(u.childBuf))
+		ps.kidStart = int32(len(u.poolKids))
+		h := uint64(14695981039346656037)
 		for c := u.t.FirstChild(id); c != tree.None; c = u.t.NextSibling(c) {
 			u.childBuf = append(u.childBuf, c)
+			h = mix(h, uint64(c))
+			if u.t.Kind(c) != tree.KindOperation {
+				u.poolKids = append(u.poolKids, u.el[c].pool)
+			}
 		}
 		u.childEnd[id] = int32(len(u.childBuf))
+		ps.kidEnd = int32(len(u.poolKids))
+		if h != ps.kidsSig {
+			ps.kidsSig, ps.kidsDirty = h, true
+		}
 	}
 	u.fifoBuf = append(u.fifoBuf[:0], u.childBuf...)
+	// Move the state kept by position to the new positions.
+	m := len(u.childBuf) + 1
+	fs := slices.Grow(u.fsSpare[:0], m)[:m]
+	clear(fs)
+	node := slices.Grow(u.nodeSpare[:0], m)[:m]
+	clear(node)
+	opIn := slices.Grow(u.opInSpare[:0], m)[:m]
+	clear(opIn)
+	kw := slices.Grow(u.kw[:0:0], m)[:m]
+	place := func(id tree.ID, p int32) {
+		if old := u.pos[id]; old >= 0 {
+			fs[p], node[p], opIn[p] = u.fs[old], u.node[old], u.opIn[old]
+		}
+		u.pos[id] = p
+		kw[p] = u.attrs[id].Weight
+	}
+	for i, c := range u.childBuf {
+		place(c, int32(i))
+		node[i].op = u.t.Kind(c) == tree.KindOperation
+	}
+	place(tree.Root, int32(m-1))
+	clear(u.fs)
+	u.fs, u.fsSpare, u.kw = fs, u.fs, kw
+	u.node, u.nodeSpare = node, u.node
+	u.opIn, u.opInSpare = opIn, u.opIn
+	// Operations by position: grouped by parent, parents in pre-order, so
+	// their functions are allocated, and read by their parents, in one sweep.
+	u.opIDs = u.opIDs[:0]
+	for i := range n {
+		if u.t.Kind(tree.ID(i)) == tree.KindOperation {
+			u.opIDs = append(u.opIDs, tree.ID(i))
+		}
+	}
+	u.opPos = u.opPos[:0]
+	for _, p := range u.prePools {
+		id := u.pools[p].id
+		for i := u.childStart[id]; i < u.childEnd[id]; i++ {
+			if c := u.childBuf[i]; u.t.Kind(c) == tree.KindOperation {
+				u.opIn[i].parent = p
+				u.opPos = append(u.opPos, i)
+			}
+		}
+	}
 	u.layoutVersion = u.t.StructureVersion()
 	u.layoutValid = true
+}
+
+// newPool returns a fresh pool slot for id, reusing freed slots' buffers.
+func (u *Updater) newPool(id tree.ID) int32 {
+	if n := len(u.freePools); n > 0 {
+		p := u.freePools[n-1]
+		u.freePools = u.freePools[:n-1]
+		old := &u.pools[p]
+		*old = poolState{id: id, fsbff: old.fsbff, mffbs: old.mffbs,
+			cpS: old.cpS[:0], cpIdx: old.cpIdx[:0], kidsDirty: true}
+		return p
+	}
+	u.pools = append(u.pools, poolState{id: id, kidsDirty: true})
+	return int32(len(u.pools) - 1)
+}
+
+func mix(h, v uint64) uint64 {
+	h ^= v
+	h *= 1099511628211
+	h ^= h >> 29
+	return h
 }
 
 // Update runs one fair-share update at virtual time now with the cluster's
@@ -243,31 +453,58 @@ func (u *Updater) Update(total resource.Vec, now float64) {
 	u.layout()
 	u.total = total
 	u.now = now
-	for _, id := range u.pre {
-		e := &u.el[id]
-		e.attrs.ProposedIntegralShare = resource.Share{}
-		e.attrs.PromisedGuaranteeFairShare = Detailed{}
-		u.promised[id] = false
+	for _, p := range u.prePools {
+		u.attrs[u.pools[p].id].ProposedIntegralShare = resource.Share{}
 	}
+	for _, id := range u.promised {
+		if int(id) < len(u.attrs) {
+			u.attrs[id].PromisedGuaranteeFairShare = Detailed{}
+		}
+	}
+	u.promised = u.promised[:0]
 	u.validatePoolConfigs()
 	u.inferStrongGuarantees()
-	u.cumulative(tree.Root)
+	u.updateOperations()
+	u.cumulative(u.el[tree.Root].pool)
 	u.consumeAndRefill()
 	u.adjustGuarantees()
 	u.computeWeights()
+	u.tmpUsed, u.tmpNeed = 0, 0
 	u.burstIntegralShares()
 	u.relaxedIntegralShares()
 
-	u.prepare(tree.Root)
+	u.prepare(u.el[tree.Root].pool)
 	if u.cfg.EnableImprovedFitFactor {
-		u.distributeVec(tree.Root, u.el[tree.Root].fsbs.ValueAt(1), regular)
+		u.distributeVec(tree.Root, u.fsbs(tree.Root).ValueAt(1), regular)
 	} else {
 		u.distribute(tree.Root, 1, regular)
 	}
-	u.promisedFairShare(tree.Root)
+	u.promisedFairShare(u.el[tree.Root].pool)
 	u.rootFairShare()
 	u.integralAttributes()
+	u.sizeTmpArena()
 	u.prev, u.hasPrev = now, true
+}
+
+// sizeTmpArena makes room for the next update's temporary functions: what
+// this update's took, or twice the integral pools' own fair shares by
+// suggestion (which have about as many points), whichever is more. It
+// allocates only when that grows, so the update after the first one that
+// has integral volume does not allocate for them either.
+func (u *Updater) sizeTmpArena() {
+	need := u.tmpNeed
+	est := 0
+	for _, ids := range [2][]tree.ID{u.burst, u.relaxed} {
+		for _, id := range ids {
+			est += 2 * len(u.fsbs(id).X)
+		}
+	}
+	need = max(need, est)
+	if cap(u.tmpArena.X) < need {
+		need += need / 4
+		u.tmpArena.X = make([]float64, 0, need)
+		u.tmpArena.V = make([]plf.Value, 0, need)
+	}
 }
 
 func (u *Updater) alertf(format string, args ...any) {
@@ -278,10 +515,8 @@ func (u *Updater) alertf(format string, args ...any) {
 
 func (u *Updater) validatePoolConfigs() {
 	// Nested promised-guarantee pools and priority pools without a donor.
-	for _, id := range u.pre {
-		if u.t.Kind(id) == tree.KindOperation {
-			continue
-		}
+	for _, p := range u.prePools {
+		id := u.pools[p].id
 		c := u.t.Pool(id)
 		if c.ComputePromisedGuaranteeFairShare {
 			for p := u.t.Parent(id); p != tree.None; p = u.t.Parent(p) {
@@ -313,25 +548,20 @@ func (u *Updater) hasDonorAncestor(id tree.ID) bool {
 
 // ---- strong guarantee inference (spec.md §2.2) ----
 
+// inferStrongGuarantees infers the pools' strong guarantees; operations have
+// none (their inferred guarantee is zero).
 func (u *Updater) inferStrongGuarantees() {
-	u.el[tree.Root].inferred = u.total
+	u.pool(tree.Root).inferred = u.total
 	main := u.cfg.MainResource
-	for _, id := range u.pre {
-		if u.t.Kind(id) == tree.KindOperation {
-			continue
-		}
-		kids := u.children(id)
+	for _, p := range u.prePools {
+		kids := u.kids(p)
 		var explicit resource.Vec
 		for _, c := range kids {
-			ce := &u.el[c]
-			if ce.kind == tree.KindOperation {
-				ce.inferred = resource.Vec{}
-				continue
-			}
-			ce.inferred = u.t.Pool(c).StrongGuarantee.OrZero()
+			ce := &u.pools[c]
+			ce.inferred = u.t.Pool(ce.id).StrongGuarantee.OrZero()
 			explicit = explicit.Add(ce.inferred)
 		}
-		pe := &u.el[id]
+		pe := &u.pools[p]
 		residual := pe.inferred.Sub(explicit).Max(resource.Vec{})
 		parentMain := float64(pe.inferred[main])
 		for r := range resource.Count {
@@ -341,89 +571,149 @@ func (u *Updater) inferStrongGuarantees() {
 			parentR := float64(pe.inferred[r])
 			totalImplicit := 0.0
 			for _, c := range kids {
-				if u.el[c].kind == tree.KindOperation || u.t.Pool(c).StrongGuarantee.Set[r] {
+				ce := &u.pools[c]
+				if u.t.Pool(ce.id).StrongGuarantee.Set[r] {
 					continue
 				}
 				ratio := 0.0
 				if parentMain > 0 {
-					ratio = float64(u.el[c].inferred[main]) / parentMain
+					ratio = float64(ce.inferred[main]) / parentMain
 				}
 				totalImplicit += ratio * parentR
 			}
 			scale := 1.0
-			if id != tree.Root && totalImplicit > float64(residual[r]) {
+			if pe.id != tree.Root && totalImplicit > float64(residual[r]) {
 				scale = float64(residual[r]) / totalImplicit
 			}
 			for _, c := range kids {
-				if u.el[c].kind == tree.KindOperation || u.t.Pool(c).StrongGuarantee.Set[r] {
+				ce := &u.pools[c]
+				if u.t.Pool(ce.id).StrongGuarantee.Set[r] {
 					continue
 				}
 				ratio := 0.0
 				if parentMain > 0 {
-					ratio = float64(u.el[c].inferred[main]) / parentMain
+					ratio = float64(ce.inferred[main]) / parentMain
 				}
 				v := ratio * parentR
 				if scale != 1 {
 					v *= scale
 				}
-				u.el[c].inferred[r] = int64(math.Round(v))
+				ce.inferred[r] = int64(math.Round(v))
 			}
 		}
 	}
 }
 
+// ---- operations (spec.md §2.1 step 4, §2.8) ----
+
+// updateOperations visits every operation twice. First in ID order, the
+// order of the tree's and the attributes' storage: it detects changed inputs
+// and refreshes those operations' attributes. Then in position order (by
+// parent): it marks the functions that need rebuilding (prepareOperations
+// rebuilds them when the parent is prepared, while they are hot in cache)
+// and sums usage and demand into the parents, telling them whether a child's
+// function or weight changed.
+func (u *Updater) updateOperations() {
+	total := u.total
+	stepGang := u.cfg.EnableStepFunctionForGangOperations
+	sameEnv := u.opValid && u.opTotal == total && u.opStepGang == stepGang
+	u.opTotal, u.opStepGang, u.opValid = total, stepGang, true
+	for _, id := range u.opIDs {
+		raw := &u.opRaw[id]
+		spec := u.t.Operation(id)
+		demand, usage := u.t.Demand(id), u.t.Usage(id)
+		if !raw.valid || raw.weight != spec.Weight {
+			raw.weight = spec.Weight
+			u.setWeight(id, spec.Weight.Or(1))
+			u.opIn[u.pos[id]].weightChanged = true
+		}
+		if raw.valid && sameEnv && raw.demand == demand && raw.usage == usage &&
+			raw.limits == spec.ResourceLimits && raw.gang == spec.IsGang {
+			continue
+		}
+		raw.demand, raw.usage, raw.limits, raw.gang, raw.valid = demand, usage, spec.ResourceLimits, spec.IsGang, true
+		in := &u.opIn[u.pos[id]]
+		in.usage, in.demand = usage, demand.Max(usage)
+		in.gang, in.changed = spec.IsGang, true
+		a := &u.attrs[id]
+		a.LimitsShare = resource.FromResources(spec.ResourceLimits.OrInfinite().Min(total), total)
+		a.StrongGuaranteeShare = resource.Share{}
+		if usage.IsZero() {
+			a.DominantResource = resource.DominantResource(in.demand, total)
+		} else {
+			a.DominantResource = resource.DominantResource(usage, total)
+		}
+		a.UsageShare = resource.FromResources(usage, total)
+		a.DemandShare = resource.FromResources(in.demand, total)
+		in.usageShare, in.demandShare, in.limitsShare = a.UsageShare, a.DemandShare, a.LimitsShare
+	}
+	for _, p := range u.prePools {
+		ps := &u.pools[p]
+		ps.opUsage, ps.opDemand = resource.Vec{}, resource.Vec{}
+	}
+	for _, pos := range u.opPos {
+		in := &u.opIn[pos]
+		e := &u.node[pos]
+		ps := &u.pools[in.parent]
+		if in.weightChanged {
+			in.weightChanged = false
+			ps.kidsDirty = true
+		}
+		if in.changed || !e.built {
+			// Built by the parent's prepare, right before the parent reads it.
+			in.changed, in.pending = false, true
+			ps.kidsDirty = true
+		}
+		ps.opUsage = ps.opUsage.Add(in.usage)
+		ps.opDemand = ps.opDemand.Add(in.demand)
+	}
+}
+
 // ---- bottom-up attributes (spec.md §2.1 step 4) ----
 
-func (u *Updater) cumulative(id tree.ID) {
-	e := &u.el[id]
-	a := &e.attrs
+func (u *Updater) cumulative(p int32) {
+	ps := &u.pools[p]
+	id := ps.id
+	a := &u.attrs[id]
 	total := u.total
-	if e.kind == tree.KindOperation {
-		spec := u.t.Operation(id)
-		e.gang = spec.IsGang
-		e.usage = u.t.Usage(id)
-		e.demand = u.t.Demand(id).Max(e.usage)
-		e.burstRatio, e.flowRatio, e.totalBurstRatio, e.totalFlowRatio = 0, 0, 0, 0
-		a.LimitsShare = resource.FromResources(spec.ResourceLimits.OrInfinite().Min(total), total)
-	} else {
-		c := u.t.Pool(id)
-		e.burstRatio, e.flowRatio = 0, 0
-		if id != tree.Root && c.Integral.Type != tree.GuaranteeNone {
-			e.flowRatio = resource.GetMaxResourceRatio(c.Integral.ResourceFlow.OrZero(), total)
-			e.burstRatio = resource.GetMaxResourceRatio(c.Integral.BurstGuarantee.OrZero(), total)
-		}
-		e.totalBurstRatio, e.totalFlowRatio = e.burstRatio, e.flowRatio
-		var usage, demand resource.Vec
-		for _, ch := range u.children(id) {
-			u.cumulative(ch)
-			ce := &u.el[ch]
-			e.totalBurstRatio += ce.totalBurstRatio
-			e.totalFlowRatio += ce.totalFlowRatio
-			usage = usage.Add(ce.usage)
-			demand = demand.Add(ce.demand)
-		}
-		e.usage, e.demand = usage, demand
-		limits := resource.InfiniteVec()
-		if id != tree.Root {
-			limits = c.ResourceLimits.OrInfinite()
-		}
-		a.LimitsShare = resource.FromResources(limits.Min(total), total)
-		if c.Mode == tree.ModeFIFO {
-			u.sortFifo(id)
-		}
+	c := u.t.Pool(id)
+	ps.burstRatio, ps.flowRatio = 0, 0
+	if id != tree.Root && c.Integral.Type != tree.GuaranteeNone {
+		ps.flowRatio = resource.GetMaxResourceRatio(c.Integral.ResourceFlow.OrZero(), total)
+		ps.burstRatio = resource.GetMaxResourceRatio(c.Integral.BurstGuarantee.OrZero(), total)
 	}
-	a.StrongGuaranteeShare = resource.FromResources(e.inferred, total)
-	if e.usage.IsZero() {
-		a.DominantResource = resource.DominantResource(e.demand, total)
-	} else {
-		a.DominantResource = resource.DominantResource(e.usage, total)
+	ps.totalBurstRatio, ps.totalFlowRatio = ps.burstRatio, ps.flowRatio
+	usage, demand := ps.opUsage, ps.opDemand
+	for _, k := range u.kids(p) {
+		u.cumulative(k)
+		ce := &u.pools[k]
+		ps.totalBurstRatio += ce.totalBurstRatio
+		ps.totalFlowRatio += ce.totalFlowRatio
+		usage = usage.Add(ce.usage)
+		demand = demand.Add(ce.demand)
 	}
-	a.UsageShare = resource.FromResources(e.usage, total)
-	a.DemandShare = resource.FromResources(e.demand, total)
+	ps.usage, ps.demand = usage, demand
+	limits := resource.InfiniteVec()
+	if id != tree.Root {
+		limits = c.ResourceLimits.OrInfinite()
+	}
+	a.LimitsShare = resource.FromResources(limits.Min(total), total)
+	if c.Mode == tree.ModeFIFO {
+		u.sortFifo(id)
+	}
+	a.StrongGuaranteeShare = resource.FromResources(ps.inferred, total)
+	if usage.IsZero() {
+		a.DominantResource = resource.DominantResource(demand, total)
+	} else {
+		a.DominantResource = resource.DominantResource(usage, total)
+	}
+	a.UsageShare = resource.FromResources(usage, total)
+	a.DemandShare = resource.FromResources(demand, total)
 	if id == tree.Root {
+		// Σ children's strong guarantee shares; operations have none.
 		var s resource.Share
-		for _, ch := range u.children(id) {
-			s = s.Add(u.el[ch].attrs.StrongGuaranteeShare)
+		for _, k := range u.kids(p) {
+			s = s.Add(u.attrs[u.pools[k].id].StrongGuaranteeShare)
 		}
 		a.StrongGuaranteeShare = s
 	}
@@ -468,41 +758,42 @@ func (u *Updater) sortFifo(id tree.ID) {
 	})
 }
 
-// computeWeights sets every element's weight (spec.md §2.13).
+// computeWeights sets every pool's weight (spec.md §2.13); operations'
+// weights are set by updateOperations.
 func (u *Updater) computeWeights() {
 	m := u.cfg.InferWeightFromGuaranteesShareMultiplier
-	for _, id := range u.pre {
-		e := &u.el[id]
-		switch e.kind {
-		case tree.KindOperation:
-			e.attrs.Weight = u.t.Operation(id).Weight.Or(1)
-		case tree.KindRoot:
-			e.attrs.Weight = 1
-		default:
-			c := u.t.Pool(id)
-			if c.Weight.Set {
-				e.attrs.Weight = c.Weight.V
-				continue
-			}
-			e.attrs.Weight = 1
-			if m.Set {
-				p := &u.el[u.t.Parent(id)]
-				own := e.attrs.StrongGuaranteeShare.MaxComponent() + e.totalFlowRatio
-				par := p.attrs.StrongGuaranteeShare.MaxComponent() + p.totalFlowRatio
-				if own > resource.Epsilon && par > resource.Epsilon {
-					e.attrs.Weight = m.V * own / par
-				}
+	for _, p := range u.prePools {
+		ps := &u.pools[p]
+		id := ps.id
+		if id == tree.Root {
+			u.setWeight(id, 1)
+			continue
+		}
+		c := u.t.Pool(id)
+		if c.Weight.Set {
+			u.setWeight(id, c.Weight.V)
+			continue
+		}
+		w := 1.0
+		if m.Set {
+			parent := u.t.Parent(id)
+			pp := u.pool(parent)
+			own := u.attrs[id].StrongGuaranteeShare.MaxComponent() + ps.totalFlowRatio
+			par := u.attrs[parent].StrongGuaranteeShare.MaxComponent() + pp.totalFlowRatio
+			if own > resource.Epsilon && par > resource.Epsilon {
+				w = m.V * own / par
 			}
 		}
+		u.setWeight(id, w)
 	}
 }
 
 // ---- integral volumes (spec.md §2.5) ----
 
 func (u *Updater) consumeAndRefill() {
-	for _, id := range u.pre {
-		e := &u.el[id]
-		e.overflow, e.acceptable, e.childOverflow, e.acceptedFree = [5]float64{}, [5]float64{}, [5]float64{}, [5]float64{}
+	for _, p := range u.prePools {
+		ps := &u.pools[p]
+		ps.overflow, ps.acceptable, ps.childOverflow, ps.acceptedFree = [5]float64{}, [5]float64{}, [5]float64{}, [5]float64{}
 	}
 	for _, id := range u.burst {
 		u.refill(id)
@@ -510,8 +801,9 @@ func (u *Updater) consumeAndRefill() {
 	for _, id := range u.relaxed {
 		u.refill(id)
 	}
-	u.overflowAndAcceptable(tree.Root)
-	u.distributeFreeVolume(tree.Root)
+	root := u.el[tree.Root].pool
+	u.overflowAndAcceptable(root)
+	u.distributeFreeVolume(root)
 }
 
 func (u *Updater) canAcceptFreeVolume(id tree.ID) bool {
@@ -521,8 +813,8 @@ func (u *Updater) canAcceptFreeVolume(id tree.ID) bool {
 	return u.t.Pool(id).Integral.CanAcceptFreeVolume.Or(true)
 }
 
-func (u *Updater) capacity(id tree.ID) [resource.Count]float64 {
-	c := u.total.Mul(u.el[id].flowRatio)
+func (u *Updater) capacity(ps *poolState) [resource.Count]float64 {
+	c := u.total.Mul(ps.flowRatio)
 	var v [resource.Count]float64
 	for r := range c {
 		v[r] = float64(c[r]) * u.cfg.PoolCapacitySaturationPeriodS
@@ -534,9 +826,9 @@ func (u *Updater) refill(id tree.ID) {
 	if u.total.IsZero() || !u.hasPrev {
 		return
 	}
-	e := &u.el[id]
+	e := u.pool(id)
 	dt := u.now - u.prev
-	capacity := u.capacity(id)
+	capacity := u.capacity(e)
 	old := e.volume
 	accept := u.canAcceptFreeVolume(id)
 	for r := range resource.Count {
@@ -554,27 +846,24 @@ func (u *Updater) refill(id tree.ID) {
 }
 
 func (u *Updater) isIntegral(id tree.ID) bool {
-	return u.el[id].kind == tree.KindPool && u.t.Pool(id).Integral.Type != tree.GuaranteeNone
+	return u.t.Kind(id) == tree.KindPool && u.t.Pool(id).Integral.Type != tree.GuaranteeNone
 }
 
-func (u *Updater) overflowAndAcceptable(id tree.ID) {
-	if u.isIntegral(id) {
+func (u *Updater) overflowAndAcceptable(p int32) {
+	e := &u.pools[p]
+	if u.isIntegral(e.id) {
 		return
 	}
-	e := &u.el[id]
 	var childAcceptable [resource.Count]float64
-	for _, c := range u.children(id) {
-		if u.el[c].kind != tree.KindPool {
-			continue
-		}
+	for _, c := range u.kids(p) {
 		u.overflowAndAcceptable(c)
-		ce := &u.el[c]
+		ce := &u.pools[c]
 		for r := range resource.Count {
 			e.childOverflow[r] += ce.overflow[r]
 			childAcceptable[r] += ce.acceptable[r]
 		}
 	}
-	accept := u.canAcceptFreeVolume(id)
+	accept := u.canAcceptFreeVolume(e.id)
 	for r := range resource.Count {
 		diff := e.childOverflow[r] - childAcceptable[r]
 		if diff > 0 {
@@ -599,20 +888,17 @@ func (u *Updater) shouldDistributeFreeVolume(id tree.ID) bool {
 	return u.cfg.ShouldDistributeFreeVolumeAmongChildren
 }
 
-func (u *Updater) distributeFreeVolume(id tree.ID) {
-	e := &u.el[id]
+func (u *Updater) distributeFreeVolume(p int32) {
+	e := &u.pools[p]
 	free := e.acceptedFree
-	if u.isIntegral(id) {
+	if u.isIntegral(e.id) {
 		for r := range resource.Count {
 			e.volume[r] += free[r]
 		}
 		return
 	}
-	if e.kind == tree.KindOperation {
-		return
-	}
-	if u.shouldDistributeFreeVolume(id) && (free != [5]float64{} || e.childOverflow != [5]float64{}) {
-		kids := u.children(id)
+	kids := u.kids(p)
+	if u.shouldDistributeFreeVolume(e.id) && (free != [5]float64{} || e.childOverflow != [5]float64{}) {
 		for r := range resource.Count {
 			free[r] += e.childOverflow[r]
 			if free[r] == 0 {
@@ -621,17 +907,14 @@ func (u *Updater) distributeFreeVolume(id tree.ID) {
 			hungry := u.order[:0]
 			weightSum := 0.0
 			for i, c := range kids {
-				ce := &u.el[c]
-				if ce.kind == tree.KindOperation {
-					continue
-				}
+				ce := &u.pools[c]
 				if ce.acceptable[r] > resource.Epsilon && ce.totalFlowRatio > resource.Epsilon {
 					hungry = append(hungry, int32(i))
 					weightSum += ce.totalFlowRatio
 				}
 			}
 			slices.SortStableFunc(hungry, func(a, b int32) int {
-				ea, eb := &u.el[kids[a]], &u.el[kids[b]]
+				ea, eb := &u.pools[kids[a]], &u.pools[kids[b]]
 				ra, rb := ea.acceptable[r]/ea.totalFlowRatio, eb.acceptable[r]/eb.totalFlowRatio
 				switch {
 				case ra < rb:
@@ -643,7 +926,7 @@ func (u *Updater) distributeFreeVolume(id tree.ID) {
 			})
 			k := 0
 			for ; k < len(hungry); k++ {
-				ce := &u.el[kids[hungry[k]]]
+				ce := &u.pools[kids[hungry[k]]]
 				offer := free[r] * (ce.totalFlowRatio / weightSum)
 				if offer < ce.acceptable[r] {
 					break
@@ -653,21 +936,21 @@ func (u *Updater) distributeFreeVolume(id tree.ID) {
 				weightSum -= ce.totalFlowRatio
 			}
 			for ; k < len(hungry); k++ {
-				ce := &u.el[kids[hungry[k]]]
+				ce := &u.pools[kids[hungry[k]]]
 				ce.acceptedFree[r] = free[r] * (ce.totalFlowRatio / weightSum)
 			}
 			u.order = hungry
 		}
 	}
-	for _, c := range u.children(id) {
+	for _, c := range kids {
 		u.distributeFreeVolume(c)
 	}
 }
 
 // volumeRatio is the integral share the pool's volume sustains for one
 // smooth period (spec.md §2.5).
-func (u *Updater) volumeRatio(id tree.ID) float64 {
-	v := u.el[id].volume
+func (u *Updater) volumeRatio(ps *poolState) float64 {
+	v := ps.volume
 	r, any := 0.0, false
 	for i := range v {
 		if u.total[i] > 0 {
@@ -684,12 +967,14 @@ func (u *Updater) volumeRatio(id tree.ID) float64 {
 // ---- guarantee adjustment (spec.md §2.3–2.4) ----
 
 func (u *Updater) adjustGuarantees() {
-	root := &u.el[tree.Root]
+	rootSlot := u.el[tree.Root].pool
+	root := &u.pools[rootSlot]
+	ra := &u.attrs[tree.Root]
 	flow := u.total.Mul(root.totalFlowRatio)
 	burst := u.total.Mul(root.totalBurstRatio)
 	var strong resource.Vec
-	for _, c := range u.children(tree.Root) {
-		strong = strong.Add(u.el[c].inferred)
+	for _, c := range u.kids(rootSlot) {
+		strong = strong.Add(u.pools[c].inferred)
 	}
 	if !u.total.Dominates(strong.Add(flow)) {
 		u.alertf("strong guarantees %v and resource flows %v exceed total resources %v", strong, flow, u.total)
@@ -698,65 +983,62 @@ func (u *Updater) adjustGuarantees() {
 		u.alertf("strong guarantees %v and burst guarantees %v exceed total resources %v", strong, burst, u.total)
 		ones := resource.Ones()
 		k := plf.InverseLowerBound(0, 1, func(k float64) bool {
-			sum := root.attrs.StrongGuaranteeShare.Mul(k)
+			sum := ra.StrongGuaranteeShare.Mul(k)
 			for _, p := range u.burst {
-				sum = sum.Add(resource.Uniform(u.el[p].burstRatio).Mul(k))
+				sum = sum.Add(resource.Uniform(u.pool(p).burstRatio).Mul(k))
 			}
 			return ones.Dominates(sum)
 		})
-		root.attrs.StrongGuaranteeShare = root.attrs.StrongGuaranteeShare.Mul(k)
+		ra.StrongGuaranteeShare = ra.StrongGuaranteeShare.Mul(k)
 		for _, p := range u.burst {
-			u.el[p].burstRatio *= k
+			u.pool(p).burstRatio *= k
 		}
 	}
-	u.tiers(tree.Root)
-	u.adjustStrong(tree.Root)
+	u.tiers(rootSlot)
+	u.adjustStrong(rootSlot)
 }
 
 // tiers splits strong guarantees into the priority and regular tiers.
-func (u *Updater) tiers(id tree.ID) {
-	e := &u.el[id]
-	if e.kind == tree.KindOperation {
-		e.tierPriority, e.tierRegular = resource.Share{}, resource.Share{}
-		return
-	}
+// Operations have no guarantee: both their tiers are zero.
+func (u *Updater) tiers(p int32) {
 	var childPriority resource.Share
-	for _, c := range u.children(id) {
+	for _, c := range u.kids(p) {
 		u.tiers(c)
-		childPriority = childPriority.Add(u.el[c].tierPriority)
+		childPriority = childPriority.Add(u.pools[c].tierPriority)
 	}
+	e := &u.pools[p]
+	id := e.id
 	c := u.t.Pool(id)
+	strong := u.attrs[id].StrongGuaranteeShare
 	switch {
 	case id != tree.Root && c.EnablePriorityStrongGuaranteeAdjustment && u.hasDonorAncestor(id):
-		e.tierPriority, e.tierRegular = e.attrs.StrongGuaranteeShare, resource.Share{}
+		e.tierPriority, e.tierRegular = strong, resource.Share{}
 	case id != tree.Root && c.EnablePriorityStrongGuaranteeAdjustmentDonorship:
-		e.tierPriority, e.tierRegular = resource.Share{}, e.attrs.StrongGuaranteeShare
+		e.tierPriority, e.tierRegular = resource.Share{}, strong
 	default:
 		e.tierPriority = childPriority
-		e.tierRegular = e.attrs.StrongGuaranteeShare.Sub(childPriority)
+		e.tierRegular = strong.Sub(childPriority)
 	}
 }
 
-func (u *Updater) adjustStrong(id tree.ID) {
-	e := &u.el[id]
-	if e.kind == tree.KindOperation {
-		return
-	}
-	e.attrs.StrongGuaranteeShare = e.attrs.StrongGuaranteeShare.Min(e.attrs.LimitsShare)
-	kids := u.children(id)
+func (u *Updater) adjustStrong(p int32) {
+	e := &u.pools[p]
+	a := &u.attrs[e.id]
+	a.StrongGuaranteeShare = a.StrongGuaranteeShare.Min(a.LimitsShare)
+	kids := u.kids(p)
 	var fixed resource.Share
-	tier := func(c tree.ID, t int) *resource.Share {
+	tier := func(c int32, t int) *resource.Share {
 		if t == 0 {
-			return &u.el[c].tierPriority
+			return &u.pools[c].tierPriority
 		}
-		return &u.el[c].tierRegular
+		return &u.pools[c].tierRegular
 	}
 	for t := 0; t < 2; t++ {
 		var sum resource.Share
 		for _, c := range kids {
 			sum = sum.Add(*tier(c, t))
 		}
-		avail := e.attrs.StrongGuaranteeShare.Sub(fixed).Max(resource.Share{})
+		avail := a.StrongGuaranteeShare.Sub(fixed).Max(resource.Share{})
 		if !avail.Dominates(sum) {
 			check := func(k float64) bool {
 				var s resource.Share
@@ -772,7 +1054,7 @@ func (u *Updater) adjustStrong(id tree.ID) {
 			for _, c := range kids {
 				*tier(c, t) = tier(c, t).Mul(k)
 				if t == 0 {
-					u.el[c].tierRegular = resource.Share{}
+					u.pools[c].tierRegular = resource.Share{}
 				}
 			}
 			break
@@ -780,8 +1062,8 @@ func (u *Updater) adjustStrong(id tree.ID) {
 		fixed = fixed.Add(sum)
 	}
 	for _, c := range kids {
-		ce := &u.el[c]
-		ce.attrs.StrongGuaranteeShare = ce.tierPriority.Add(ce.tierRegular)
+		ce := &u.pools[c]
+		u.attrs[ce.id].StrongGuaranteeShare = ce.tierPriority.Add(ce.tierRegular)
 	}
 	for _, c := range kids {
 		u.adjustStrong(c)
@@ -806,7 +1088,7 @@ func adjustProposedIntegralShare(limits, strong, proposed resource.Share) resour
 func (u *Updater) hierarchicalAvailableLimits(id tree.ID) resource.Share {
 	res := resource.Ones()
 	for cur := id; cur != tree.Root; cur = u.t.Parent(cur) {
-		a := &u.el[cur].attrs
+		a := &u.attrs[cur]
 		res = res.Min(a.LimitsShare.Sub(a.StrongGuaranteeShare.Add(a.ProposedIntegralShare)))
 	}
 	return res
@@ -814,7 +1096,7 @@ func (u *Updater) hierarchicalAvailableLimits(id tree.ID) resource.Share {
 
 func (u *Updater) increaseHierarchicalIntegralShare(id tree.ID, delta resource.Share) {
 	for cur := id; cur != tree.None; cur = u.t.Parent(cur) {
-		a := &u.el[cur].attrs
+		a := &u.attrs[cur]
 		inc := a.ProposedIntegralShare.Add(delta)
 		if cur != tree.Root {
 			inc = adjustProposedIntegralShare(a.LimitsShare, a.StrongGuaranteeShare, inc)
@@ -825,17 +1107,16 @@ func (u *Updater) increaseHierarchicalIntegralShare(id tree.ID, delta resource.S
 
 func (u *Updater) burstIntegralShares() {
 	for _, id := range u.burst {
-		e := &u.el[id]
-		ratio := min(e.burstRatio, u.volumeRatio(id))
+		ps := u.pool(id)
+		a := &u.attrs[id]
+		ratio := min(ps.burstRatio, u.volumeRatio(ps))
 		proposed := resource.Uniform(ratio).Min(u.hierarchicalAvailableLimits(id))
-		proposed = adjustProposedIntegralShare(e.attrs.LimitsShare, e.attrs.StrongGuaranteeShare, proposed)
-		e.attrs.ProposedIntegralShare = proposed
-		u.prepare(id)
-		e.attrs.ProposedIntegralShare = resource.Share{}
-		within := e.fsbs.ValueAt(0)
-		integral := within.Sub(e.attrs.StrongGuaranteeShare).Max(resource.Share{})
+		proposed = adjustProposedIntegralShare(a.LimitsShare, a.StrongGuaranteeShare, proposed)
+		fs := u.prepareTemporary(u.el[id].pool, a.StrongGuaranteeShare.Add(proposed), a.LimitsShare)
+		within := fs.ValueAt(0)
+		integral := within.Sub(a.StrongGuaranteeShare).Max(resource.Share{})
 		u.increaseHierarchicalIntegralShare(id, integral)
-		e.lastShareRatio = integral.MaxComponent()
+		ps.lastShareRatio = integral.MaxComponent()
 	}
 }
 
@@ -844,27 +1125,27 @@ func (u *Updater) relaxedIntegralShares() {
 		return
 	}
 	avail := resource.Ones()
-	for _, c := range u.children(tree.Root) {
-		a := &u.el[c].attrs
+	for _, c := range u.kids(u.el[tree.Root].pool) {
+		a := &u.attrs[u.pools[c].id]
 		avail = avail.Sub(a.StrongGuaranteeShare.Add(a.ProposedIntegralShare).Min(a.DemandShare))
 	}
 	avail = avail.Max(resource.Share{})
-	pools, weights, limits := u.relaxedPools[:0], u.relaxedW[:0], u.relaxedLim[:0]
+	pools, weights := u.relaxedPools[:0], u.relaxedW[:0]
 	for _, id := range u.relaxed {
-		r := u.volumeRatio(id)
+		ps := u.pool(id)
+		r := u.volumeRatio(ps)
 		if r == 0 {
 			continue
 		}
-		e := &u.el[id]
+		a := &u.attrs[id]
 		pools = append(pools, id)
 		weights = append(weights, r)
-		limits = append(limits, e.attrs.LimitsShare)
 		mult := u.t.Pool(id).Integral.RelaxedShareMultiplierLimit.Or(u.cfg.RelaxedShareMultiplierLimit)
-		lim := resource.Uniform(r).Min(resource.Uniform(e.flowRatio * mult)).Add(e.attrs.StrongGuaranteeShare)
-		e.attrs.LimitsShare = e.attrs.LimitsShare.Min(lim)
-		u.prepare(id)
+		lim := resource.Uniform(r).Min(resource.Uniform(ps.flowRatio * mult)).Add(a.StrongGuaranteeShare)
+		lim = a.LimitsShare.Min(lim)
+		u.prepareTemporary(u.el[id].pool, a.StrongGuaranteeShare.Add(a.ProposedIntegralShare), lim)
 	}
-	u.relaxedPools, u.relaxedW, u.relaxedLim = pools, weights, limits
+	u.relaxedPools, u.relaxedW = pools, weights
 	if len(pools) == 0 {
 		return
 	}
@@ -875,20 +1156,17 @@ func (u *Updater) relaxedIntegralShares() {
 	f := plf.InverseLowerBound(0, 1, func(f float64) bool {
 		var sum resource.Share
 		for i, id := range pools {
-			e := &u.el[id]
-			fs := e.fsbs.ValueAt(min(1, f*weights[i]))
-			sum = sum.Add(fs.Sub(e.attrs.StrongGuaranteeShare).Max(resource.Share{}))
+			fs := u.pool(id).tmpFsbs.ValueAt(min(1, f*weights[i]))
+			sum = sum.Add(fs.Sub(u.attrs[id].StrongGuaranteeShare).Max(resource.Share{}))
 		}
 		return avail.Dominates(sum)
 	})
 	for i, id := range pools {
-		e := &u.el[id]
-		within := e.fsbs.ValueAt(min(1, f*weights[i]))
-		integral := within.Sub(e.attrs.StrongGuaranteeShare).Max(resource.Share{})
-		e.attrs.LimitsShare = limits[i]
+		within := u.pool(id).tmpFsbs.ValueAt(min(1, f*weights[i]))
+		integral := within.Sub(u.attrs[id].StrongGuaranteeShare).Max(resource.Share{})
 		limited := integral.Min(u.hierarchicalAvailableLimits(id))
 		u.increaseHierarchicalIntegralShare(id, limited)
-		e.lastShareRatio = limited.MaxComponent()
+		u.pool(id).lastShareRatio = limited.MaxComponent()
 	}
 }
 
@@ -902,11 +1180,11 @@ const (
 )
 
 func (u *Updater) setDetailed(id tree.ID, total resource.Share, t shareType) {
-	a := &u.el[id].attrs
+	a := &u.attrs[id]
 	d := &a.FairShare
 	if t == promisedGuarantee {
 		d = &a.PromisedGuaranteeFairShare
-		u.promised[id] = true
+		u.promised = append(u.promised, id)
 	}
 	d.Total = total
 	d.StrongGuarantee = total.Min(a.StrongGuaranteeShare)
@@ -916,7 +1194,7 @@ func (u *Updater) setDetailed(id tree.ID, total resource.Share, t shareType) {
 
 // childSuggestion is the suggestion child i (in the pool's child order: tree
 // order, or FIFO order for FIFO pools) receives at fit factor ff.
-func (u *Updater) childSuggestion(id tree.ID, fifo bool, i int, c tree.ID, ff, wmin float64) float64 {
+func (u *Updater) childSuggestion(fifo bool, i int, c tree.ID, ff, wmin float64) float64 {
 	if fifo {
 		sat := int(ff)
 		switch {
@@ -927,12 +1205,12 @@ func (u *Updater) childSuggestion(id tree.ID, fifo bool, i int, c tree.ID, ff, w
 		}
 		return 0
 	}
-	return min(1, ff*(u.el[c].attrs.Weight/wmin))
+	return min(1, ff*(u.attrs[c].Weight/wmin))
 }
 
 // distribute is the classic top-down pass with a scalar suggestion.
 func (u *Updater) distribute(id tree.ID, s float64, t shareType) {
-	e := &u.el[id]
+	e := u.nd(id)
 	if t == regular {
 		st := resource.Uniform(s)
 		if e.distValid && e.distTarget == st && e.distGen == e.fnGen {
@@ -940,8 +1218,8 @@ func (u *Updater) distribute(id tree.ID, s float64, t shareType) {
 		}
 		e.distValid, e.distTarget, e.distGen = true, st, e.fnGen
 	}
-	if e.kind == tree.KindOperation {
-		u.setDetailed(id, e.fsbs.ValueAt(s), t)
+	if u.el[id].kind == tree.KindOperation {
+		u.setDetailed(id, u.fsbs(id).ValueAt(s), t)
 		return
 	}
 	kids := u.children(id)
@@ -954,189 +1232,38 @@ func (u *Updater) distribute(id tree.ID, s float64, t shareType) {
 		kids = u.fifoOrder(id)
 	}
 	wmin := u.minChildWeight(id)
-	target := e.fsbs.ValueAt(s)
+	target := u.fsbs(id).ValueAt(s)
 	bound := target.Add(resource.EpsilonShare())
 	check := func(ff float64) bool {
 		var sum resource.Share
 		for i, c := range kids {
-			sum = sum.Add(u.el[c].fsbs.ValueAt(u.childSuggestion(id, fifo, i, c, ff, wmin)))
+			sum = sum.Add(u.fsbs(c).ValueAt(u.childSuggestion(fifo, i, c, ff, wmin)))
 		}
 		return bound.Dominates(sum)
 	}
-	ff := e.mffbs.ValueAt(s)
+	ff := u.pool(id).mffbs.ValueAt(s)
 	if !check(ff) {
 		ff = plf.InverseLowerBound(0, ff, check)
 	}
 	for i, c := range kids {
-		u.distribute(c, u.childSuggestion(id, fifo, i, c, ff, wmin), t)
+		u.distribute(c, u.childSuggestion(fifo, i, c, ff, wmin), t)
 	}
-	u.setDetailed(id, target, t)
-}
-
-// childShares fills u.shares with the shares the children of id receive at
-// improved fit factor ff (the reference's child fair shares by fit factor).
-func (u *Updater) childShares(id tree.ID, ff float64, dst []resource.Share) []resource.Share {
-	dst = dst[:0]
-	if u.t.Pool(id).Mode == tree.ModeFIFO {
-		kids := u.fifoOrder(id)
-		sat := int(ff)
-		frac := ff - float64(sat)
-		for i, c := range kids {
-			var v resource.Share
-			switch {
-			case i < sat:
-				v = u.el[c].fsbs.ValueAt(1)
-			case i == sat && frac != 0:
-				v = u.el[c].fsbs.ValueAt(frac)
-			}
-			dst = append(dst, v)
-		}
-		return dst
-	}
-	e := &u.el[id]
-	kids := u.children(id)
-	wmin := u.minChildWeight(id)
-	n := len(e.cpS)
-	k := int(ff)
-	if k >= n-1 {
-		k = n - 1
-	}
-	frac := ff - float64(k)
-	for j, c := range kids {
-		f := &u.el[c].fsbs
-		scale := u.el[c].attrs.Weight / wmin
-		l, r := scaledLimits(f, scale, e.cpS[k])
-		// Value at k from the left: children before the jump's owner already
-		// took their right limit.
-		atK := l
-		if j < int(e.cpIdx[k]) {
-			atK = r
-		}
-		if frac == 0 {
-			dst = append(dst, atK)
-			continue
-		}
-		from := l
-		if j <= int(e.cpIdx[k]) {
-			from = r
-		}
-		l2, r2 := scaledLimits(f, scale, e.cpS[k+1])
-		to := l2
-		if j < int(e.cpIdx[k+1]) {
-			to = r2
-		}
-		dst = append(dst, interpolate(float64(k), float64(k+1), from, to, ff))
-	}
-	return dst
-}
-
-// spare returns reusable storage for the child shares at recursion depth d.
-func (u *Updater) spare(d int) []resource.Share {
-	if d < len(u.stackSpare) {
-		return u.stackSpare[d][:0]
-	}
-	return nil
-}
-
-// fitFactorFor finds the largest improved fit factor at which the children's
-// shares fit into target (the reference bisects over the whole domain; this
-// finds the same double faster). The pool's own FSBFF equals the children's
-// sum at integer fit factors, so a binary search over its integer points
-// finds the piece; inside it the sum is linear, solved per resource and then
-// refined to the exact largest double.
-func (u *Updater) fitFactorFor(id tree.ID, target resource.Share) float64 {
-	e := &u.el[id]
-	f := &e.fsbff
-	hi := f.RightBound()
-	pred := func(ff float64) bool {
-		u.shares = u.childShares(id, ff, u.shares)
-		var s resource.Share
-		for _, v := range u.shares {
-			s = s.Add(v)
-		}
-		return target.Dominates(s)
-	}
-	if pred(hi) {
-		return hi
-	}
-	if !pred(0) {
-		return 0
-	}
-	// Largest integer k in [0, hi) with f(k) fitting.
-	lo, up := 0, int(hi)
-	for lo+1 < up {
-		mid := int(uint(lo+up) >> 1)
-		if target.Dominates(f.ValueAt(float64(mid))) {
-			lo = mid
-		} else {
-			up = mid
-		}
-	}
-	k := float64(lo)
-	_, a := f.LeftRightLimitAt(k)
-	b := f.ValueAt(k + 1)
-	cand := k + 1
-	for r := range resource.Count {
-		if d := b[r] - a[r]; d > 0 && target[r] < b[r] {
-			cand = min(cand, k+(target[r]-a[r])/d)
-		}
-	}
-	return plf.Refine(k, k+1, cand, pred)
-}
-
-// distributeVec is the improved top-down pass with a vector target.
-func (u *Updater) distributeVec(id tree.ID, target resource.Share, t shareType) {
-	e := &u.el[id]
-	if t == regular {
-		if e.distValid && e.distTarget == target && e.distGen == e.fnGen && e.attrs.FairShare.Total == target {
-			return
-		}
-		e.distValid, e.distTarget, e.distGen = true, target, e.fnGen
-	}
-	if e.kind == tree.KindOperation {
-		u.setDetailed(id, target, t)
-		return
-	}
-	kids := u.children(id)
-	if len(kids) == 0 {
-		u.setDetailed(id, resource.Share{}, t)
-		return
-	}
-	ff := u.fitFactorFor(id, target)
-	if ff < resource.Epsilon {
-		ff = 0
-	}
-	depth := len(u.stack)
-	u.stack = append(u.stack, u.childShares(id, ff, u.spare(depth)))
-	if u.t.Pool(id).Mode == tree.ModeFIFO {
-		kids = u.fifoOrder(id)
-	}
-	for i, c := range kids {
-		u.distributeVec(c, u.stack[depth][i], t)
-	}
-	for len(u.stackSpare) <= depth {
-		u.stackSpare = append(u.stackSpare, nil)
-	}
-	u.stackSpare[depth] = u.stack[depth]
-	u.stack = u.stack[:depth]
 	u.setDetailed(id, target, t)
 }
 
 // ---- promised guarantee and root (spec.md §2.10–2.11) ----
 
-func (u *Updater) promisedFairShare(id tree.ID) {
-	if u.el[id].kind == tree.KindOperation {
-		return
-	}
+func (u *Updater) promisedFairShare(p int32) {
+	id := u.pools[p].id
 	if u.t.Pool(id).ComputePromisedGuaranteeFairShare {
 		if u.cfg.EnableImprovedFitFactor {
-			u.distributeVec(id, u.el[id].fsbs.ValueAt(0), promisedGuarantee)
+			u.distributeVec(id, u.fsbs(id).ValueAt(0), promisedGuarantee)
 		} else {
 			u.distribute(id, 0, promisedGuarantee)
 		}
 		return
 	}
-	for _, c := range u.children(id) {
+	for _, c := range u.kids(p) {
 		u.promisedFairShare(c)
 	}
 }
@@ -1144,11 +1271,11 @@ func (u *Updater) promisedFairShare(id tree.ID) {
 func (u *Updater) rootFairShare() {
 	var strong, total resource.Share
 	for _, c := range u.children(tree.Root) {
-		a := &u.el[c].attrs
+		a := &u.attrs[c]
 		strong = strong.Add(a.FairShare.StrongGuarantee)
 		total = total.Add(a.FairShare.Total)
 	}
-	a := &u.el[tree.Root].attrs
+	a := &u.attrs[tree.Root]
 	static := a.StrongGuaranteeShare
 	a.StrongGuaranteeShare = strong
 	u.setDetailed(tree.Root, total, regular)
@@ -1157,9 +1284,10 @@ func (u *Updater) rootFairShare() {
 
 // integralAttributes fills the integral pools' orchid attributes (api.md §5).
 func (u *Updater) integralAttributes() {
-	for _, id := range u.pre {
-		e := &u.el[id]
-		ia := &e.attrs.Integral
+	for _, p := range u.prePools {
+		e := &u.pools[p]
+		id := e.id
+		ia := &u.attrs[id].Integral
 		if !u.isIntegral(id) {
 			*ia = IntegralAttributes{}
 			continue
@@ -1169,8 +1297,8 @@ func (u *Updater) integralAttributes() {
 			ia.AccumulatedVolume[r] = e.volume[r]
 		}
 		ia.AccumulatedVolume[resource.CPU] /= resource.CPUScale
-		ia.AccumulatedResourceRatioVolume = u.volumeRatio(id) * u.cfg.SmoothPeriodS
-		ia.Capacity = u.capacity(id)
+		ia.AccumulatedResourceRatioVolume = u.volumeRatio(e) * u.cfg.SmoothPeriodS
+		ia.Capacity = u.capacity(e)
 		ia.Capacity[resource.CPU] /= resource.CPUScale
 		ia.SpecifiedBurstRatio = e.burstRatio
 		ia.SpecifiedResourceFlowRatio = e.flowRatio

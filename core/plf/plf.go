@@ -55,20 +55,35 @@ func (f *Scalar) Reset() { f.X, f.Y = f.X[:0], f.Y[:0] }
 func (f *Vec) Add(x float64, v Value) {
 	n := len(f.X)
 	if n > 0 {
-		bx, bv := f.X[n-1], f.V[n-1]
-		if bx == x && bv == v {
-			return
-		}
-		if n > 1 {
-			ax, av := f.X[n-2], f.V[n-2]
-			if (ax == bx && bx == x) || (ax != bx && av == bv && bx != x && bv == v) {
-				f.X[n-1], f.V[n-1] = x, v
+		bx, bv := f.X[n-1], &f.V[n-1]
+		if bx == x {
+			if eq(bv, &v) {
+				return // a repeated point
+			}
+			if n > 1 && f.X[n-2] == bx {
+				*bv = v // a second vertical segment: extend the first
+				return
+			}
+		} else if n > 1 {
+			if ax, av := f.X[n-2], &f.V[n-2]; ax != bx && eq(bv, &v) && eq(av, bv) {
+				f.X[n-1] = x // a second horizontal segment: extend the first
 				return
 			}
 		}
 	}
 	f.X = append(f.X, x)
 	f.V = append(f.V, v)
+}
+
+// eq is *a == *b, inlined (for == on arrays of floats the compiler calls a
+// generated function).
+func eq(a, b *Value) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // Add appends the point (x, y). x must not be below the last point's x.
@@ -643,33 +658,63 @@ func sortCPoints(cps []CPoint) {
 }
 
 // Refine returns the largest double in [lo, hi] satisfying pred, starting
-// from a candidate x close to it: it steps by ULPs from x and falls back to
-// bisection when the candidate is far off. pred must be monotone (true, then
-// false) and true at lo; the result equals InverseLowerBound(lo, hi, pred).
+// from a candidate x close to it: it gallops from x in steps of 1, 2, 4, …
+// ULPs until pred changes and bisects the last step, so it costs
+// O(log distance) calls instead of a whole bisection (and tries hi after a
+// few steps up). pred must be monotone (true, then false) and true at lo;
+// the result equals InverseLowerBound(lo, hi, pred).
 func Refine(lo, hi, x float64, pred func(float64) bool) float64 {
-	const steps = 8
 	x = min(max(x, lo), hi)
-	if !pred(x) {
-		for range steps {
-			x = math.Nextafter(x, lo)
-			if x <= lo {
-				return InverseLowerBound(lo, lo, pred)
+	kl, kh, kx := floatToKey(lo), floatToKey(hi), floatToKey(x)
+	if pred(x) {
+		// Gallop up: a is true, find b false. After a few steps try hi: the
+		// predicate often holds up to it (a flat piece).
+		a, step := kx, uint64(1)
+		hiFalse := false
+		for {
+			if kh-a <= step {
+				if !hiFalse && pred(hi) {
+					return hi
+				}
+				return bisectKeys(a, kh, pred)
 			}
-			if pred(x) {
-				return x
+			if step == 8 && !hiFalse {
+				if pred(hi) {
+					return hi
+				}
+				hiFalse = true
 			}
+			b := a + step
+			if !pred(keyToFloat(b)) {
+				return bisectKeys(a, b, pred)
+			}
+			a, step = b, step*2
 		}
-		return InverseLowerBound(lo, x, pred)
 	}
-	for range steps {
-		if x >= hi {
-			return hi
+	// Gallop down: b is false, find a true.
+	b, step := kx, uint64(1)
+	for {
+		if b-kl <= step {
+			return bisectKeys(kl, b, pred)
 		}
-		nx := math.Nextafter(x, hi)
-		if !pred(nx) {
-			return x
+		a := b - step
+		if pred(keyToFloat(a)) {
+			return bisectKeys(a, b, pred)
 		}
-		x = nx
+		b, step = a, step*2
 	}
-	return InverseLowerBound(x, hi, pred)
+}
+
+// bisectKeys returns the largest key in [a, b) whose double satisfies pred,
+// given that a does and b does not.
+func bisectKeys(a, b uint64, pred func(float64) bool) float64 {
+	for a+1 < b {
+		m := a + (b-a)/2
+		if pred(keyToFloat(m)) {
+			a = m
+		} else {
+			b = m
+		}
+	}
+	return keyToFloat(a)
 }

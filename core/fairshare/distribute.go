@@ -1,0 +1,311 @@
+package fairshare
+
+import (
+	"github.com/fairsched/fairsched/core/plf"
+	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/tree"
+)
+
+// childShares fills u.shares with the shares the children of id receive at
+// improved fit factor ff (the reference's child fair shares by fit factor).
+func (u *Updater) childShares(id tree.ID, ff float64, dst []resource.Share) []resource.Share {
+	dst = dst[:0]
+	if u.t.Pool(id).Mode == tree.ModeFIFO {
+		kids := u.fifoOrder(id)
+		sat := int(ff)
+		frac := ff - float64(sat)
+		for i, c := range kids {
+			var v resource.Share
+			switch {
+			case i < sat:
+				v = u.fsbs(c).ValueAt(1)
+			case i == sat && frac != 0:
+				v = u.fsbs(c).ValueAt(frac)
+			}
+			dst = append(dst, v)
+		}
+		return dst
+	}
+	e := u.pool(id)
+	kids := u.children(id)
+	wmin := u.minChildWeight(id)
+	n := len(e.cpS)
+	k := int(ff)
+	if k >= n-1 {
+		k = n - 1
+	}
+	frac := ff - float64(k)
+	fs, ws := u.kidFs(id), u.kidW(id)
+	for j := range kids {
+		f := &fs[j]
+		scale := ws[j] / wmin
+		l, r := scaledLimits(f, scale, e.cpS[k])
+		// Value at k from the left: children before the jump's owner already
+		// took their right limit.
+		atK := l
+		if j < int(e.cpIdx[k]) {
+			atK = r
+		}
+		if frac == 0 {
+			dst = append(dst, atK)
+			continue
+		}
+		from := l
+		if j <= int(e.cpIdx[k]) {
+			from = r
+		}
+		l2, r2 := scaledLimits(f, scale, e.cpS[k+1])
+		to := l2
+		if j < int(e.cpIdx[k+1]) {
+			to = r2
+		}
+		dst = append(dst, interpolate(float64(k), float64(k+1), from, to, ff))
+	}
+	return dst
+}
+
+// spare returns reusable storage for the child shares at recursion depth d.
+func (u *Updater) spare(d int) []resource.Share {
+	if d < len(u.stackSpare) {
+		return u.stackSpare[d][:0]
+	}
+	return nil
+}
+
+// fitFactorFor finds the largest improved fit factor at which the children's
+// shares fit into target (the reference bisects over the whole domain; this
+// finds the same double faster). The pool's own FSBFF is the children's sum
+// at integer fit factors, so a binary search over its integer points finds
+// the piece; inside it the sum is linear, solved per resource and then
+// refined to the exact largest double. When piece is at least 0, the
+// children's limits at the ends of [piece, piece+1], which holds the result,
+// are in the piece cache (pieceLimits).
+//
+// NB: a large pool's FSBFF is built by a sweep whose values at the integer
+// points equal the children's exact sum only up to rounding drift (a few
+// ulps per child, see sweepFSBFF), and target comes from that FSBFF.
+// Comparing exactly would let an ulp decide whether a saturated child keeps
+// its share or a jump is taken; so the children's sum may exceed target by
+// fitTolerance, which bounds the drift (and is zero where the sums are
+// exact).
+func (u *Updater) fitFactorFor(id tree.ID, target resource.Share) (ff float64, piece int) {
+	f := &u.pool(id).fsbff
+	hi := f.RightBound()
+	fifo := u.t.Pool(id).Mode == tree.ModeFIFO
+	tol := u.fitTolerance(len(u.children(id)), fifo, target)
+	bound := target.Add(tol)
+	pred := func(ff float64) bool {
+		u.shares = u.childShares(id, ff, u.shares)
+		var s resource.Share
+		for _, v := range u.shares {
+			s = s.Add(v)
+		}
+		return bound.Dominates(s)
+	}
+	// The children's sum at hi is f(hi) up to drift: when f(hi) is above
+	// bound by more than the drift, the exact check is not needed.
+	top := f.ValueAt(hi)
+	if bound.Add(tol).Dominates(top) && pred(hi) {
+		return hi, -1
+	}
+	// At 0 every child is at its left limit at suggestion 0, and f(0) is
+	// that sum, added in the same order: exact (FIFO pools do not start at
+	// every child's 0, so they check).
+	if fifo {
+		if !pred(0) {
+			return 0, -1
+		}
+	} else if !bound.Dominates(f.V[0]) {
+		return 0, -1
+	}
+	// Largest integer k in [0, hi) with f(k) fitting.
+	lo, up := 0, int(hi)
+	for lo+1 < up {
+		mid := int(uint(lo+up) >> 1)
+		if bound.Dominates(f.ValueAt(float64(mid))) {
+			lo = mid
+		} else {
+			up = mid
+		}
+	}
+	k := float64(lo)
+	_, a := f.LeftRightLimitAt(k)
+	b := f.ValueAt(k + 1)
+	cand := k + 1
+	for r := range resource.Count {
+		if d := b[r] - a[r]; d > 0 && bound[r] < b[r] {
+			cand = min(cand, k+(bound[r]-a[r])/d)
+		}
+	}
+	if fifo {
+		// In [k, k+1] only child k moves: the children before it are at
+		// suggestion 1, those after at 0 (adding zero shares changes no bit).
+		kids := u.fifoOrder(id)
+		var prefix resource.Share
+		for _, c := range kids[:lo] {
+			prefix = prefix.Add(u.fsbs(c).ValueAt(1))
+		}
+		fk := u.fsbs(kids[lo])
+		return plf.Refine(k, k+1, cand, func(ff float64) bool {
+			s := prefix
+			switch sat := int(ff); {
+			case sat > lo:
+				s = s.Add(fk.ValueAt(1))
+			case ff != k:
+				s = s.Add(fk.ValueAt(ff - k))
+			}
+			return bound.Dominates(s)
+		}), -1
+	}
+	u.pieceLimits(id, lo)
+	return plf.Refine(k, k+1, cand, func(ff float64) bool { return bound.Dominates(u.pieceSum(k, ff)) }), lo
+}
+
+// fitTolerance is how much the children's sum may exceed a target of
+// magnitude target for a pool of n children: nothing where the pool's
+// FSBFF holds exact sums (FIFO pools and pools of at most exactChildren
+// children, sweepFSBFF), else 4 ulps per child and 16 for the compression
+// of the function the target came from (compressEpsilon).
+func (u *Updater) fitTolerance(n int, fifo bool, target resource.Share) resource.Share {
+	var tol resource.Share
+	if fifo || n <= exactChildren {
+		return tol
+	}
+	for r := range tol {
+		tol[r] = (float64(4*n+16) * 0x1p-52) * max(1, target[r])
+	}
+	return tol
+}
+
+// pieceLimits looks up every child's shares at the ends of piece [k, k+1]
+// of a fair-share-mode pool's fit factor, for pieceSum.
+func (u *Updater) pieceLimits(id tree.ID, k int) {
+	e := u.pool(id)
+	kids := u.children(id)
+	wmin := u.minChildWeight(id)
+	n := len(e.cpS)
+	from, to, atK := u.pieceFrom[:0], u.pieceTo[:0], u.pieceAt[:0]
+	fs, ws := u.kidFs(id), u.kidW(id)
+	for j := range kids {
+		f := &fs[j]
+		scale := ws[j] / wmin
+		l, r := scaledLimits(f, scale, e.cpS[k])
+		v, w := l, l
+		if j < int(e.cpIdx[k]) {
+			v = r
+		}
+		if j <= int(e.cpIdx[k]) {
+			w = r
+		}
+		atK, from = append(atK, v), append(from, w)
+		t := v
+		if k+1 < n {
+			l2, r2 := scaledLimits(f, scale, e.cpS[k+1])
+			t = l2
+			if j < int(e.cpIdx[k+1]) {
+				t = r2
+			}
+		}
+		to = append(to, t)
+	}
+	u.pieceFrom, u.pieceTo, u.pieceAt = from, to, atK
+}
+
+// pieceSum is the sum of childShares(ff) for ff in the piece [k, k+1] that
+// pieceLimits prepared, to the bit, without looking the limits up again.
+func (u *Updater) pieceSum(k, ff float64) resource.Share {
+	var s resource.Share
+	switch {
+	case ff == k:
+		for _, v := range u.pieceAt {
+			s = s.Add(v)
+		}
+	case ff == k+1:
+		for _, v := range u.pieceTo {
+			s = s.Add(v)
+		}
+	default:
+		to := u.pieceTo
+		for j, v := range u.pieceFrom {
+			s = s.Add(interpolate(k, k+1, v, to[j], ff))
+		}
+	}
+	return s
+}
+
+// pieceShares appends the children's shares at ff in the piece that
+// pieceLimits prepared: childShares(ff) to the bit.
+func (u *Updater) pieceShares(k, ff float64, dst []resource.Share) []resource.Share {
+	dst = dst[:0]
+	switch {
+	case ff == k:
+		return append(dst, u.pieceAt...)
+	case ff == k+1:
+		return append(dst, u.pieceTo...)
+	}
+	to := u.pieceTo
+	for j, v := range u.pieceFrom {
+		dst = append(dst, interpolate(k, k+1, v, to[j], ff))
+	}
+	return dst
+}
+
+// distributeVec is the improved top-down pass with a vector target.
+func (u *Updater) distributeVec(id tree.ID, target resource.Share, t shareType) {
+	e := u.nd(id)
+	if t == regular {
+		if e.distValid && e.distTarget == target && e.distGen == e.fnGen && u.attrs[id].FairShare.Total == target {
+			return
+		}
+		e.distValid, e.distTarget, e.distGen = true, target, e.fnGen
+	}
+	if u.el[id].kind == tree.KindOperation {
+		u.setDetailed(id, target, t)
+		return
+	}
+	kids := u.children(id)
+	if len(kids) == 0 {
+		u.setDetailed(id, resource.Share{}, t)
+		return
+	}
+	ff, piece := u.fitFactorFor(id, target)
+	if ff < resource.Epsilon {
+		ff = 0
+	}
+	depth := len(u.stack)
+	if k := float64(piece); piece >= 0 && ff >= k && ff <= k+1 {
+		u.stack = append(u.stack, u.pieceShares(k, ff, u.spare(depth)))
+	} else {
+		u.stack = append(u.stack, u.childShares(id, ff, u.spare(depth)))
+	}
+	fifo := u.t.Pool(id).Mode == tree.ModeFIFO
+	if fifo {
+		kids = u.fifoOrder(id)
+	}
+	start := u.childStart[id]
+	for i, c := range kids {
+		pos := start + int32(i)
+		if fifo {
+			pos = u.pos[c]
+		}
+		if ce := &u.node[pos]; ce.op {
+			// An operation takes its share (distributeVec, inlined).
+			share := u.stack[depth][i]
+			if t == regular {
+				if ce.distValid && ce.distTarget == share && ce.distGen == ce.fnGen && u.attrs[c].FairShare.Total == share {
+					continue
+				}
+				ce.distValid, ce.distTarget, ce.distGen = true, share, ce.fnGen
+			}
+			u.setDetailed(c, share, t)
+			continue
+		}
+		u.distributeVec(c, u.stack[depth][i], t)
+	}
+	for len(u.stackSpare) <= depth {
+		u.stackSpare = append(u.stackSpare, nil)
+	}
+	u.stackSpare[depth] = u.stack[depth]
+	u.stack = u.stack[:depth]
+	u.setDetailed(id, target, t)
+}
