@@ -489,16 +489,26 @@ func (s *Scheduler) ForgetOperation(id string) error {
 	return nil
 }
 
+// liveOperation returns an operation that has not finished; verb names the
+// refused action in the error.
+func (s *Scheduler) liveOperation(id, verb string) (*operation, error) {
+	o, err := s.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	if o.retired {
+		return nil, errorf(CodeFinished, "id", "cannot %s operation %q: it is %s", verb, id, o.State())
+	}
+	return o, nil
+}
+
 // SetOperationWeight changes an operation's runtime weight.
 func (s *Scheduler) SetOperationWeight(id string, w float64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	o, err := s.lookup(id)
+	o, err := s.liveOperation(id, "change")
 	if err != nil {
 		return err
-	}
-	if o.retired {
-		return errorf(CodeFinished, "id", "cannot change operation %q: it is %s", id, o.State())
 	}
 	if err := s.tree.SetOperationWeight(o.treeID, tree.Some(w)); err != nil {
 		return err
@@ -513,12 +523,9 @@ func (s *Scheduler) SetOperationWeight(id string, w float64) error {
 func (s *Scheduler) SetOperationResourceLimits(id string, l tree.PartialVec) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	o, err := s.lookup(id)
+	o, err := s.liveOperation(id, "change")
 	if err != nil {
 		return err
-	}
-	if o.retired {
-		return errorf(CodeFinished, "id", "cannot change operation %q: it is %s", id, o.State())
 	}
 	if err := s.tree.SetOperationLimits(o.treeID, l); err != nil {
 		return err
@@ -606,12 +613,9 @@ func validateConfig(c *Config) error {
 func (s *Scheduler) MoveOperation(id, pool string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	o, err := s.lookup(id)
+	o, err := s.liveOperation(id, "move")
 	if err != nil {
 		return err
-	}
-	if o.retired {
-		return errorf(CodeFinished, "id", "cannot move operation %q: it is %s", id, o.State())
 	}
 	p := tree.Root
 	if pool != "" {
