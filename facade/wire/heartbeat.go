@@ -126,11 +126,7 @@ func (h *Heartbeat) tags(s *scanner, in *Interner) {
 		return
 	}
 	for i, first := 0, true; s.more(']', first); i, first = i+1, false {
-		if s.next() != kindString {
-			s.wrongType(p.index(i), "a string")
-			return
-		}
-		b, ok := s.str()
+		b, ok := s.stringAt(p.index(i), "a string")
 		if !ok {
 			return
 		}
@@ -178,11 +174,7 @@ func (h *Heartbeat) allocation(s *scanner, p lazyPath) bool {
 		switch string(k) {
 		case "id":
 			ip := p.member("id")
-			if s.next() != kindString {
-				s.wrongType(ip, "a decimal string such as \"1783\"")
-				return false
-			}
-			b, ok := s.str()
+			b, ok := s.stringAt(ip, "a decimal string such as \"1783\"")
 			if !ok {
 				return false
 			}
@@ -194,11 +186,7 @@ func (h *Heartbeat) allocation(s *scanner, p lazyPath) bool {
 			a.ID, seenID = id, true
 		case "state":
 			sp := p.member("state")
-			if s.next() != kindString {
-				s.wrongType(sp, "one of running, completed, failed, aborted")
-				return false
-			}
-			b, ok := s.str()
+			b, ok := s.stringAt(sp, "one of running, completed, failed, aborted")
 			if !ok {
 				return false
 			}

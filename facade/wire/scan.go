@@ -173,6 +173,16 @@ func (s *scanner) literal(lit string) bool {
 // str consumes a string and returns its unescaped bytes: a slice of the
 // input when it has no escape, else of scratch (valid until the next call).
 // Invalid UTF-8 and lone surrogates are kept as U+FFFD, as encoding/json does.
+// stringAt reads the next value, which must be a string, reporting a wrong
+// type at path with want otherwise. The bytes are valid until the next read.
+func (s *scanner) stringAt(path lazyPath, want string) ([]byte, bool) {
+	if s.next() != kindString {
+		s.wrongType(path, want)
+		return nil, false
+	}
+	return s.str()
+}
+
 func (s *scanner) str() ([]byte, bool) {
 	if s.peek() != '"' {
 		s.syntax("want a string")
