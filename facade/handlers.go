@@ -23,7 +23,20 @@ func (s *Server) respond(ctx *fasthttp.RequestCtx, status int, fn func(dst []byt
 
 // ---- pools (api.md §2) ----
 
-func (s *Server) listPools(ctx *fasthttp.RequestCtx) {
+func (s *Server) listPools(ctx *fasthttp.RequestCtx) { s.writePools(ctx, appendPoolConfig) }
+
+func (s *Server) getPool(ctx *fasthttp.RequestCtx, name string) {
+	if s.checkName(ctx, name, "a pool name", true) {
+		s.writePool(ctx, fasthttp.StatusOK, name, appendPoolConfig)
+	}
+}
+
+func appendPoolConfig(dst []byte, p *schedule.PoolInfo) []byte {
+	return wire.AppendPool(dst, p.Name, p.Parent, &p.Config)
+}
+
+// writePools answers {"pools": [...]} with every pool encoded by enc.
+func (s *Server) writePools(ctx *fasthttp.RequestCtx, enc func([]byte, *schedule.PoolInfo) []byte) {
 	pools := s.sched.Pools(nil)
 	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte {
 		dst = append(dst, `{"pools":[`...)
@@ -31,22 +44,20 @@ func (s *Server) listPools(ctx *fasthttp.RequestCtx) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = wire.AppendPool(dst, pools[i].Name, pools[i].Parent, &pools[i].Config)
+			dst = enc(dst, &pools[i])
 		}
 		return append(dst, "]}"...)
 	})
 }
 
-func (s *Server) getPool(ctx *fasthttp.RequestCtx, name string) {
-	if !s.checkName(ctx, name, "a pool name", true) {
-		return
-	}
+// writePool answers one pool encoded by enc with status, or 404.
+func (s *Server) writePool(ctx *fasthttp.RequestCtx, status int, name string, enc func([]byte, *schedule.PoolInfo) []byte) {
 	p, err := s.sched.Pool(name)
 	if err != nil {
 		s.fail(ctx, err, "$")
 		return
 	}
-	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte { return wire.AppendPool(dst, p.Name, p.Parent, &p.Config) })
+	s.respond(ctx, status, func(dst []byte) []byte { return enc(dst, &p) })
 }
 
 // putPool creates or replaces a pool (api.md §2). A missing "parent" is the
@@ -88,7 +99,7 @@ func (s *Server) putPool(ctx *fasthttp.RequestCtx, name string) {
 		s.fail(ctx, err, "$")
 		return
 	}
-	s.writePool(ctx, status, name)
+	s.writePool(ctx, status, name, appendPoolConfig)
 }
 
 // bodyName checks that a body's "name", when given, is the URL's.
@@ -99,15 +110,6 @@ func (s *Server) bodyName(ctx *fasthttp.RequestCtx, b *wire.PoolBody, name strin
 		return false
 	}
 	return true
-}
-
-func (s *Server) writePool(ctx *fasthttp.RequestCtx, status int, name string) {
-	p, err := s.sched.Pool(name)
-	if err != nil {
-		s.fail(ctx, err, "$")
-		return
-	}
-	s.respond(ctx, status, func(dst []byte) []byte { return wire.AppendPool(dst, p.Name, p.Parent, &p.Config) })
 }
 
 // patchPool changes the listed attributes of a pool (api.md §2).
@@ -145,7 +147,7 @@ func (s *Server) patchPool(ctx *fasthttp.RequestCtx, name string) {
 		s.fail(ctx, err, "$")
 		return
 	}
-	s.writePool(ctx, fasthttp.StatusOK, name)
+	s.writePool(ctx, fasthttp.StatusOK, name, appendPoolConfig)
 }
 
 // deletePool removes an empty pool: 409 when it has child pools or
@@ -452,30 +454,12 @@ func (s *Server) finishOperation(ctx *fasthttp.RequestCtx, id, action string) {
 
 // ---- orchid (api.md §5) ----
 
-func (s *Server) orchidPools(ctx *fasthttp.RequestCtx) {
-	pools := s.sched.Pools(nil)
-	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte {
-		dst = append(dst, `{"pools":[`...)
-		for i := range pools {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = wire.AppendPoolOrchid(dst, &pools[i])
-		}
-		return append(dst, "]}"...)
-	})
-}
+func (s *Server) orchidPools(ctx *fasthttp.RequestCtx) { s.writePools(ctx, wire.AppendPoolOrchid) }
 
 func (s *Server) orchidPool(ctx *fasthttp.RequestCtx, name string) {
-	if !s.checkName(ctx, name, "a pool name", true) {
-		return
+	if s.checkName(ctx, name, "a pool name", true) {
+		s.writePool(ctx, fasthttp.StatusOK, name, wire.AppendPoolOrchid)
 	}
-	p, err := s.sched.Pool(name)
-	if err != nil {
-		s.fail(ctx, err, "$")
-		return
-	}
-	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte { return wire.AppendPoolOrchid(dst, &p) })
 }
 
 func (s *Server) orchidNode(ctx *fasthttp.RequestCtx, name string) {
