@@ -148,7 +148,7 @@ func (h *opIndex) sync(snap *Snapshot) {
 // changed, re-admitting it if it was dropped.
 func (h *opIndex) touch(o *operation) {
 	v := o.view.Load()
-	if v == nil || h.snap == nil || int(v.index) >= len(h.snap.ops) || &h.snap.ops[v.index] != v {
+	if v == nil || h.snap == nil || !inSnapshot(h.snap, v) {
 		return // not in the indexed snapshot: the next rebuild sees it
 	}
 	if h.pos[v.index] < 0 && v.op.graceful() && !v.belowFairShare {

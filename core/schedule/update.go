@@ -36,6 +36,9 @@ type opView struct {
 	allowAggressive bool
 	// normalBlocked: allow_normal_preemption = false on the path (§5.4).
 	normalBlocked bool
+	// detached marks a copy held by an operation that left the snapshots
+	// (see detachViews); it is never an element of Snapshot.ops.
+	detached bool
 }
 
 // starvationState is an element's persistent status (control plane only).
@@ -137,6 +140,30 @@ func (s *Scheduler) UpdateFairShare(now float64) {
 		s.publishPreemption(v, total, eff[v.op.treeID].threshold)
 	}
 	s.snap.Store(snap)
+	s.detachViews(snap)
+}
+
+// detachViews gives every operation that is not in snap (it finished or
+// waits in a pending queue) its own copy of its last view. A view points
+// into its snapshot's ops array, so one kept by a finished operation would
+// pin that whole array (every running operation's view of that update)
+// for as long as the finished operation is kept: the heap would grow with
+// the finished operations a server retains.
+func (s *Scheduler) detachViews(snap *Snapshot) {
+	for _, o := range s.ops {
+		v := o.view.Load()
+		if v == nil || v.detached || inSnapshot(snap, v) {
+			continue
+		}
+		c := *v
+		c.detached = true
+		o.view.Store(&c)
+	}
+}
+
+// inSnapshot reports whether v is an element of snap.ops.
+func inSnapshot(snap *Snapshot, v *opView) bool {
+	return int(v.index) < len(snap.ops) && &snap.ops[v.index] == v
 }
 
 // preemptionPriority is spec.md §3.5 for a schedulable operation in state
@@ -356,7 +383,7 @@ func (s *Scheduler) operationInfo(o *operation) OperationInfo {
 	info.AllocationsByStatus = o.pre.counts()
 	o.pre.mu.Unlock()
 	info.PreemptedAllocations = o.preemptedCount.Load()
-	if v, snap := o.view.Load(), s.snap.Load(); v != nil && !o.retired && int(v.index) < len(snap.ops) && &snap.ops[v.index] == v {
+	if v := o.view.Load(); v != nil && !o.retired && inSnapshot(s.snap.Load(), v) {
 		info.PreemptionPriority = v.priority
 	}
 	if !o.retired {
