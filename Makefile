@@ -33,7 +33,6 @@ LOAD_REPORT     ?= bench/results/load.json
 SOAK_DURATION   ?= 10m
 SOAK_REPORT     ?= bench/results/soak.json
 PROFILE_DIR     ?= profiles
-PROFILE_BIN     := bin/fairsched-prof
 PGO_PROFILES    ?= $(sort $(wildcard $(PROFILE_DIR)/load-cpu*.pprof))
 PGO_AB_RUNS     ?= 3
 COMMIT          := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)$(shell test -n "$$(git status --porcelain --untracked-files=no 2>/dev/null)" && echo +dirty)
@@ -118,16 +117,13 @@ soak: binary loadgen-binary ## the standard load for SOAK_DURATION (10m), the se
 	$(LOADGEN) --serve $(BIN) --serve-log bin/soak-server.log $(foreach a,$(SERVE_FLAGS),--serve-arg $(a)) --duration $(SOAK_DURATION) --sample-every 10s \
 		--progress-every 30s --report $(SOAK_REPORT) --label commit=$(COMMIT) --strict $(LOAD_FLAGS)
 
-profile: loadgen-binary ## cpu, heap, allocs, mutex and block profiles of the standard load into profiles/load-*.pprof
+profile: binary loadgen-binary ## cpu, heap, allocs, mutex and block profiles of the standard load into profiles/load-*.pprof
 	@mkdir -p bin $(PROFILE_DIR)
-	@# The server leaves the mutex and block profiles off; bin/fairsched-prof is
-	@# bin/fairsched plus profiles/profile_rates.go.txt (an init that turns them on).
-	@printf '{"Replace": {"%s/cmd/fairsched/zz_profile_rates.go": "%s/profiles/profile_rates.go.txt"}}\n' "$(CURDIR)" "$(CURDIR)" > bin/profile-overlay.json
-	$(GO) build -overlay bin/profile-overlay.json -o $(PROFILE_BIN) ./cmd/fairsched
-	$(LOADGEN) --serve $(PROFILE_BIN) --serve-log bin/profile-server.log \
+	$(LOADGEN) --serve $(BIN) --serve-log bin/profile-server.log \
+		--serve-arg --mutex-profile-fraction=100 --serve-arg --block-profile-rate=100000 $(foreach a,$(SERVE_FLAGS),--serve-arg $(a)) \
 		--profile-dir $(PROFILE_DIR) --profile-prefix load- --profile-after 5s --profile-seconds 20 \
 		--cpuprofile $(PROFILE_DIR)/load-loadgen-cpu.pprof --report bench/results/profile-load.json \
-		--label commit=$(COMMIT) --label binary=$(PROFILE_BIN) $(LOAD_FLAGS)
+		--label commit=$(COMMIT) $(LOAD_FLAGS)
 	$(GO) tool pprof -top -nodecount=25 $(PROFILE_DIR)/load-cpu.pprof 2>/dev/null | sed -n '1,32p'
 
 pgo: ## merge PGO_PROFILES (profiles/load-cpu*.pprof) into profiles/fairsched.pgo and copy it to cmd/fairsched/default.pgo

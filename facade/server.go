@@ -101,7 +101,7 @@ type Server struct {
 	solves chan struct{}
 
 	updateMu sync.Mutex // one fair-share update at a time
-	lastJan  time.Time
+	lastJan  clock.Time // the last forgetFinished pass, on s.clock
 
 	hbPool     sync.Pool // *hbScratch
 	finishedFn func(op string) string
@@ -118,7 +118,8 @@ type Server struct {
 // opRecord is the facade's record of an operation.
 type opRecord struct {
 	seq        uint64
-	finishedAt time.Time // zero until seen finished
+	finished   bool       // seen finished by forgetFinished
+	finishedAt clock.Time // when it was first seen finished
 }
 
 // New builds a Server: the scheduler with the config's tree. An invalid
@@ -261,23 +262,30 @@ func (s *Server) updater() {
 	}
 }
 
+// janitorPeriod is how often UpdateFairShare looks for finished
+// operations to forget, on the server's clock.
+const janitorPeriod = 10 * clock.Second
+
 // UpdateFairShare runs one fair-share update now (spec.md §2–§3), records
-// its duration, and every 10 s forgets operations that finished longer ago
-// than the retention.
+// its duration, and every janitorPeriod forgets operations that finished
+// longer ago than the retention.
 func (s *Server) UpdateFairShare() {
 	s.updateMu.Lock()
 	defer s.updateMu.Unlock()
+	now := s.clock.Now()
 	start := time.Now()
-	s.sched.UpdateFairShare(s.now())
+	s.sched.UpdateFairShare(now.Seconds())
 	s.m.fairShareUpdate.UpdateDuration(start)
-	if start.Sub(s.lastJan) >= 10*time.Second {
-		s.lastJan = start
-		s.forgetFinished(start)
+	if now.Sub(s.lastJan) >= janitorPeriod {
+		s.lastJan = now
+		s.forgetFinished(now)
 	}
 }
 
-// forgetFinished drops operations finished longer than the retention ago.
-func (s *Server) forgetFinished(now time.Time) {
+// forgetFinished drops operations finished longer than the retention ago
+// (on the server's clock, give or take one janitorPeriod: an operation is
+// seen finished by the first pass after it finished).
+func (s *Server) forgetFinished(now clock.Time) {
 	infos := s.sched.Operations(nil)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -287,11 +295,11 @@ func (s *Server) forgetFinished(now time.Time) {
 		if r == nil || !o.State.Final() {
 			continue
 		}
-		if r.finishedAt.IsZero() {
-			r.finishedAt = now
+		if !r.finished {
+			r.finished, r.finishedAt = true, now
 			continue
 		}
-		if now.Sub(r.finishedAt) >= s.opts.FinishedOperationRetention && o.RunningAllocations == 0 {
+		if now.Sub(r.finishedAt).Micros() >= s.opts.FinishedOperationRetention.Microseconds() && o.RunningAllocations == 0 {
 			if err := s.sched.ForgetOperation(o.ID); err == nil {
 				delete(s.ops, o.ID)
 			}

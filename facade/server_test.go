@@ -347,6 +347,36 @@ func TestPendingQueueAndTotalLimit(t *testing.T) {
 	}
 }
 
+// TestFinishedOperationRetention: a finished operation stays visible for
+// the retention (on the server's clock) and is forgotten after it, while a
+// running one is kept however old it is.
+func TestFinishedOperationRetention(t *testing.T) {
+	ts := startServer(t, twoPools, func(o *Options) { o.FinishedOperationRetention = 30 * time.Second })
+	body := `{"pool": "prod", "tasks": [{"job_count": 1, "resources": {"cpu": 1}}]}`
+	done := ts.must(201, "POST", "/api/v1/operations", body)["id"].(string)
+	live := ts.must(201, "POST", "/api/v1/operations", body)["id"].(string)
+	ts.must(200, "POST", "/api/v1/operations/"+done+"/complete", "")
+	// advance runs updates on the server's clock for the given seconds.
+	advance := func(seconds float64) {
+		for end := ts.clock.Now().Add(clock.DurationFromSeconds(seconds)); ts.clock.Now().Before(end); {
+			ts.clock.advanceAndUpdate(ts.srv)
+		}
+	}
+	advance(35) // seen finished by the janitor at ≤ 10 s, kept 30 s from then
+	if got := ts.must(200, "GET", "/api/v1/operations/"+done, ""); got["state"] != "completed" {
+		t.Fatalf("within the retention: %v", got)
+	}
+	advance(15)
+	e := obj(ts.must(404, "GET", "/api/v1/operations/"+done, "")["error"])
+	if e["code"] != "unknown_operation" {
+		t.Fatalf("after the retention: %v", e)
+	}
+	ops := ts.must(200, "GET", "/api/v1/operations", "")["operations"].([]any)
+	if len(ops) != 1 || obj(ops[0])["id"] != live {
+		t.Fatalf("listing after the retention: %v, want only %s", ops, live)
+	}
+}
+
 // TestIdempotentStart: the same client id and body returns the same
 // operation; a different body is a 409.
 func TestIdempotentStart(t *testing.T) {

@@ -42,6 +42,12 @@ type Config struct {
 	Duration      time.Duration // bound on the run's wall time
 	MaxHeartbeats int64         // bound on heartbeats (0: none beyond Duration)
 	Connections   int           // driver goroutines (and HTTP connections)
+	// Pipeline, when > 0, carries the Connections concurrent heartbeats
+	// over this many HTTP/1.1 connections with pipelining: requests that
+	// wait for the same connection leave in one write and their answers
+	// come back in one read (0: one connection per driver goroutine, one
+	// request in flight on each, as separate nodes would).
+	Pipeline int
 	// Rate is the total heartbeats per second to aim at (0: as fast as
 	// possible).
 	Rate float64
@@ -119,6 +125,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("loadgen: cannot use max heartbeats %d: want >= 0", c.MaxHeartbeats)
 	case c.Connections < 1 || c.Connections > 4096:
 		return fmt.Errorf("loadgen: cannot use %d connections: want 1-4096", c.Connections)
+	case c.Pipeline < 0 || c.Pipeline > c.Connections:
+		return fmt.Errorf("loadgen: cannot use %d pipelined connections: want 0 (off) to --connections (%d)", c.Pipeline, c.Connections)
 	case !(c.Rate >= 0 && c.Rate <= 1e8):
 		return fmt.Errorf("loadgen: cannot use rate %v: want 0 (as fast as possible) to 1e8", c.Rate)
 	case c.HeartbeatPeriod < 0:

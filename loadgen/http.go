@@ -19,14 +19,16 @@ type httpDriver struct {
 	cfg  *Config
 	w    *Workload
 	addr string
-	// hc carries the heartbeats: one connection per driver goroutine.
+	// hc carries the heartbeats: one connection per driver goroutine, or
+	// pc with Config.Pipeline > 0.
 	hc *fasthttp.HostClient
+	pc *fasthttp.PipelineClient
 	// ctl carries the setup, the operation starts, /metrics and pprof.
 	ctl *fasthttp.HostClient
 }
 
 func newHTTPDriver(cfg *Config, w *Workload, addr string) *httpDriver {
-	return &httpDriver{
+	h := &httpDriver{
 		cfg:  cfg,
 		w:    w,
 		addr: addr,
@@ -50,6 +52,19 @@ func newHTTPDriver(cfg *Config, w *Workload, addr string) *httpDriver {
 			WriteTimeout:       10 * time.Second,
 		},
 	}
+	if cfg.Pipeline > 0 {
+		h.pc = &fasthttp.PipelineClient{
+			Addr:               addr,
+			Name:               "fairsched-loadgen",
+			MaxConns:           cfg.Pipeline,
+			MaxPendingRequests: cfg.Connections, // never the bound: one request per driver goroutine
+			ReadTimeout:        10 * time.Second,
+			WriteTimeout:       10 * time.Second,
+			ReadBufferSize:     64 << 10,
+			WriteBufferSize:    64 << 10,
+		}
+	}
+	return h
 }
 
 // do sends one control request and returns the status and a copy of the
@@ -139,7 +154,13 @@ func (wk *httpWorker) heartbeat(n *Node, d *Decisions) *hbError {
 	wk.body = n.AppendHeartbeat(wk.body[:0])
 	wk.req.SetRequestURIBytes(n.path)
 	wk.req.SetBodyRaw(wk.body)
-	if err := wk.h.hc.Do(wk.req, wk.resp); err != nil {
+	var err error
+	if pc := wk.h.pc; pc != nil {
+		err = pc.Do(wk.req, wk.resp)
+	} else {
+		err = wk.h.hc.Do(wk.req, wk.resp)
+	}
+	if err != nil {
 		kind := "transport"
 		if errors.Is(err, fasthttp.ErrTimeout) {
 			kind = "timeout"

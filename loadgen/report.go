@@ -90,6 +90,7 @@ type ReportConfig struct {
 	DurationS           float64 `json:"duration_s"`
 	MaxHeartbeats       int64   `json:"max_heartbeats"`
 	Connections         int     `json:"connections"`
+	Pipeline            int     `json:"pipeline,omitempty"`
 	Rate                float64 `json:"rate"`
 	HeartbeatPeriodS    float64 `json:"heartbeat_period_s"`
 	Seed                uint64  `json:"seed"`
@@ -116,7 +117,7 @@ func reportConfig(c *Config) ReportConfig {
 		JobDuration: c.JobDuration.String(), JobsPerTask: fmt.Sprintf("log-uniform %d-%d", c.MinJobs, c.MaxJobs),
 		PreemptStopFraction: c.PreemptStopFraction,
 		DurationS:           c.Duration.Seconds(), MaxHeartbeats: c.MaxHeartbeats,
-		Connections: c.Connections, Rate: c.Rate, HeartbeatPeriodS: c.HeartbeatPeriod.Seconds(), Seed: c.Seed,
+		Connections: c.Connections, Pipeline: c.Pipeline, Rate: c.Rate, HeartbeatPeriodS: c.HeartbeatPeriod.Seconds(), Seed: c.Seed,
 	}
 }
 
@@ -241,8 +242,12 @@ func (s *stats) latency() Latency {
 // Summary is the human summary of r: a few lines.
 func (r *Report) Summary() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "loadgen %s: %d nodes, %d pools, %d operations, jobs %s s, %d connections, rate %s, seed %d\n",
-		r.Mode, r.Config.Nodes, r.Config.Pools, r.Config.Operations, r.Config.JobDuration, r.Config.Connections,
+	conns := fmt.Sprintf("%d connections", r.Config.Connections)
+	if r.Config.Pipeline > 0 {
+		conns = fmt.Sprintf("%d concurrent heartbeats pipelined on %d connections", r.Config.Connections, r.Config.Pipeline)
+	}
+	fmt.Fprintf(&b, "loadgen %s: %d nodes, %d pools, %d operations, jobs %s s, %s, rate %s, seed %d\n",
+		r.Mode, r.Config.Nodes, r.Config.Pools, r.Config.Operations, r.Config.JobDuration, conns,
 		rateString(r.Config.Rate), r.Config.Seed)
 	fmt.Fprintf(&b, "  %.1f s: %d heartbeats = %.0f heartbeats/s, %d errors\n", r.DurationS, r.Heartbeats, r.HeartbeatsPerS, r.Errors)
 	fmt.Fprintf(&b, "  latency ms: p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f\n",

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -20,6 +21,8 @@ import (
 )
 
 const serveUsage = `usage: fairsched serve [--listen ADDR] [--config FILE] [--pprof=BOOL] [--max-body-size BYTES]
+                       [--finished-operation-retention DURATION]
+                       [--mutex-profile-fraction N] [--block-profile-rate NS]
 
 Serves the HTTP/JSON API of api.md (pools, config, operations, node
 heartbeats, orchid, solve, /metrics, /debug/pprof/, /healthz) until SIGINT or
@@ -32,6 +35,15 @@ clock every fair_share_update_period_s (0.2 s by default).
                         (default: the embedded examples/serve.json)
   --pprof=BOOL          serve /debug/pprof/ to loopback clients (default true)
   --max-body-size BYTES request body limit (default 4194304)
+  --finished-operation-retention DURATION
+                        how long a finished operation stays visible to GET
+                        /api/v1/operations before it is forgotten (default 10m)
+  --mutex-profile-fraction N
+                        sample one mutex contention event in N for
+                        /debug/pprof/mutex (default 0: off)
+  --block-profile-rate NS
+                        sample one blocking event per NS nanoseconds blocked
+                        for /debug/pprof/block (default 0: off)
 
 A configuration that is not valid is reported as
   fairsched serve: <json path>: <message>
@@ -55,6 +67,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready f
 	configFile := fs.String("config", "", "tree config and initial pools (JSON)")
 	pprof := fs.Bool("pprof", true, "serve /debug/pprof/ to loopback clients")
 	maxBody := fs.Int("max-body-size", facade.DefaultMaxBodySize, "request body limit in bytes")
+	retention := fs.Duration("finished-operation-retention", 10*time.Minute, "how long finished operations stay visible")
+	mutexFraction := fs.Int("mutex-profile-fraction", 0, "mutex profile sampling (0: off)")
+	blockRate := fs.Int("block-profile-rate", 0, "block profile sampling in ns (0: off)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -67,6 +82,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready f
 	}
 	if *maxBody < 1024 {
 		fmt.Fprintf(stderr, "fairsched serve: cannot use --max-body-size %d: want at least 1024 bytes\n", *maxBody)
+		return 2
+	}
+	if *retention <= 0 {
+		fmt.Fprintf(stderr, "fairsched serve: cannot use --finished-operation-retention %v: want a positive duration\n", *retention)
+		return 2
+	}
+	if *mutexFraction < 0 || *blockRate < 0 {
+		fmt.Fprintf(stderr, "fairsched serve: cannot use --mutex-profile-fraction %d or --block-profile-rate %d: want 0 (off) or more\n", *mutexFraction, *blockRate)
 		return 2
 	}
 	data, source := examples.ServeConfig, "embedded examples/serve.json"
@@ -84,7 +107,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready f
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	srv, err := facade.New(facade.Options{Config: cfg, Pprof: *pprof, MaxBodySize: *maxBody, Logger: log})
+	srv, err := facade.New(facade.Options{Config: cfg, Pprof: *pprof, MaxBodySize: *maxBody, Logger: log,
+		FinishedOperationRetention: *retention})
 	if err != nil {
 		fmt.Fprintf(stderr, "fairsched serve: %s: %v\n", source, err)
 		return 2
@@ -95,8 +119,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready f
 		return 1
 	}
 	addr := ln.Addr().String()
+	if *mutexFraction > 0 || *blockRate > 0 {
+		runtime.SetMutexProfileFraction(*mutexFraction)
+		runtime.SetBlockProfileRate(*blockRate)
+	}
 	log.Info("fairsched serve", "listen", "http://"+addr, "config", source,
-		"pools", len(cfg.Pools), "fair_share_update_period_s", cfg.Scheduler.FairShareUpdatePeriod, "pprof", *pprof)
+		"pools", len(cfg.Pools), "fair_share_update_period_s", cfg.Scheduler.FairShareUpdatePeriod, "pprof", *pprof,
+		"finished_operation_retention", *retention)
 	log.Info("cpu", "features", cpufeat.Get().String())
 	fmt.Fprintf(stdout, "fairsched serve: listening on http://%s (Ctrl-C stops it). Try:\n"+
 		"  curl -s -X POST http://%s/api/v1/nodes/node-1/heartbeat -d '{\"resource_limits\": {\"user_slots\": 32, \"cpu\": 32, \"memory\": 137438953472}}'\n"+

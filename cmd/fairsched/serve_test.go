@@ -109,7 +109,18 @@ func TestServeBadConfig(t *testing.T) {
 	if code, _, _ := call("", "serve", "--config", filepath.Join(dir, "missing.json")); code != 1 {
 		t.Fatalf("missing file: exit %d", code)
 	}
-	if code, out, _ := call("", "help", "serve"); code != 0 || !strings.Contains(out, "--listen") {
+	for _, bad := range [][]string{
+		{"--finished-operation-retention", "0s"},
+		{"--finished-operation-retention", "-1m"},
+		{"--mutex-profile-fraction", "-1"},
+		{"--block-profile-rate", "-5"},
+	} {
+		code, _, stderr := call("", append([]string{"serve", "--listen", "127.0.0.1:0"}, bad...)...)
+		if code != 2 || !strings.Contains(stderr, bad[0]) {
+			t.Errorf("serve %v: exit %d, stderr %q; want 2 naming %s", bad, code, stderr, bad[0])
+		}
+	}
+	if code, out, _ := call("", "help", "serve"); code != 0 || !strings.Contains(out, "--listen") || !strings.Contains(out, "--finished-operation-retention") {
 		t.Fatalf("help serve: %d %q", code, out)
 	}
 }

@@ -46,15 +46,29 @@ func startFacade(t *testing.T) string {
 // TestEndToEnd runs a tiny bounded load through the command against the
 // real server over loopback HTTP.
 func TestEndToEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		extra []string
+	}{
+		{"a connection per driver", nil},
+		{"pipelined", []string{"--pipeline", "2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { endToEnd(t, tc.extra...) })
+	}
+}
+
+// endToEnd plays a small bounded load against a facade on loopback and
+// checks the report.
+func endToEnd(t *testing.T, extra ...string) {
 	target := startFacade(t)
 	report := filepath.Join(t.TempDir(), "load.json")
 	var stdout, stderr bytes.Buffer
-	code := runLoad(context.Background(), []string{
+	code := runLoad(context.Background(), append([]string{
 		"--target", target, "--nodes", "20", "--pools", "3", "--operations", "10",
 		"--duration", "5s", "--max-heartbeats", "2000", "--connections", "4",
 		"--heartbeat-period", "20ms", "--job-duration", "uniform:0.05:0.3", "--min-jobs", "2", "--max-jobs", "20",
 		"--sample-every", "1s", "--report", report, "--strict", "--quiet", "--label", "commit=test",
-	}, &stdout, &stderr)
+	}, extra...), &stdout, &stderr)
 	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 	if code != 0 {
 		t.Fatalf("exit %d", code)
@@ -106,6 +120,8 @@ func TestUsageErrors(t *testing.T) {
 	f("--target", "http://192.168.0.1:80", "--nodes", "1")
 	f("--serve", "bin/fairsched", "--inprocess")
 	f("--nodes", "0")
+	f("--connections", "4", "--pipeline", "5")
+	f("--pipeline", "-1")
 	f("--job-duration", "uniform:9:1")
 	f("extra")
 }
