@@ -48,6 +48,10 @@ type Config struct {
 	// come back in one read (0: one connection per driver goroutine, one
 	// request in flight on each, as separate nodes would).
 	Pipeline int
+	// PipelineDelay is how long a pipelined connection waits for more
+	// requests before it writes what it has (0: writes as soon as no
+	// request waits).
+	PipelineDelay time.Duration
 	// Rate is the total heartbeats per second to aim at (0: as fast as
 	// possible).
 	Rate float64
@@ -127,6 +131,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("loadgen: cannot use %d connections: want 1-4096", c.Connections)
 	case c.Pipeline < 0 || c.Pipeline > c.Connections:
 		return fmt.Errorf("loadgen: cannot use %d pipelined connections: want 0 (off) to --connections (%d)", c.Pipeline, c.Connections)
+	case c.PipelineDelay < 0 || c.PipelineDelay > time.Second:
+		return fmt.Errorf("loadgen: cannot use pipeline delay %v: want 0 to 1s", c.PipelineDelay)
 	case !(c.Rate >= 0 && c.Rate <= 1e8):
 		return fmt.Errorf("loadgen: cannot use rate %v: want 0 (as fast as possible) to 1e8", c.Rate)
 	case c.HeartbeatPeriod < 0:

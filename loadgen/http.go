@@ -58,6 +58,7 @@ func newHTTPDriver(cfg *Config, w *Workload, addr string) *httpDriver {
 			Name:               "fairsched-loadgen",
 			MaxConns:           cfg.Pipeline,
 			MaxPendingRequests: cfg.Connections, // never the bound: one request per driver goroutine
+			MaxBatchDelay:      cfg.PipelineDelay,
 			ReadTimeout:        10 * time.Second,
 			WriteTimeout:       10 * time.Second,
 			ReadBufferSize:     64 << 10,

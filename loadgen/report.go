@@ -91,6 +91,7 @@ type ReportConfig struct {
 	MaxHeartbeats       int64   `json:"max_heartbeats"`
 	Connections         int     `json:"connections"`
 	Pipeline            int     `json:"pipeline,omitempty"`
+	PipelineDelayS      float64 `json:"pipeline_delay_s,omitempty"`
 	Rate                float64 `json:"rate"`
 	HeartbeatPeriodS    float64 `json:"heartbeat_period_s"`
 	Seed                uint64  `json:"seed"`
@@ -111,7 +112,7 @@ type Machine struct {
 }
 
 func reportConfig(c *Config) ReportConfig {
-	return ReportConfig{
+	rc := ReportConfig{
 		Nodes: c.Nodes, Pools: c.Pools, Operations: c.Operations,
 		NodeCPU: c.NodeCPU, NodeMemory: c.NodeMemory, NodeSlots: c.NodeSlots,
 		JobDuration: c.JobDuration.String(), JobsPerTask: fmt.Sprintf("log-uniform %d-%d", c.MinJobs, c.MaxJobs),
@@ -119,6 +120,10 @@ func reportConfig(c *Config) ReportConfig {
 		DurationS:           c.Duration.Seconds(), MaxHeartbeats: c.MaxHeartbeats,
 		Connections: c.Connections, Pipeline: c.Pipeline, Rate: c.Rate, HeartbeatPeriodS: c.HeartbeatPeriod.Seconds(), Seed: c.Seed,
 	}
+	if c.Pipeline > 0 {
+		rc.PipelineDelayS = c.PipelineDelay.Seconds()
+	}
+	return rc
 }
 
 func machine() Machine {
@@ -244,7 +249,8 @@ func (r *Report) Summary() string {
 	var b strings.Builder
 	conns := fmt.Sprintf("%d connections", r.Config.Connections)
 	if r.Config.Pipeline > 0 {
-		conns = fmt.Sprintf("%d concurrent heartbeats pipelined on %d connections", r.Config.Connections, r.Config.Pipeline)
+		conns = fmt.Sprintf("%d concurrent heartbeats pipelined on %d connections (batch delay %gµs)",
+			r.Config.Connections, r.Config.Pipeline, r.Config.PipelineDelayS*1e6)
 	}
 	fmt.Fprintf(&b, "loadgen %s: %d nodes, %d pools, %d operations, jobs %s s, %s, rate %s, seed %d\n",
 		r.Mode, r.Config.Nodes, r.Config.Pools, r.Config.Operations, r.Config.JobDuration, conns,

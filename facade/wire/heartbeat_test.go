@@ -88,6 +88,11 @@ func TestDecodeHeartbeatErrors(t *testing.T) {
 	f(`{"resource_limits": {}, "allocations": [{"state": "running"}]}`, CodeMissingAttribute, "$.allocations[0].id")
 	f(`{"resource_limits": {}, "allocations": [{"id": "1", "state": "running", "x": 1}]}`, CodeUnknownAttribute, "$.allocations[0].x")
 	f(`{"resource_limits": {}, "allocations": [{"id": "1", "state": "running", "resource_usage": {"cpu": -2}}]}`, CodeInvalidValue, "$.allocations[0].resource_usage.cpu")
+	// The compact form gets the same errors as the spaced one.
+	f(`{"resource_limits":{},"allocations":[{"id":"1","state":"running"},{"id":"017","state":"running"}]}`, CodeInvalidValue, "$.allocations[1].id")
+	f(`{"resource_limits":{},"allocations":[{"id":"1","state":"lost"}]}`, CodeInvalidValue, "$.allocations[0].state")
+	f(`{"resource_limits":{},"allocations":[{"id":"1","state":"running"}`, CodeMalformedJSON, "$")
+	f(`{"resource_limits":{},"allocations":[{"id":"1","state":"running"}}`, CodeMalformedJSON, "$")
 	// A semantic error followed by broken JSON is reported as the syntax error.
 	f(`{"resource_limits": {"cpu": -1}, `, CodeMalformedJSON, "$")
 }
@@ -380,6 +385,17 @@ var heartbeatSeeds = []string{
 	`null`,
 	`"x"`,
 	"{\"resource_limits\": {}, \"tags\": [\"a\x01\"]}",
+	// The compact form nodes write (compactAllocation) and its near misses.
+	`{"resource_limits":{"cpu":32},"allocations":[{"id":"17179869190","state":"running"},{"id":"7","state":"completed"}]}`,
+	`{"resource_limits":{},"allocations":[{"id":"07","state":"running"}]}`,
+	`{"resource_limits":{},"allocations":[{"id":"18446744073709551616","state":"running"}]}`,
+	`{"resource_limits":{},"allocations":[{"id":"1","state":"lost"}]}`,
+	`{"resource_limits":{},"allocations":[{"id":"1","state":"runn\u0069ng"}]}`,
+	`{"resource_limits":{},"allocations":[{"id":"\u0031","state":"running"}]}`,
+	`{"resource_limits":{},"allocations":[{"id":"1","state":"running"},{"id":"1","state":"running"}x]}`,
+	`{"resource_limits":{},"allocations":[{"id":"1","state":"running" }]}`,
+	`{"resource_limits":{},"allocations":[{"id":"1","state":"running","resource_usage":{"cpu":1}}]}`,
+	`{"resource_limits":{},"allocations":[{"id":"1","state":"running"}}]}`,
 }
 
 func TestHeartbeatDifferential(t *testing.T) {
