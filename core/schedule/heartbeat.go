@@ -180,9 +180,7 @@ func (s *Scheduler) Heartbeat(now float64, hb *NodeHeartbeat, resp *Response) er
 	}
 	n.limits = hb.Limits
 	n.lastHeartbeat = now
-	if cap(n.tags) < len(hb.Tags) || len(n.tags) != len(hb.Tags) {
-		n.tags = append(n.tags[:0], hb.Tags...)
-	}
+	n.tags = append(n.tags[:0], hb.Tags...)
 
 	for _, rep := range hb.Allocations {
 		a := n.find(rep.ID)
@@ -227,11 +225,14 @@ func (s *Scheduler) Heartbeat(now float64, hb *NodeHeartbeat, resp *Response) er
 // checkNode asserts, under -race and the invariants tag, that the node's
 // usage is the sum of its allocations, that it exceeds the limits only by
 // preempted allocations (or within the allowed overcommit duration), and
-// that its preemption index holds exactly the not preempted allocations.
+// that its preemption index holds exactly the not preempted allocations,
+// and that ids mirrors allocs in increasing order.
 func checkNode(n *node) {
 	var u, pu resource.Vec
 	preempted := 0
-	for _, a := range n.allocs {
+	invariants.Check(len(n.ids) == len(n.allocs), "node %s: %d ids for %d allocations", n.name, len(n.ids), len(n.allocs))
+	for i, a := range n.allocs {
+		invariants.Check(n.ids[i] == a.id && (i == 0 || n.ids[i-1] < a.id), "node %s: ids[%d] = %d, allocation %d", n.name, i, n.ids[i], a.id)
 		u = u.Add(a.resources)
 		if a.preempted {
 			pu = pu.Add(a.resources)
@@ -395,7 +396,7 @@ func (s *Scheduler) start(now float64, sh *shard, n *node, o *operation, t int, 
 	o.running.Add(1)
 	tk.running.Add(1)
 	n.usage = n.usage.Add(res)
-	n.allocs = append(n.allocs, a)
+	n.addAlloc(a)
 	if o.graceful() {
 		n.graceful++
 	}

@@ -32,8 +32,11 @@ type node struct {
 	tags          []string
 	lastHeartbeat float64
 	seq           uint32
-	// allocs holds the node's allocations sorted by ID (IDs grow with seq).
+	// allocs holds the node's allocations sorted by ID (IDs grow with seq);
+	// ids[i] is allocs[i].id, so that finding a reported allocation reads
+	// one contiguous array instead of an allocation per probe.
 	allocs []*allocation
+	ids    []uint64
 	// preemptedUsage is the part of usage held by preempted allocations
 	// that still run: the node is told to stop them, so the preemptive
 	// stages and the overcommit check treat it as free (spec.md §5.5).
@@ -211,16 +214,23 @@ func (n *node) find(id uint64) *allocation {
 }
 
 func (n *node) search(id uint64) (int, bool) {
-	lo, hi := 0, len(n.allocs)
+	ids := n.ids
+	lo, hi := 0, len(ids)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if n.allocs[m].id < id {
+		if ids[m] < id {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	return lo, lo < len(n.allocs) && n.allocs[lo].id == id
+	return lo, lo < len(ids) && ids[lo] == id
+}
+
+// addAlloc appends a, whose ID is greater than every ID the node holds.
+func (n *node) addAlloc(a *allocation) {
+	n.allocs = append(n.allocs, a)
+	n.ids = append(n.ids, a.id)
 }
 
 // removeAlloc drops a from allocs, keeping the ID order.
@@ -232,4 +242,5 @@ func (n *node) removeAlloc(a *allocation) {
 	copy(n.allocs[i:], n.allocs[i+1:])
 	n.allocs[len(n.allocs)-1] = nil
 	n.allocs = n.allocs[:len(n.allocs)-1]
+	n.ids = append(n.ids[:i], n.ids[i+1:]...)
 }

@@ -175,7 +175,8 @@ func (p *opPreemption) below(usage resource.Vec, bound resource.Share, infinite 
 // shrink left from its tail while the prefix without the tail is still not
 // below bound, then grow it from the right list's head while the prefix is
 // below bound. prefix is the usage of every list up to and including left.
-func (p *opPreemption) balance(left PreemptionStatus, prefix resource.Vec, bound resource.Share, infinite bool) {
+// It reports whether it moved an allocation.
+func (p *opPreemption) balance(left PreemptionStatus, prefix resource.Vec, bound resource.Share, infinite bool) (moved bool) {
 	right := left + 1
 	l, r := &p.lists[left], &p.lists[right]
 	for l.n > 0 {
@@ -187,7 +188,7 @@ func (p *opPreemption) balance(left PreemptionStatus, prefix resource.Vec, bound
 		p.unlink(left, a)
 		p.pushFront(right, a)
 		a.node.bucketMove(a, right)
-		prefix = next
+		prefix, moved = next, true
 	}
 	for r.n > 0 {
 		if !p.below(prefix, bound, infinite) {
@@ -197,19 +198,26 @@ func (p *opPreemption) balance(left PreemptionStatus, prefix resource.Vec, bound
 		p.unlink(right, a)
 		p.pushBack(left, a)
 		a.node.bucketMove(a, left)
-		prefix = prefix.Add(a.resources)
+		prefix, moved = prefix.Add(a.resources), true
 	}
+	return moved
 }
 
 // rebalance runs the balance procedure twice, because moving one boundary
-// may move the other's threshold (spec.md §4).
+// may move the other's threshold (spec.md §4). When the first pass moves
+// nothing the second would find the same lists and is skipped.
 func (p *opPreemption) rebalance() {
 	pr := &p.params
 	aggressive := pr.fairShare.Mul(pr.aggressiveThreshold)
 	preemptible := pr.fairShare.Mul(pr.preemptionThreshold)
 	for range 2 {
-		p.balance(NonPreemptible, p.lists[NonPreemptible].usage, aggressive, false)
-		p.balance(AggressivelyPreemptible, p.lists[NonPreemptible].usage.Add(p.lists[AggressivelyPreemptible].usage), preemptible, !pr.preemptible)
+		moved := p.balance(NonPreemptible, p.lists[NonPreemptible].usage, aggressive, false)
+		if p.balance(AggressivelyPreemptible, p.lists[NonPreemptible].usage.Add(p.lists[AggressivelyPreemptible].usage), preemptible, !pr.preemptible) {
+			moved = true
+		}
+		if !moved {
+			return
+		}
 	}
 }
 
