@@ -38,7 +38,7 @@ PGO_AB_RUNS     ?= 3
 COMMIT          := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)$(shell test -n "$$(git status --porcelain --untracked-files=no 2>/dev/null)" && echo +dirty)
 
 .PHONY: help build binary test test-race lint fuzz bench bench-compare solve conformance run serve clean \
-	loadgen-binary load soak profile pgo pgo-ab
+	loadgen-binary load load-pipelined soak profile pgo pgo-ab
 
 help: ## print the targets with one line each (default)
 	@echo "usage: make TARGET [VAR=value ...]"
@@ -112,6 +112,15 @@ loadgen-binary: ## build only bin/loadgen
 load: binary loadgen-binary ## the standard load (10,000 nodes, 200 pools, 2,000 operations, 30 s) on bin/fairsched serve at a free loopback port; report in bench/results/load.json
 	$(LOADGEN) --serve $(BIN) --serve-log bin/load-server.log $(foreach a,$(SERVE_FLAGS),--serve-arg $(a)) \
 		--report $(LOAD_REPORT) --label commit=$(COMMIT) --strict $(LOAD_FLAGS)
+
+# The same load with the heartbeats of 128 driver goroutines pipelined over
+# 4 HTTP/1.1 connections (batches of requests per write and read).
+PIPELINE_FLAGS  ?= --connections 128 --pipeline 4 --pipeline-delay 200us
+PIPELINE_REPORT ?= bench/results/load-pipelined.json
+
+load-pipelined: binary loadgen-binary ## the standard load with pipelined connections (PIPELINE_FLAGS); report in bench/results/load-pipelined.json
+	$(LOADGEN) --serve $(BIN) --serve-log bin/load-server.log $(foreach a,$(SERVE_FLAGS),--serve-arg $(a)) \
+		--report $(PIPELINE_REPORT) --label commit=$(COMMIT) --strict $(PIPELINE_FLAGS) $(LOAD_FLAGS)
 
 soak: binary loadgen-binary ## the standard load for SOAK_DURATION (10m), the server's heap sampled every 10 s; fails if it grows
 	$(LOADGEN) --serve $(BIN) --serve-log bin/soak-server.log $(foreach a,$(SERVE_FLAGS),--serve-arg $(a)) --duration $(SOAK_DURATION) --sample-every 10s \
