@@ -31,13 +31,17 @@ LOAD_FLAGS      ?=
 SERVE_FLAGS     ?=
 LOAD_REPORT     ?= bench/results/load.json
 SOAK_DURATION   ?= 10m
+# The soak's server forgets finished operations after SOAK_RETENTION (the
+# server's default is 10 minutes, which a 10-minute soak never reaches, so
+# its heap would grow with the operations it still holds).
+SOAK_RETENTION  ?= 1m
 SOAK_REPORT     ?= bench/results/soak.json
 PROFILE_DIR     ?= profiles
 PGO_PROFILES    ?= $(sort $(wildcard $(PROFILE_DIR)/load-cpu*.pprof))
 PGO_AB_RUNS     ?= 3
 COMMIT          := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)$(shell test -n "$$(git status --porcelain --untracked-files=no 2>/dev/null)" && echo +dirty)
 
-.PHONY: help build binary test test-race lint fuzz bench bench-compare solve conformance run serve clean \
+.PHONY: help build binary test test-race lint fuzz bench bench-scaling bench-compare solve conformance run serve clean \
 	loadgen-binary load load-pipelined soak profile pgo pgo-ab
 
 help: ## print the targets with one line each (default)
@@ -79,6 +83,14 @@ fuzz: ## run every Fuzz target for FUZZTIME each (default 10s)
 bench: ## run ./bench/ with -benchmem -count=COUNT (default 5), tee to bench/results/latest.txt
 	@mkdir -p bench/results
 	$(GO) test -run='^$$' -bench=. -benchmem -count=$(COUNT) ./bench/ | tee bench/results/latest.txt
+
+# The core's scaling curve (performance.md: >= 10x from 1 to 16 cores).
+SCALING_CPUS    ?= 1,2,4,8,16
+
+bench-scaling: ## BenchmarkHeartbeat/steady at -cpu SCALING_CPUS, -count=COUNT, tee to bench/results/scaling-$(nproc)cores.txt
+	@mkdir -p bench/results
+	$(GO) test -run='^$$' -bench='BenchmarkHeartbeat/steady' -benchmem -cpu=$(SCALING_CPUS) -count=$(COUNT) ./bench/ \
+		| tee bench/results/scaling-$$(nproc)cores.txt
 
 bench-compare: ## benchstat OLD=old.txt NEW=new.txt (pinned benchstat via go run)
 	@if [ -z "$(OLD)" ] || [ -z "$(NEW)" ]; then \
@@ -122,8 +134,9 @@ load-pipelined: binary loadgen-binary ## the standard load with pipelined connec
 	$(LOADGEN) --serve $(BIN) --serve-log bin/load-server.log $(foreach a,$(SERVE_FLAGS),--serve-arg $(a)) \
 		--report $(PIPELINE_REPORT) --label commit=$(COMMIT) --strict $(PIPELINE_FLAGS) $(LOAD_FLAGS)
 
-soak: binary loadgen-binary ## the standard load for SOAK_DURATION (10m), the server's heap sampled every 10 s; fails if it grows
-	$(LOADGEN) --serve $(BIN) --serve-log bin/soak-server.log $(foreach a,$(SERVE_FLAGS),--serve-arg $(a)) --duration $(SOAK_DURATION) --sample-every 10s \
+soak: binary loadgen-binary ## the standard load for SOAK_DURATION (10m), finished operations kept SOAK_RETENTION (1m), the server's heap sampled every 10 s; fails if it grows
+	$(LOADGEN) --serve $(BIN) --serve-log bin/soak-server.log --serve-arg --finished-operation-retention=$(SOAK_RETENTION) \
+		$(foreach a,$(SERVE_FLAGS),--serve-arg $(a)) --duration $(SOAK_DURATION) --sample-every 10s \
 		--progress-every 30s --report $(SOAK_REPORT) --label commit=$(COMMIT) --strict $(LOAD_FLAGS)
 
 profile: binary loadgen-binary ## cpu, heap, allocs, mutex and block profiles of the standard load into profiles/load-*.pprof

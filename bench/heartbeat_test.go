@@ -112,22 +112,26 @@ func (c *heartbeatCluster) heartbeat(i int) error {
 }
 
 // runParallel spreads the nodes over the parallel workers: each worker owns
-// the nodes congruent to its index, so a node never heartbeats twice at once.
+// a contiguous block of nodes, so a node never heartbeats twice at once.
 func runParallel(b *testing.B, c *heartbeatCluster, each func(i int)) {
 	var workers atomic.Int64
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
-		// RunParallel starts GOMAXPROCS goroutines: worker w owns the nodes
-		// congruent to w, so together they cycle through every node.
-		stride := runtime.GOMAXPROCS(0)
-		w := int(workers.Add(1)-1) % stride
-		i := w
+		// RunParallel starts GOMAXPROCS goroutines: worker w owns the w-th
+		// contiguous block of nodes and cycles through it, so together they
+		// visit every node, and no two workers heartbeat neighbouring nodes
+		// in lock step (interleaved ownership made the workers write
+		// adjacent nodes' cache lines at the same moments: false sharing
+		// that no real cluster's heartbeats have).
+		p := runtime.GOMAXPROCS(0)
+		w := int(workers.Add(1)-1) % p
+		lo, hi := w*len(c.nodes)/p, (w+1)*len(c.nodes)/p
+		i := lo
 		for pb.Next() {
 			each(i)
-			i += stride
-			if i >= len(c.nodes) {
-				i = w
+			if i++; i >= hi {
+				i = lo
 			}
 		}
 	})

@@ -29,7 +29,12 @@
 // Run sets the workload up (pools, then Config.Operations operations) and
 // plays the nodes from Config.Connections goroutines, each owning a fixed
 // share of the nodes and, over HTTP, one connection of a fasthttp
-// HostClient (MaxConns = Connections). Operations whose jobs have all
+// HostClient (MaxConns = Connections), one heartbeat in flight on each, as
+// separate nodes would send them. With Config.Pipeline > 0 the goroutines'
+// heartbeats share that many connections of a fasthttp PipelineClient
+// instead: requests waiting for a connection (up to Config.PipelineDelay)
+// leave in one write and their answers return in one read, which measures
+// the server with its syscalls amortised. Operations whose jobs have all
 // completed are replaced by the next generation of their slot, so the
 // number of operations stays at Config.Operations. Run stops after
 // Config.Duration or Config.MaxHeartbeats heartbeats, whichever comes
