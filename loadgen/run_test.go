@@ -59,5 +59,5 @@ func TestConfigValidate(t *testing.T) {
 	f(func(c *Config) { c.Pipeline = c.Connections + 1 }, false)
 	f(func(c *Config) { c.Pipeline = -1 }, false)
 	f(func(c *Config) { c.Pipeline, c.PipelineDelay = 4, -time.Millisecond }, false)
-	f(func(c *Config) { c.Pipeline, c.PipelineDelay = 4, 2 * time.Second }, false)
+	f(func(c *Config) { c.Pipeline, c.PipelineDelay = 4, 2*time.Second }, false)
 }
