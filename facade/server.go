@@ -72,7 +72,9 @@ type Options struct {
 	// which are CPU-bound; beyond it the answer is 429 (0: GOMAXPROCS).
 	MaxConcurrentSolves int
 	// FinishedOperationRetention is how long finished operations stay
-	// visible before they are forgotten (0: 10 minutes).
+	// visible before they are forgotten (0: 10 minutes): between one and
+	// one and a half retentions after they finished, on Clock (they are
+	// looked for every min(10 s, retention/2)).
 	FinishedOperationRetention time.Duration
 }
 
@@ -109,7 +111,13 @@ type Server struct {
 
 	stop     chan struct{}
 	stopOnce sync.Once
-	done     sync.WaitGroup
+	// lnMu guards listeners and stopped: Shutdown closes the listeners of
+	// every Serve, including one that fasthttp has not registered yet, and
+	// a Serve after Shutdown returns at once.
+	lnMu      sync.Mutex
+	listeners []*onceCloseListener
+	stopped   bool
+	done      sync.WaitGroup
 
 	// panicHook, when set (tests), runs at the start of every request.
 	panicHook atomic.Pointer[func(path []byte)]
@@ -220,14 +228,26 @@ func (s *Server) HTTPServer() *fasthttp.Server { return s.http }
 func (s *Server) now() float64 { return s.clock.Now().Seconds() }
 
 // Serve runs the fair-share updater (unless ManualUpdates) and serves
-// connections from ln until Shutdown. It returns nil after Shutdown.
+// connections from ln until Shutdown. It returns nil after Shutdown, also
+// when Shutdown came first.
 func (s *Server) Serve(ln net.Listener) error {
+	l := &onceCloseListener{Listener: ln}
+	s.lnMu.Lock()
+	if s.stopped {
+		s.lnMu.Unlock()
+		return l.Close()
+	}
+	s.listeners = append(s.listeners, l)
+	if !s.opts.ManualUpdates {
+		s.done.Add(1) // before Shutdown can Wait: it takes lnMu first
+	}
+	s.lnMu.Unlock()
+
 	s.UpdateFairShare()
 	if !s.opts.ManualUpdates {
-		s.done.Add(1)
 		go s.updater()
 	}
-	err := s.http.Serve(ln)
+	err := s.http.Serve(l)
 	select {
 	case <-s.stop:
 		return nil
@@ -240,9 +260,31 @@ func (s *Server) Serve(ln net.Listener) error {
 // accepting connections and waits for requests in flight until ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() { close(s.stop) })
+	// fasthttp closes only the listeners its Serve has registered; one
+	// whose Serve has not got that far would be served for ever.
+	s.lnMu.Lock()
+	s.stopped = true
+	for _, l := range s.listeners {
+		l.Close()
+	}
+	s.lnMu.Unlock()
 	err := s.http.ShutdownWithContext(ctx)
 	s.done.Wait()
 	return err
+}
+
+// onceCloseListener is a listener whose Close closes it once and answers
+// every call with that first result, so that Shutdown and fasthttp can
+// both close it.
+type onceCloseListener struct {
+	net.Listener
+	once sync.Once
+	err  error
+}
+
+func (l *onceCloseListener) Close() error {
+	l.once.Do(func() { l.err = l.Listener.Close() })
+	return l.err
 }
 
 // updater runs UpdateFairShare every fair_share_update_period on the wall
@@ -262,9 +304,18 @@ func (s *Server) updater() {
 	}
 }
 
-// janitorPeriod is how often UpdateFairShare looks for finished
-// operations to forget, on the server's clock.
-const janitorPeriod = 10 * clock.Second
+// maxJanitorPeriod bounds how often UpdateFairShare looks for finished
+// operations to forget, on the server's clock; a shorter retention gets a
+// period of half of it (see janitorPeriod).
+const maxJanitorPeriod = 10 * clock.Second
+
+// janitorPeriod is the period of forgetFinished: at most 10 s and at most
+// half the retention, so that an operation is forgotten between one and
+// two retentions after it finished (give or take a fair-share period).
+func (s *Server) janitorPeriod() clock.Duration {
+	half := clock.Duration(s.opts.FinishedOperationRetention.Microseconds() / 2)
+	return max(min(maxJanitorPeriod, half), clock.Microsecond)
+}
 
 // UpdateFairShare runs one fair-share update now (spec.md §2–§3), records
 // its duration, and every janitorPeriod forgets operations that finished
@@ -276,7 +327,7 @@ func (s *Server) UpdateFairShare() {
 	start := time.Now()
 	s.sched.UpdateFairShare(now.Seconds())
 	s.m.fairShareUpdate.UpdateDuration(start)
-	if now.Sub(s.lastJan) >= janitorPeriod {
+	if now.Sub(s.lastJan) >= s.janitorPeriod() {
 		s.lastJan = now
 		s.forgetFinished(now)
 	}
@@ -284,7 +335,8 @@ func (s *Server) UpdateFairShare() {
 
 // forgetFinished drops operations finished longer than the retention ago
 // (on the server's clock, give or take one janitorPeriod: an operation is
-// seen finished by the first pass after it finished).
+// seen finished by the first pass after it finished, and forgotten by the
+// first pass a retention after that).
 func (s *Server) forgetFinished(now clock.Time) {
 	infos := s.sched.Operations(nil)
 	s.mu.Lock()

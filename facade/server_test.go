@@ -717,3 +717,47 @@ func TestConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestShutdownRacingServe: Shutdown stops a Serve that it overtook (the
+// listener not yet registered with fasthttp) and a Serve that comes after
+// it, instead of leaving either serving for ever.
+func TestShutdownRacingServe(t *testing.T) {
+	for _, first := range []string{"serve", "shutdown"} {
+		t.Run(first+" first", func(t *testing.T) {
+			srv, err := New(Options{ManualUpdates: first == "shutdown", Logger: quietLogger(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if first == "shutdown" {
+				if err := srv.Shutdown(ctx); err != nil {
+					t.Fatalf("shutdown: %v", err)
+				}
+				go func() { done <- srv.Serve(ln) }()
+			} else {
+				go func() { done <- srv.Serve(ln) }()
+				if err := srv.Shutdown(ctx); err != nil {
+					t.Fatalf("shutdown: %v", err)
+				}
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("Serve returned %v", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("Serve still runs after Shutdown")
+			}
+			if c, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second); err == nil {
+				c.Close()
+				t.Fatal("the listener still accepts after Shutdown")
+			}
+		})
+	}
+}

@@ -131,6 +131,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("loadgen: cannot use %d connections: want 1-4096", c.Connections)
 	case c.Pipeline < 0 || c.Pipeline > c.Connections:
 		return fmt.Errorf("loadgen: cannot use %d pipelined connections: want 0 (off) to --connections (%d)", c.Pipeline, c.Connections)
+	case c.Pipeline > 0 && c.InProcess:
+		return fmt.Errorf("loadgen: cannot use --pipeline %d in process: it shapes HTTP connections", c.Pipeline)
 	case c.PipelineDelay < 0 || c.PipelineDelay > time.Second:
 		return fmt.Errorf("loadgen: cannot use pipeline delay %v: want 0 to 1s", c.PipelineDelay)
 	case !(c.Rate >= 0 && c.Rate <= 1e8):

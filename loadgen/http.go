@@ -54,9 +54,11 @@ func newHTTPDriver(cfg *Config, w *Workload, addr string) *httpDriver {
 	}
 	if cfg.Pipeline > 0 {
 		h.pc = &fasthttp.PipelineClient{
-			Addr:               addr,
-			Name:               "fairsched-loadgen",
-			MaxConns:           cfg.Pipeline,
+			Addr:     addr,
+			Name:     "fairsched-loadgen",
+			MaxConns: cfg.Pipeline,
+			// The client has no Close: its connections end after
+			// MaxIdleConnDuration (10 s) without requests.
 			MaxPendingRequests: cfg.Connections, // never the bound: one request per driver goroutine
 			MaxBatchDelay:      cfg.PipelineDelay,
 			ReadTimeout:        10 * time.Second,

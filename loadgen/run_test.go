@@ -56,6 +56,7 @@ func TestConfigValidate(t *testing.T) {
 	f(func(c *Config) { c.MinJobs, c.MaxJobs = 10, 5 }, false)
 	f(func(c *Config) { c.PreemptStopFraction = 2 }, false)
 	f(func(c *Config) { c.Pipeline = 4 }, true)
+	f(func(c *Config) { c.Pipeline, c.InProcess = 4, true }, false)
 	f(func(c *Config) { c.Pipeline = c.Connections + 1 }, false)
 	f(func(c *Config) { c.Pipeline = -1 }, false)
 	f(func(c *Config) { c.Pipeline, c.PipelineDelay = 4, -time.Millisecond }, false)

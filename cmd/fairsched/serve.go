@@ -37,13 +37,14 @@ clock every fair_share_update_period_s (0.2 s by default).
   --max-body-size BYTES request body limit (default 4194304)
   --finished-operation-retention DURATION
                         how long a finished operation stays visible to GET
-                        /api/v1/operations before it is forgotten (default 10m)
+                        /api/v1/operations before it is forgotten (default 10m;
+                        it goes within another half of it, at most 10 s later)
   --mutex-profile-fraction N
                         sample one mutex contention event in N for
-                        /debug/pprof/mutex (default 0: off)
+                        /debug/pprof/mutex (default 0: off; needs --pprof)
   --block-profile-rate NS
                         sample one blocking event per NS nanoseconds blocked
-                        for /debug/pprof/block (default 0: off)
+                        for /debug/pprof/block (default 0: off; needs --pprof)
 
 A configuration that is not valid is reported as
   fairsched serve: <json path>: <message>
@@ -88,9 +89,18 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready f
 		fmt.Fprintf(stderr, "fairsched serve: cannot use --finished-operation-retention %v: want a positive duration\n", *retention)
 		return 2
 	}
-	if *mutexFraction < 0 || *blockRate < 0 {
-		fmt.Fprintf(stderr, "fairsched serve: cannot use --mutex-profile-fraction %d or --block-profile-rate %d: want 0 (off) or more\n", *mutexFraction, *blockRate)
-		return 2
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"mutex-profile-fraction", *mutexFraction}, {"block-profile-rate", *blockRate}} {
+		switch {
+		case f.v < 0:
+			fmt.Fprintf(stderr, "fairsched serve: cannot use --%s %d: want 0 (off) or more\n", f.name, f.v)
+			return 2
+		case f.v > 0 && !*pprof:
+			fmt.Fprintf(stderr, "fairsched serve: cannot use --%s %d with --pprof=false: nothing would serve the profile\n", f.name, f.v)
+			return 2
+		}
 	}
 	data, source := examples.ServeConfig, "embedded examples/serve.json"
 	if *configFile != "" {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -89,6 +90,35 @@ func TestServe(t *testing.T) {
 	}
 }
 
+// TestServeProfileRates: the sampling flags reach the runtime.
+func TestServeProfileRates(t *testing.T) {
+	defer runtime.SetMutexProfileFraction(0)
+	defer runtime.SetBlockProfileRate(0)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	ready := make(chan struct{})
+	exit := make(chan int, 1)
+	go func() {
+		exit <- serve(ctx, []string{"--listen", "127.0.0.1:0", "--mutex-profile-fraction", "7", "--block-profile-rate", "1000"},
+			&stdout, &stderr, func(string) { close(ready) })
+	}()
+	select {
+	case <-ready:
+	case code := <-exit:
+		t.Fatalf("serve exited with %d: %s", code, stderr.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not start")
+	}
+	if got := runtime.SetMutexProfileFraction(-1); got != 7 {
+		t.Errorf("mutex profile fraction %d, want 7", got)
+	}
+	cancel()
+	if code := <-exit; code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+}
+
 func TestServeBadConfig(t *testing.T) {
 	dir := t.TempDir()
 	f := filepath.Join(dir, "bad.json")
@@ -114,6 +144,8 @@ func TestServeBadConfig(t *testing.T) {
 		{"--finished-operation-retention", "-1m"},
 		{"--mutex-profile-fraction", "-1"},
 		{"--block-profile-rate", "-5"},
+		{"--mutex-profile-fraction", "5", "--pprof=false"},
+		{"--block-profile-rate", "5", "--pprof=false"},
 	} {
 		code, _, stderr := call("", append([]string{"serve", "--listen", "127.0.0.1:0"}, bad...)...)
 		if code != 2 || !strings.Contains(stderr, bad[0]) {

@@ -232,7 +232,9 @@ func checkNode(n *node) {
 	preempted := 0
 	invariants.Check(len(n.ids) == len(n.allocs), "node %s: %d ids for %d allocations", n.name, len(n.ids), len(n.allocs))
 	for i, a := range n.allocs {
-		invariants.Check(n.ids[i] == a.id && (i == 0 || n.ids[i-1] < a.id), "node %s: ids[%d] = %d, allocation %d", n.name, i, n.ids[i], a.id)
+		if n.ids[i] != a.id || i > 0 && n.ids[i-1] >= a.id {
+			invariants.Check(false, "node %s: ids[%d] = %d, allocation %d", n.name, i, n.ids[i], a.id)
+		}
 		u = u.Add(a.resources)
 		if a.preempted {
 			pu = pu.Add(a.resources)
