@@ -240,6 +240,10 @@ func decodeScenario(m map[string]any) (*Scenario, *Error) {
 
 func ftoa(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 
+// decodeSchedulerConfig applies the scenario's "scheduler" object to c:
+// the keys of PATCH /api/v1/config that a scenario may set (the update
+// period and the shards are the scenario's own), decoded by the server's
+// decoder.
 func decodeSchedulerConfig(path string, v any, c *schedule.Config) *Error {
 	m, e := jsonpath.Object(path, v)
 	if e != nil {
@@ -248,62 +252,8 @@ func decodeSchedulerConfig(path string, v any, c *schedule.Config) *Error {
 	if e := jsonpath.CheckKeys(path, m, schedulerKeys, "the scheduler config"); e != nil {
 		return e
 	}
-	const pos = "a number of seconds in [0, 1e9]"
-	for _, k := range jsonpath.SortedKeys(m) {
-		p, x := jsonpath.Key(path, k), m[k]
-		var n int64
-		switch k {
-		case "fair_share_starvation_timeout_s":
-			c.FairShareStarvationTimeout, e = jsonpath.Range(p, x, 0, maxSeconds, pos)
-		case "fair_share_aggressive_starvation_timeout_s":
-			c.FairShareAggressiveStarvationTimeout, e = jsonpath.Range(p, x, 0, maxSeconds, pos)
-		case "fair_share_starvation_tolerance":
-			c.FairShareStarvationTolerance, e = jsonpath.Range(p, x, 0, 1, "a number in [0, 1]")
-		case "enable_aggressive_starvation":
-			c.EnableAggressiveStarvation, e = jsonpath.Bool(p, x)
-		case "enable_pool_starvation":
-			c.EnablePoolStarvation, e = jsonpath.Bool(p, x)
-		case "allocation_count_preemption_timeout_coefficient":
-			c.AllocationCountPreemptionTimeoutCoefficient, e = jsonpath.Range(p, x, 1, math.MaxFloat64, "a number of at least 1")
-		case "preemption_satisfaction_threshold":
-			c.PreemptionSatisfactionThreshold, e = jsonpath.Range(p, x, 1e-9, math.MaxFloat64, "a positive number")
-		case "aggressive_preemption_satisfaction_threshold":
-			c.AggressivePreemptionSatisfactionThreshold, e = jsonpath.Range(p, x, 0, math.MaxFloat64, "a non-negative number")
-		case "preemptive_scheduling_backoff_s":
-			c.PreemptiveSchedulingBackoff, e = jsonpath.Range(p, x, 0, maxSeconds, pos)
-		case "allocation_preemption_timeout_s":
-			c.AllocationPreemptionTimeout, e = jsonpath.Range(p, x, 0, maxSeconds, pos)
-		case "allocation_graceful_preemption_timeout_s":
-			c.AllocationGracefulPreemptionTimeout, e = jsonpath.Range(p, x, 0, maxSeconds, pos)
-		case "min_spare_allocation_resources":
-			c.MinSpareAllocationResources, _, e = jsonpath.Resources(p, x)
-		case "max_started_allocations_per_heartbeat":
-			n, e = jsonpath.Whole(p, x, 0, 1<<31-1, "a whole number in [0, 2^31)")
-			c.MaxStartedAllocationsPerHeartbeat = int(n)
-		case "max_operation_count":
-			c.Limits.MaxOperationCount, e = jsonpath.Count(p, x)
-		case "max_running_operation_count":
-			c.Limits.MaxRunningOperationCount, e = jsonpath.Count(p, x)
-		case "max_operation_count_per_pool":
-			c.Limits.MaxOperationCountPerPool, e = jsonpath.Count(p, x)
-		case "max_running_operation_count_per_pool":
-			c.Limits.MaxRunningOperationCountPerPool, e = jsonpath.Count(p, x)
-		}
-		if e != nil {
-			return e
-		}
-	}
-	if c.FairShareAggressiveStarvationTimeout < c.FairShareStarvationTimeout {
-		return jsonpath.NewError(wire.CodeInvalidValue, jsonpath.Key(path, "fair_share_aggressive_starvation_timeout_s"),
-			"cannot use an aggressive starvation timeout of "+ftoa(c.FairShareAggressiveStarvationTimeout)+
-				" s: want at least fair_share_starvation_timeout_s ("+ftoa(c.FairShareStarvationTimeout)+" s)")
-	}
-	if c.AggressivePreemptionSatisfactionThreshold > c.PreemptionSatisfactionThreshold {
-		return jsonpath.NewError(wire.CodeInvalidValue, jsonpath.Key(path, "aggressive_preemption_satisfaction_threshold"),
-			"cannot use "+ftoa(c.AggressivePreemptionSatisfactionThreshold)+
-				": want at most preemption_satisfaction_threshold ("+ftoa(c.PreemptionSatisfactionThreshold)+")")
-	}
-	return nil
+	*c, e = wire.SchedulerConfig(path, m, *c)
+	return e
 }
 
 // defaultNodeUserSlots is a node's user_slots when the scenario names none.

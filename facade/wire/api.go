@@ -523,6 +523,14 @@ func DecodeConfigPatch(data []byte, base schedule.Config) (schedule.Config, erro
 	return c, nil
 }
 
+// SchedulerConfig applies the scheduler config object v at path (the keys
+// of PATCH /api/v1/config) to base and validates the result: one decoder
+// for every format that embeds a scheduler config (the simulator's
+// scenarios restrict the keys first).
+func SchedulerConfig(path string, v any, base schedule.Config) (schedule.Config, *Error) {
+	return schedConfig(path, v, base, false)
+}
+
 // schedConfig applies a (partial) tree config to c and validates the result.
 func schedConfig(path string, v any, c schedule.Config, startup bool) (schedule.Config, *Error) {
 	m, e := jsonpath.Object(path, v)
