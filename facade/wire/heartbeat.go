@@ -376,14 +376,7 @@ func AppendHeartbeatResponse(dst []byte, r *schedule.Response, finished func(op 
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(dst, `{"id":"`...)
-		dst = strconv.AppendUint(dst, d.Allocation, 10)
-		dst = append(dst, `","operation_id":`...)
-		dst = jsonpath.AppendString(dst, d.Operation)
-		dst = append(dst, `,"task_index":`...)
-		dst = strconv.AppendInt(dst, int64(d.Task), 10)
-		dst = append(dst, `,"resources":`...)
-		dst = AppendResources(dst, &d.Resources)
+		dst = appendAllocationTask(dst, d.Allocation, d.Operation, d.Task, &d.Resources)
 		dst = append(dst, '}')
 	}
 	dst = append(dst, `],"allocations_to_preempt":[`...)
@@ -392,13 +385,7 @@ func AppendHeartbeatResponse(dst []byte, r *schedule.Response, finished func(op 
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(dst, `{"id":"`...)
-		dst = strconv.AppendUint(dst, d.Allocation, 10)
-		dst = append(dst, '"')
-		if d.Operation != "" {
-			dst = append(dst, `,"operation_id":`...)
-			dst = jsonpath.AppendString(dst, d.Operation)
-		}
+		dst = appendAllocationRef(dst, d.Allocation, d.Operation)
 		dst = append(dst, `,"reason":"`...)
 		dst = appendPreemptReason(dst, d)
 		dst = append(dst, `","timeout_s":`...)
@@ -411,18 +398,35 @@ func AppendHeartbeatResponse(dst []byte, r *schedule.Response, finished func(op 
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(dst, `{"id":"`...)
-		dst = strconv.AppendUint(dst, d.Allocation, 10)
-		dst = append(dst, '"')
-		if d.Operation != "" {
-			dst = append(dst, `,"operation_id":`...)
-			dst = jsonpath.AppendString(dst, d.Operation)
-		}
+		dst = appendAllocationRef(dst, d.Allocation, d.Operation)
 		dst = append(dst, `,"reason":`...)
 		dst = jsonpath.AppendString(dst, abortReason(d, finished))
 		dst = append(dst, '}')
 	}
 	return append(dst, "]}"...)
+}
+
+// appendAllocationRef opens an allocation's object with its id (a decimal
+// string) and, when known, its operation: {"id":"1783","operation_id":"op-3"
+func appendAllocationRef(dst []byte, id uint64, op string) []byte {
+	dst = append(dst, `{"id":"`...)
+	dst = strconv.AppendUint(dst, id, 10)
+	dst = append(dst, '"')
+	if op != "" {
+		dst = append(dst, `,"operation_id":`...)
+		dst = jsonpath.AppendString(dst, op)
+	}
+	return dst
+}
+
+// appendAllocationTask opens an allocation's object with its id, operation,
+// task and resources, as a start decision and the node orchid write them.
+func appendAllocationTask(dst []byte, id uint64, op string, task int, res *resource.Vec) []byte {
+	dst = appendAllocationRef(dst, id, op)
+	dst = append(dst, `,"task_index":`...)
+	dst = strconv.AppendInt(dst, int64(task), 10)
+	dst = append(dst, `,"resources":`...)
+	return AppendResources(dst, res)
 }
 
 // appendPreemptReason appends the sentence of a preemption, without quotes:

@@ -133,14 +133,7 @@ func AppendNodeOrchid(dst []byte, n *schedule.NodeInfo) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(dst, `{"id":"`...)
-		dst = strconv.AppendUint(dst, a.ID, 10)
-		dst = append(dst, `","operation_id":`...)
-		dst = jsonpath.AppendString(dst, a.Operation)
-		dst = append(dst, `,"task_index":`...)
-		dst = strconv.AppendInt(dst, int64(a.Task), 10)
-		dst = append(dst, `,"resources":`...)
-		dst = AppendResources(dst, &a.Resources)
+		dst = appendAllocationTask(dst, a.ID, a.Operation, a.Task, &a.Resources)
 		dst = append(dst, `,"start_time_s":`...)
 		dst = appendFloat(dst, a.Start)
 		dst = append(dst, `,"preemption_status":"`...)
