@@ -203,7 +203,7 @@ func (s *scan) decision(which byte, w *Workload, d *Decisions) bool {
 			if !ok {
 				return false
 			}
-			if id, ok = parseID(v); esc || !ok {
+			if id, ok = wire.ParseAllocationID(v); esc || !ok {
 				s.i = start
 				s.fail("want an allocation id of decimal digits")
 				return false
@@ -244,24 +244,6 @@ func (s *scan) decision(which byte, w *Workload, d *Decisions) bool {
 		d.Abort = append(d.Abort, id)
 	}
 	return true
-}
-
-func parseID(b []byte) (uint64, bool) {
-	if len(b) == 0 || len(b) > 20 {
-		return 0, false
-	}
-	var v uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		d := uint64(c - '0')
-		if v > (1<<64-1-d)/10 {
-			return 0, false
-		}
-		v = v*10 + d
-	}
-	return v, true
 }
 
 func (s *scan) literal(lit string) bool {
