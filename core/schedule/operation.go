@@ -235,6 +235,23 @@ func (o *operation) charge(v resource.Vec) bool {
 	return true
 }
 
+// fittingTask returns the first task with a pending job that fits free and
+// the operation's limits (-1 if none), and whether any task has a pending
+// job at all.
+func (o *operation) fittingTask(free resource.Vec) (task int, pending bool) {
+	for j := range o.tasks {
+		tk := &o.tasks[j]
+		if tk.pending.Load() <= 0 {
+			continue
+		}
+		pending = true
+		if free.Dominates(tk.spec.Resources) && o.fitsLimits(tk.spec.Resources) {
+			return j, true
+		}
+	}
+	return -1, pending
+}
+
 // fitsLimits reports whether v fits under every limit the operation charges.
 func (o *operation) fitsLimits(v resource.Vec) bool {
 	lp := o.limited.Load()

@@ -181,18 +181,7 @@ func (h *opIndex) best(free resource.Vec) (int32, int) {
 				continue
 			}
 		}
-		t, pending := -1, false
-		for j := range o.tasks {
-			tk := &o.tasks[j]
-			if tk.pending.Load() <= 0 {
-				continue
-			}
-			pending = true
-			if free.Dominates(tk.spec.Resources) && o.fitsLimits(tk.spec.Resources) {
-				t = j
-				break
-			}
-		}
+		t, pending := o.fittingTask(free)
 		if t >= 0 {
 			return top.idx, t
 		}

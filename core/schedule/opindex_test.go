@@ -20,14 +20,7 @@ func scanBest(snap *Snapshot, free resource.Vec) (int32, int) {
 		if o.State() != StateRunning || o.graceful() && !v.belowFairShare {
 			continue
 		}
-		t := -1
-		for j := range o.tasks {
-			tk := &o.tasks[j]
-			if tk.pending.Load() > 0 && free.Dominates(tk.spec.Resources) && o.fitsLimits(tk.spec.Resources) {
-				t = j
-				break
-			}
-		}
+		t, _ := o.fittingTask(free)
 		if t < 0 {
 			continue
 		}
