@@ -578,23 +578,15 @@ func (p lazyPath) String() string {
 }
 
 // objectStart consumes '{' or records a wrong_type error.
-func (s *scanner) objectStart(path lazyPath) bool {
-	if s.next() != kindObject {
-		s.wrongType(path, "an object")
-		return false
-	}
-	s.depth++
-	if s.depth > maxDepth {
-		s.syntax("exceeded max depth")
-		return false
-	}
-	s.pos++
-	return true
-}
+func (s *scanner) objectStart(path lazyPath) bool { return s.open(kindObject, path, "an object") }
 
 // arrayStart consumes '[' or records a wrong_type error.
-func (s *scanner) arrayStart(path lazyPath, want string) bool {
-	if s.next() != kindArray {
+func (s *scanner) arrayStart(path lazyPath, want string) bool { return s.open(kindArray, path, want) }
+
+// open consumes the bracket of a value of kind k, one level deeper, or
+// records a wrong_type error (want) or a too-deep syntax error.
+func (s *scanner) open(k kind, path lazyPath, want string) bool {
+	if s.next() != k {
 		s.wrongType(path, want)
 		return false
 	}
