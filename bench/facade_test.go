@@ -117,7 +117,7 @@ func ceilingHandler() fasthttp.RequestHandler {
 			return
 		}
 		sc.resp.Reset()
-		sc.out = wire.AppendHeartbeatResponse(sc.out[:0], &sc.resp, nil)
+		sc.out = wire.AppendHeartbeatResponse(sc.out[:0], &sc.resp)
 		ctx.SetContentType("application/json")
 		ctx.SetBody(sc.out)
 	}

@@ -47,7 +47,7 @@ func (s *Server) heartbeat(ctx *fasthttp.RequestCtx, id []byte) {
 		s.fail(ctx, err, "$")
 		return
 	}
-	sc.out = wire.AppendHeartbeatResponse(sc.out[:0], &sc.resp, s.finishedFn)
+	sc.out = wire.AppendHeartbeatResponse(sc.out[:0], &sc.resp)
 	writeJSON(ctx, fasthttp.StatusOK, sc.out)
 	s.m.observeHeartbeat(&sc.resp, start)
 }
@@ -58,16 +58,6 @@ func (s *Server) putScratch(sc *hbScratch) {
 		sc.out = nil
 	}
 	s.hbPool.Put(sc)
-}
-
-// finishedState names the final state of an operation for the reason of an
-// abort ("operation op-9 aborted").
-func (s *Server) finishedState(op string) string {
-	o, err := s.sched.Operation(op)
-	if err != nil || !o.State.Final() {
-		return ""
-	}
-	return o.State.String()
 }
 
 // validName is tree.ValidName over bytes, without a conversion.

@@ -105,9 +105,8 @@ type Server struct {
 	updateMu sync.Mutex // one fair-share update at a time
 	lastJan  clock.Time // the last forgetFinished pass, on s.clock
 
-	hbPool     sync.Pool // *hbScratch
-	finishedFn func(op string) string
-	bufPool    sync.Pool // *[]byte
+	hbPool  sync.Pool // *hbScratch
+	bufPool sync.Pool // *[]byte
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -199,7 +198,6 @@ func New(opts Options) (*Server, error) {
 	}
 	s.m = newMetrics(s)
 	s.hbPool.New = func() any { return new(hbScratch) }
-	s.finishedFn = s.finishedState
 	s.bufPool.New = func() any { b := make([]byte, 0, 4096); return &b }
 	s.http = &fasthttp.Server{
 		Handler:               s.Handle,

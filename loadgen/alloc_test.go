@@ -22,7 +22,7 @@ func TestHeartbeatPathAllocs(t *testing.T) {
 		Preempt: []schedule.PreemptDecision{{Allocation: 1<<32 | 50, Timeout: 10}},
 		Abort:   []schedule.AbortDecision{{Allocation: 1<<32 | 51, Reason: schedule.AbortPreemptionTimedOut}},
 	}
-	answer := wire.AppendHeartbeatResponse(nil, resp, nil)
+	answer := wire.AppendHeartbeatResponse(nil, resp)
 	var d Decisions
 	for i := range 16 {
 		d.Start = append(d.Start, StartDecision{ID: 1<<32 | uint64(i+1), Slot: 1})

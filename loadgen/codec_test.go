@@ -90,7 +90,7 @@ func TestDecodeResponseRoundTrip(t *testing.T) {
 	r := rng.New(42)
 	for i := range 200 {
 		resp := randomResponse(&r, w, i%7)
-		body := wire.AppendHeartbeatResponse(nil, resp, func(string) string { return "aborted" })
+		body := wire.AppendHeartbeatResponse(nil, resp)
 		var got, want Decisions
 		if err := DecodeResponse(body, w, &got); err != nil {
 			t.Fatalf("seed 42, case %d: %v\n%s", i, err, body)
@@ -146,7 +146,7 @@ func FuzzDecodeResponse(f *testing.F) {
 	w := &Workload{RunID: "t1", cfg: Config{Operations: 10}}
 	r := rng.New(7)
 	for i := range 4 {
-		f.Add(wire.AppendHeartbeatResponse(nil, randomResponse(&r, w, i), nil))
+		f.Add(wire.AppendHeartbeatResponse(nil, randomResponse(&r, w, i)))
 	}
 	f.Add([]byte(`{"allocations_to_preempt":[{"id":"5","timeout_s":2.5e-1}],"x":[[[{}]]]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -68,6 +68,9 @@ type AbortDecision struct {
 	Allocation uint64
 	Reason     AbortReason
 	Operation  string // the allocation's operation, when known
+	// OperationState is the operation's final state when Reason is
+	// AbortOperationFinished.
+	OperationState OperationState
 }
 
 // PreemptReason says why an allocation is preempted (spec.md §5.4–5.6, §7).
@@ -196,9 +199,9 @@ func (s *Scheduler) Heartbeat(now float64, hb *NodeHeartbeat, resp *Response) er
 		case AllocFailed, AllocAborted:
 			s.release(sh, n, a, false)
 		default:
-			switch {
-			case a.op.State().Final():
-				resp.Abort = append(resp.Abort, AbortDecision{Allocation: a.id, Reason: AbortOperationFinished, Operation: a.op.id})
+			switch st := a.op.State(); {
+			case st.Final():
+				resp.Abort = append(resp.Abort, AbortDecision{Allocation: a.id, Reason: AbortOperationFinished, Operation: a.op.id, OperationState: st})
 				s.release(sh, n, a, false)
 			case a.preempted && now >= a.deadline:
 				resp.Abort = append(resp.Abort, AbortDecision{Allocation: a.id, Reason: AbortPreemptionTimedOut, Operation: a.op.id})

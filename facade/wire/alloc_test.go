@@ -45,8 +45,8 @@ func TestHeartbeatDecodeAllocs(t *testing.T) {
 		Start:   []schedule.StartDecision{{Allocation: 1802, Operation: "op-17", Resources: resource.Vec{resource.CPU: 150}}},
 		Preempt: []schedule.PreemptDecision{{Allocation: 1783, Operation: "op-3", Timeout: 10, ForAllocation: 1802, ForOperation: "op-21"}},
 	}
-	buf := AppendHeartbeatResponse(nil, r, nil)
-	if n := testing.AllocsPerRun(100, func() { buf = AppendHeartbeatResponse(buf[:0], r, nil) }); n != 0 {
+	buf := AppendHeartbeatResponse(nil, r)
+	if n := testing.AllocsPerRun(100, func() { buf = AppendHeartbeatResponse(buf[:0], r) }); n != 0 {
 		t.Fatalf("AppendHeartbeatResponse allocates %v times per call", n)
 	}
 }

@@ -365,11 +365,9 @@ func (in *Interner) Len() int {
 //	 "allocations_to_abort":[{"id":"1650","operation_id":"op-9","reason":"operation op-9 aborted"}]}
 //
 // Allocation ids are decimal strings; resources list their non-zero
-// components, cpu in cores. finished names the final state of an operation
-// whose allocation is aborted because it finished ("aborted", "completed");
-// it is called only for such aborts and may be nil. Every list is present,
+// components, cpu in cores. Every list is present,
 // empty when there is nothing to do. The encoder allocates only to grow dst.
-func AppendHeartbeatResponse(dst []byte, r *schedule.Response, finished func(op string) string) []byte {
+func AppendHeartbeatResponse(dst []byte, r *schedule.Response) []byte {
 	dst = append(dst, `{"allocations_to_start":[`...)
 	for i := range r.Start {
 		d := &r.Start[i]
@@ -400,7 +398,7 @@ func AppendHeartbeatResponse(dst []byte, r *schedule.Response, finished func(op 
 		}
 		dst = appendAllocationRef(dst, d.Allocation, d.Operation)
 		dst = append(dst, `,"reason":`...)
-		dst = jsonpath.AppendString(dst, abortReason(d, finished))
+		dst = jsonpath.AppendString(dst, abortReason(d))
 		dst = append(dst, '}')
 	}
 	return append(dst, "]}"...)
@@ -463,19 +461,13 @@ func appendStringBody(dst []byte, s string) []byte {
 
 // abortReason is the sentence of an abort decision. It allocates; aborts
 // are rare.
-func abortReason(d *schedule.AbortDecision, finished func(op string) string) string {
+func abortReason(d *schedule.AbortDecision) string {
 	id := strconv.FormatUint(d.Allocation, 10)
 	switch d.Reason {
 	case schedule.AbortUnknownAllocation:
 		return "allocation " + id + " is unknown to the scheduler"
 	case schedule.AbortOperationFinished:
-		st := "finished"
-		if finished != nil {
-			if s := finished(d.Operation); s != "" {
-				st = s
-			}
-		}
-		return "operation " + d.Operation + " " + st
+		return "operation " + d.Operation + " " + d.OperationState.String()
 	case schedule.AbortPreemptionTimedOut:
 		return "allocation " + id + " was preempted and outlived its preemption timeout"
 	case schedule.AbortNodeOvercommit:

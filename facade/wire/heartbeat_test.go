@@ -423,9 +423,9 @@ func TestAppendHeartbeatResponse(t *testing.T) {
 	r := &schedule.Response{
 		Start:   []schedule.StartDecision{{Allocation: 1802, Operation: "op-17", Resources: resource.Vec{resource.CPU: 150, resource.Memory: 4294967296}}},
 		Preempt: []schedule.PreemptDecision{{Allocation: 1783, Operation: "op-3", Reason: schedule.PreemptForStarving, Timeout: 10, ForAllocation: 1802, ForOperation: "op-21"}},
-		Abort:   []schedule.AbortDecision{{Allocation: 1650, Operation: "op-9", Reason: schedule.AbortOperationFinished}, {Allocation: 7, Reason: schedule.AbortUnknownAllocation}},
+		Abort:   []schedule.AbortDecision{{Allocation: 1650, Operation: "op-9", Reason: schedule.AbortOperationFinished, OperationState: schedule.StateAborted}, {Allocation: 7, Reason: schedule.AbortUnknownAllocation}},
 	}
-	got := string(AppendHeartbeatResponse(nil, r, func(op string) string { return "aborted" }))
+	got := string(AppendHeartbeatResponse(nil, r))
 	want := `{"allocations_to_start":[{"id":"1802","operation_id":"op-17","task_index":0,"resources":{"cpu":1.5,"memory":4294967296}}],` +
 		`"allocations_to_preempt":[{"id":"1783","operation_id":"op-3","reason":"preempted to start allocation 1802 of operation op-21 (starving)","timeout_s":10}],` +
 		`"allocations_to_abort":[{"id":"1650","operation_id":"op-9","reason":"operation op-9 aborted"},{"id":"7","reason":"allocation 7 is unknown to the scheduler"}]}`
@@ -435,7 +435,7 @@ func TestAppendHeartbeatResponse(t *testing.T) {
 	if !json.Valid([]byte(got)) {
 		t.Fatal("not JSON")
 	}
-	if got := string(AppendHeartbeatResponse(nil, &schedule.Response{}, nil)); got != `{"allocations_to_start":[],"allocations_to_preempt":[],"allocations_to_abort":[]}` {
+	if got := string(AppendHeartbeatResponse(nil, &schedule.Response{})); got != `{"allocations_to_start":[],"allocations_to_preempt":[],"allocations_to_abort":[]}` {
 		t.Fatal(got)
 	}
 }
