@@ -23,18 +23,12 @@ type metricsSet struct {
 	heartbeatErrors *metrics.Counter
 	hbLatency       *metrics.Histogram
 	started         *metrics.Counter
-	preempted       [8]*metrics.Counter // by schedule.PreemptReason
-	aborted         [8]*metrics.Counter // by schedule.AbortReason
+	preempted       [schedule.PreemptReasonCount]*metrics.Counter // by schedule.PreemptReason
+	aborted         [schedule.AbortReasonCount]*metrics.Counter   // by schedule.AbortReason
 	fairShareUpdate *metrics.Histogram
 	panics          *metrics.Counter
 	errors          map[int]*metrics.Counter
 }
-
-// Known reasons: the counters of others are created when first seen.
-const (
-	knownPreemptReasons = int(schedule.PreemptGraceful) + 1
-	knownAbortReasons   = int(schedule.AbortNodeOvercommit) + 1
-)
 
 func newMetrics(s *Server) *metricsSet {
 	set := metrics.NewSet()
@@ -48,10 +42,10 @@ func newMetrics(s *Server) *metricsSet {
 		panics:          set.NewCounter("fairsched_handler_panics_total"),
 		errors:          map[int]*metrics.Counter{},
 	}
-	for r := 0; r < knownPreemptReasons; r++ {
+	for r := range m.preempted {
 		m.preempted[r] = set.NewCounter(`fairsched_allocations_preempted_total{reason="` + label(schedule.PreemptReason(r).String()) + `"}`)
 	}
-	for r := 0; r < knownAbortReasons; r++ {
+	for r := range m.aborted {
 		m.aborted[r] = set.NewCounter(`fairsched_allocations_aborted_total{reason="` + label(schedule.AbortReason(r).String()) + `"}`)
 	}
 	for _, code := range []int{400, 404, 405, 409, 413, 429, 431, 500} {
@@ -90,18 +84,10 @@ func (m *metricsSet) observeHeartbeat(r *schedule.Response, start time.Time) {
 		m.started.Add(n)
 	}
 	for i := range r.Preempt {
-		if k := int(r.Preempt[i].Reason); k < knownPreemptReasons {
-			m.preempted[k].Inc()
-		} else {
-			m.set.GetOrCreateCounter(`fairsched_allocations_preempted_total{reason="` + label(r.Preempt[i].Reason.String()) + `"}`).Inc()
-		}
+		m.preempted[r.Preempt[i].Reason].Inc()
 	}
 	for i := range r.Abort {
-		if k := int(r.Abort[i].Reason); k < knownAbortReasons {
-			m.aborted[k].Inc()
-		} else {
-			m.set.GetOrCreateCounter(`fairsched_allocations_aborted_total{reason="` + label(r.Abort[i].Reason.String()) + `"}`).Inc()
-		}
+		m.aborted[r.Abort[i].Reason].Inc()
 	}
 }
 

@@ -600,6 +600,7 @@ func TestMetricsHealthAndPprof(t *testing.T) {
 		"fairsched_fair_share_update_duration_seconds_count", `fairsched_operations{state="running"} 0`,
 		`fairsched_pool_fair_share{pool="prod",resource="cpu"}`, `fairsched_pool_usage_share{pool="research",resource="memory"}`,
 		`fairsched_pool_demand_share{pool="<Root>",resource="cpu"}`, `fairsched_allocations_preempted_total{reason="starving"} 0`,
+		`fairsched_allocations_preempted_total{reason="node_resources_overcommitted"} 0`,
 		`fairsched_allocations_aborted_total{reason="unknown_allocation"} 0`, "fairsched_allocations_started_total 0", "fairsched_cpu_info{"} {
 		if !bytes.Contains(out, []byte(want)) {
 			t.Errorf("/metrics lacks %q", want)

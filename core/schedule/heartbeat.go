@@ -49,6 +49,10 @@ const (
 	AbortOperationFinished
 	AbortPreemptionTimedOut
 	AbortNodeOvercommit
+
+	// AbortReasonCount is the number of abort reasons (for tables indexed
+	// by reason).
+	AbortReasonCount = int(iota)
 )
 
 func (r AbortReason) String() string {
@@ -93,6 +97,10 @@ const (
 	// PreemptNodeOvercommit: the node's usage exceeds its limits and the
 	// preemptive stage started nothing (spec.md §5.5).
 	PreemptNodeOvercommit
+
+	// PreemptReasonCount is the number of preemption reasons (for tables
+	// indexed by reason).
+	PreemptReasonCount = int(iota)
 )
 
 func (r PreemptReason) String() string {
