@@ -6,6 +6,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/fairsched/fairsched/core/schedule"
+	"github.com/fairsched/fairsched/core/tree"
 	"github.com/fairsched/fairsched/facade/wire"
 )
 
@@ -29,7 +30,7 @@ const maxPooledOutput = 1 << 20
 // TestHeartbeatAllocs.
 func (s *Server) heartbeat(ctx *fasthttp.RequestCtx, id []byte) {
 	start := time.Now()
-	if !validName(id) {
+	if !tree.ValidName(id) {
 		s.checkName(ctx, string(id), "a node id", false)
 		return
 	}
@@ -58,20 +59,4 @@ func (s *Server) putScratch(sc *hbScratch) {
 		sc.out = nil
 	}
 	s.hbPool.Put(sc)
-}
-
-// validName is tree.ValidName over bytes, without a conversion.
-func validName(b []byte) bool {
-	if len(b) == 0 || len(b) > 128 {
-		return false
-	}
-	for _, c := range b {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case c == '.', c == '_', c == ':', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
 }

@@ -103,8 +103,9 @@ func (t *Tree) apply(m *Mutation) (undo func(), err error) {
 }
 
 // ValidName reports whether s is a valid pool or operation name: 1–128
-// characters of [A-Za-z0-9._:-] (api.md §1).
-func ValidName(s string) bool {
+// characters of [A-Za-z0-9._:-] (api.md §1). It takes bytes too, so that
+// a request path is checked without a conversion.
+func ValidName[S ~string | ~[]byte](s S) bool {
 	if len(s) == 0 || len(s) > 128 {
 		return false
 	}
