@@ -59,7 +59,7 @@ func (u *Updater) childShares(id tree.ID, ff float64, dst []resource.Share) []re
 		if j < int(e.cpIdx[k+1]) {
 			to = r2
 		}
-		dst = append(dst, interpolate(float64(k), float64(k+1), from, to, ff))
+		dst = append(dst, plf.Interpolate(float64(k), float64(k+1), from, to, ff))
 	}
 	return dst
 }
@@ -227,7 +227,7 @@ func (u *Updater) pieceSum(k, ff float64) resource.Share {
 	default:
 		to := u.pieceTo
 		for j, v := range u.pieceFrom {
-			s = s.Add(interpolate(k, k+1, v, to[j], ff))
+			s = s.Add(plf.Interpolate(k, k+1, v, to[j], ff))
 		}
 	}
 	return s
@@ -245,7 +245,7 @@ func (u *Updater) pieceShares(k, ff float64, dst []resource.Share) []resource.Sh
 	}
 	to := u.pieceTo
 	for j, v := range u.pieceFrom {
-		dst = append(dst, interpolate(k, k+1, v, to[j], ff))
+		dst = append(dst, plf.Interpolate(k, k+1, v, to[j], ff))
 	}
 	return dst
 }

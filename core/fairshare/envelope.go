@@ -246,24 +246,24 @@ func (b *envBuilder) piece(x0, x1 float64, v0, v1 *plf.Value, ta, tb, sb float64
 	sa := b.lastS
 	if !b.started {
 		if sb <= 0 {
-			b.reach(sb, interpolateX(x0, x1, tb), interpolateT(v0, v1, tb))
+			b.reach(sb, plf.LerpScalar(x0, x1, tb), plf.Lerp(v0, v1, tb))
 			return
 		}
 		b.started = true
 		if t0 := at(ta, tb, sa, sb, 0); t0 > ta {
-			b.add(0, interpolateX(x0, x1, t0), interpolateT(v0, v1, t0))
+			b.add(0, plf.LerpScalar(x0, x1, t0), plf.Lerp(v0, v1, t0))
 		} else {
 			b.add(0, b.lastX, b.lastV)
 		}
 	}
 	if sb >= 1 {
 		t1 := at(ta, tb, sa, sb, 1)
-		b.add(1, interpolateX(x0, x1, t1), interpolateT(v0, v1, t1))
+		b.add(1, plf.LerpScalar(x0, x1, t1), plf.Lerp(v0, v1, t1))
 		b.done = true
 		return
 	}
-	vb := interpolateT(v0, v1, tb)
-	xb := interpolateX(x0, x1, tb)
+	vb := plf.Lerp(v0, v1, tb)
+	xb := plf.LerpScalar(x0, x1, tb)
 	b.add(sb, xb, vb)
 	b.reach(sb, xb, vb)
 }
@@ -278,27 +278,4 @@ func (b *envBuilder) finish() {
 		b.add(0, b.lastX, b.lastV)
 	}
 	b.add(1, b.lastX, b.lastV)
-}
-
-// interpolateT returns v0 + t·(v1 − v0) with the two-sided formula of
-// plf's interpolation (exact at both ends, monotone in t).
-func interpolateT(v0, v1 *plf.Value, t float64) plf.Value {
-	var r plf.Value
-	if t < 0.5 {
-		for i := range r {
-			r[i] = v0[i] + (v1[i]-v0[i])*t
-		}
-	} else {
-		for i := range r {
-			r[i] = v1[i] - (v1[i]-v0[i])*(1-t)
-		}
-	}
-	return r
-}
-
-func interpolateX(x0, x1, t float64) float64 {
-	if t < 0.5 {
-		return x0 + (x1-x0)*t
-	}
-	return x1 - (x1-x0)*(1-t)
 }

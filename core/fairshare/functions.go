@@ -257,7 +257,7 @@ func (c *scaledCursor) limits(x float64) (plf.Value, plf.Value) {
 	if x0 == x1 {
 		return f.V[i], f.V[i+1]
 	}
-	v := interpolate(x0, x1, f.V[i], f.V[i+1], x)
+	v := plf.Interpolate(x0, x1, f.V[i], f.V[i+1], x)
 	return v, v
 }
 
@@ -279,21 +279,6 @@ func scaledLimits(f *plf.Vec, scale, x float64) (plf.Value, plf.Value) {
 		c.i = lo - 1
 	}
 	return c.limits(x)
-}
-
-func interpolate(x0, x1 float64, v0, v1 plf.Value, x float64) plf.Value {
-	t := (x - x0) / (x1 - x0)
-	var r plf.Value
-	if t < 0.5 {
-		for i := range r {
-			r[i] = v0[i] + (v1[i]-v0[i])*t
-		}
-	} else {
-		for i := range r {
-			r[i] = v1[i] - (v1[i]-v0[i])*(1-t)
-		}
-	}
-	return r
 }
 
 // minChildWeight is the smallest child weight above Epsilon.

@@ -46,7 +46,7 @@ func (c *sweepChild) valueAt(s float64) plf.Value {
 	if x0 == x1 {
 		return f.V[i]
 	}
-	return interpolate(x0, x1, f.V[i], f.V[i+1], s)
+	return plf.Interpolate(x0, x1, f.V[i], f.V[i+1], s)
 }
 
 // event processes the child's critical point at nextS: it returns the left

@@ -145,9 +145,15 @@ func (f *Scalar) RightBound() float64 { return f.X[len(f.X)-1] }
 
 // ---- interpolation ----
 
-// interpolate returns the value at x of the segment (x0,v0)–(x1,v1), x0 < x1.
-func interpolate(x0, x1 float64, v0, v1 Value, x float64) Value {
-	t := (x - x0) / (x1 - x0)
+// Interpolate returns the value at x of the segment (x0,v0)–(x1,v1), x0 < x1.
+func Interpolate(x0, x1 float64, v0, v1 Value, x float64) Value {
+	return Lerp(&v0, &v1, (x-x0)/(x1-x0))
+}
+
+// Lerp returns v0 + t·(v1 − v0) for t in [0, 1] with the two-sided
+// formula every function of this package samples with: from v0 for
+// t < 1/2, from v1 above, so it is exact at both ends and monotone in t.
+func Lerp(v0, v1 *Value, t float64) Value {
 	var r Value
 	if t < 0.5 {
 		for i := range r {
@@ -161,12 +167,16 @@ func interpolate(x0, x1 float64, v0, v1 Value, x float64) Value {
 	return r
 }
 
-func interpolateScalar(x0, x1, y0, y1, x float64) float64 {
-	t := (x - x0) / (x1 - x0)
+// LerpScalar is Lerp for one number.
+func LerpScalar(y0, y1, t float64) float64 {
 	if t < 0.5 {
 		return y0 + (y1-y0)*t
 	}
 	return y1 - (y1-y0)*(1-t)
+}
+
+func interpolateScalar(x0, x1, y0, y1, x float64) float64 {
+	return LerpScalar(y0, y1, (x-x0)/(x1-x0))
 }
 
 // ---- sampling ----
@@ -248,7 +258,7 @@ func (f *Vec) segLeft(i int, x float64) Value {
 	if x0 == x1 {
 		return f.V[i]
 	}
-	return interpolate(x0, x1, f.V[i], f.V[i+1], x)
+	return Interpolate(x0, x1, f.V[i], f.V[i+1], x)
 }
 
 func (f *Vec) segRight(i int, x float64) Value {
@@ -259,7 +269,7 @@ func (f *Vec) segRight(i int, x float64) Value {
 	if x0 == x1 {
 		return f.V[i+1]
 	}
-	return interpolate(x0, x1, f.V[i], f.V[i+1], x)
+	return Interpolate(x0, x1, f.V[i], f.V[i+1], x)
 }
 
 func (f *Vec) segLimits(i int, x float64) (Value, Value) {
@@ -270,7 +280,7 @@ func (f *Vec) segLimits(i int, x float64) (Value, Value) {
 	if x0 == x1 {
 		return f.V[i], f.V[i+1]
 	}
-	v := interpolate(x0, x1, f.V[i], f.V[i+1], x)
+	v := Interpolate(x0, x1, f.V[i], f.V[i+1], x)
 	return v, v
 }
 
@@ -634,16 +644,7 @@ func InverseLowerBound(lo, hi float64, pred func(float64) bool) float64 {
 	if pred(hi) {
 		return hi
 	}
-	a, b := floatToKey(lo), floatToKey(hi)
-	for a+1 < b {
-		m := a + (b-a)/2
-		if pred(keyToFloat(m)) {
-			a = m
-		} else {
-			b = m
-		}
-	}
-	return keyToFloat(a)
+	return bisectKeys(floatToKey(lo), floatToKey(hi), pred)
 }
 
 func sortFloats(xs []float64) { slices.Sort(xs) }
