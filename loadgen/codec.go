@@ -143,6 +143,26 @@ func (s *scan) key() ([]byte, bool) {
 	return k, true
 }
 
+// more reads up to the next member or element of the object or array
+// being read (its opening bracket or a previous member consumed; first
+// says which): it consumes the ',' before another one, or the closing
+// byte. It reports whether another one follows, and ok = false after a
+// syntax error.
+func (s *scan) more(closing byte, first bool) (more, ok bool) {
+	s.ws()
+	if s.eat(closing) {
+		return false, true
+	}
+	if !first {
+		if !s.eat(',') {
+			s.fail("want ',' or '" + string(closing) + "'")
+			return false, false
+		}
+		s.ws()
+	}
+	return true, true
+}
+
 // list reads one of the decision lists; which is the first letter after
 // "allocations_to_": 's'tart, 'p'reempt or 'a'bort.
 func (s *scan) list(which byte, w *Workload, d *Decisions) bool {
@@ -154,16 +174,8 @@ func (s *scan) list(which byte, w *Workload, d *Decisions) bool {
 		return false
 	}
 	for first := true; ; first = false {
-		s.ws()
-		if s.eat(']') {
-			return true
-		}
-		if !first {
-			if !s.eat(',') {
-				s.fail("want ',' or ']'")
-				return false
-			}
-			s.ws()
+		if more, ok := s.more(']', first); !more {
+			return ok
 		}
 		if !s.decision(which, w, d) {
 			return false
@@ -181,16 +193,11 @@ func (s *scan) decision(which byte, w *Workload, d *Decisions) bool {
 	slot, gen := int32(-1), uint32(0)
 	timeout := 0.0
 	for first := true; ; first = false {
-		s.ws()
-		if s.eat('}') {
-			break
-		}
-		if !first {
-			if !s.eat(',') {
-				s.fail("want ',' or '}'")
+		if more, ok := s.more('}', first); !more {
+			if !ok {
 				return false
 			}
-			s.ws()
+			break
 		}
 		k, ok := s.key()
 		if !ok {
@@ -353,16 +360,8 @@ func (s *scan) skip(depth int) bool {
 		}
 		s.i++
 		for first := true; ; first = false {
-			s.ws()
-			if s.eat(closing) {
-				return true
-			}
-			if !first {
-				if !s.eat(',') {
-					s.fail("want ',' or the end of the value")
-					return false
-				}
-				s.ws()
+			if more, ok := s.more(closing, first); !more {
+				return ok
 			}
 			if c == '{' {
 				if _, ok := s.key(); !ok {
