@@ -167,17 +167,24 @@ func line(p *plot.Plot, label string, xys plotter.XYs, c color.Color, width floa
 	p.Legend.Add(label, l)
 }
 
-// series returns the points (hours, f(sample)) and their maximum.
-func series(samples []Sample, f func(*Sample) float64) (plotter.XYs, float64) {
+// series returns the points (hours, f(sample)) and their maximum, for the
+// pools' and the workloads' samples alike.
+func series[S any, P interface {
+	*S
+	hours() float64
+}](samples []S, f func(*S) float64) (plotter.XYs, float64) {
 	xys := make(plotter.XYs, len(samples))
 	hi := 0.0
 	for i := range samples {
 		y := f(&samples[i])
-		xys[i] = plotter.XY{X: samples[i].TimeS / 3600, Y: y}
+		xys[i] = plotter.XY{X: P(&samples[i]).hours(), Y: y}
 		hi = max(hi, y)
 	}
 	return xys, hi
 }
+
+func (s *Sample) hours() float64     { return s.TimeS / 3600 }
+func (s *WorkSample) hours() float64 { return s.TimeS / 3600 }
 
 func clip(xys plotter.XYs, hi float64) bool {
 	clipped := false
@@ -281,8 +288,8 @@ func workloadsChart(res *Result, pr *PoolResult) *plot.Plot {
 	hi := 0.0
 	for k, w := range works {
 		c := palette[k%len(palette)]
-		usage, uHi := workSeries(w.Samples, func(s *WorkSample) float64 { return s.Usage[cpu] })
-		fair, fHi := workSeries(w.Samples, func(s *WorkSample) float64 { return s.FairShare[cpu] })
+		usage, uHi := series(w.Samples, func(s *WorkSample) float64 { return s.Usage[cpu] })
+		fair, fHi := series(w.Samples, func(s *WorkSample) float64 { return s.FairShare[cpu] })
 		hi = max(hi, uHi, fHi)
 		line(p, w.Name+" fair share", fair, c, 1, 4, 3)
 		line(p, w.Name+" usage", usage, c, 1.5)
@@ -290,15 +297,4 @@ func workloadsChart(res *Result, pr *PoolResult) *plot.Plot {
 	p.Y.Min, p.Y.Max = 0, max(hi, 1)*headroom
 	xRange(p, res)
 	return p
-}
-
-func workSeries(samples []WorkSample, f func(*WorkSample) float64) (plotter.XYs, float64) {
-	xys := make(plotter.XYs, len(samples))
-	hi := 0.0
-	for i := range samples {
-		y := f(&samples[i])
-		xys[i] = plotter.XY{X: samples[i].TimeS / 3600, Y: y}
-		hi = max(hi, y)
-	}
-	return xys, hi
 }
