@@ -110,12 +110,11 @@ type Server struct {
 
 	stop     chan struct{}
 	stopOnce sync.Once
-	// lnMu guards listeners and stopped: Shutdown closes the listeners of
-	// every Serve, including one that fasthttp has not registered yet, and
-	// a Serve after Shutdown returns at once.
+	// lnMu guards listeners: Shutdown closes the listeners of every Serve,
+	// including one that fasthttp has not registered yet, and a Serve that
+	// finds stop closed returns at once.
 	lnMu      sync.Mutex
 	listeners []*onceCloseListener
-	stopped   bool
 	done      sync.WaitGroup
 
 	// panicHook, when set (tests), runs at the start of every request.
@@ -231,9 +230,11 @@ func (s *Server) now() float64 { return s.clock.Now().Seconds() }
 func (s *Server) Serve(ln net.Listener) error {
 	l := &onceCloseListener{Listener: ln}
 	s.lnMu.Lock()
-	if s.stopped {
+	select {
+	case <-s.stop:
 		s.lnMu.Unlock()
 		return l.Close()
+	default:
 	}
 	s.listeners = append(s.listeners, l)
 	if !s.opts.ManualUpdates {
@@ -261,7 +262,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	// fasthttp closes only the listeners its Serve has registered; one
 	// whose Serve has not got that far would be served for ever.
 	s.lnMu.Lock()
-	s.stopped = true
 	for _, l := range s.listeners {
 		l.Close()
 	}
