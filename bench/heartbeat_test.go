@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/tree"
@@ -20,13 +21,13 @@ type heartbeatCluster struct {
 	s      *schedule.Scheduler
 	nodes  []benchNode
 	limits resource.Vec
-	now    float64
+	now    clock.Time
 }
 
 type benchNode struct {
 	// now is the node's own virtual clock: it advances by a millisecond per
 	// heartbeat, so that per-node gates such as the preemptive backoff open.
-	now    float64
+	now    clock.Time
 	hb     schedule.NodeHeartbeat
 	allocs []schedule.AllocationReport
 	resp   schedule.Response
@@ -82,7 +83,7 @@ func (c *heartbeatCluster) heartbeat(i int) error {
 	n := &c.nodes[i]
 	n.resp.Reset()
 	n.hb.Allocations = n.allocs
-	n.now = max(n.now, c.now) + 1e-3
+	n.now = max(n.now, c.now).Add(clock.Millisecond)
 	if err := c.s.Heartbeat(n.now, &n.hb, &n.resp); err != nil {
 		return err
 	}
@@ -178,13 +179,13 @@ func BenchmarkHeartbeat(b *testing.B) {
 		// none is unregistered (the preemptive stage is off meanwhile: the
 		// node already had its first preemptive attempt at setup).
 		for range 4 {
-			c.now += 15
+			c.now = c.now.Add(15 * clock.Second)
 			for i := range c.nodes {
 				c.heartbeat(i)
 			}
 			c.s.UpdateFairShare(c.now)
 		}
-		c.now += 0.1
+		c.now = c.now.Add(100 * clock.Millisecond)
 		if info := c.s.Operations(nil); info[len(info)-1].Starvation == 0 {
 			b.Fatalf("the heavy operation does not starve: %+v", info[len(info)-1])
 		}

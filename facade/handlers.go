@@ -1,10 +1,9 @@
 package facade
 
 import (
-	"slices"
 	"strconv"
+	"time"
 
-	json "github.com/goccy/go-json"
 	"github.com/valyala/fasthttp"
 
 	"github.com/fairsched/fairsched/core/schedule"
@@ -178,56 +177,25 @@ func (s *Server) getConfig(ctx *fasthttp.RequestCtx) {
 	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte { return wire.AppendConfig(dst, &c) })
 }
 
-// configSetter is the core entry point PATCH /api/v1/config needs to change
-// anything beyond the facade's own fair_share_update_period_s.
-type configSetter interface {
-	SetConfig(schedule.Config) error
-}
-
-// patchConfig changes the tree config. The facade applies
-// fair_share_update_period_s itself (it owns the updater); the rest goes to
-// the core when it can take a new config (configSetter), and is refused
-// with 409 not_supported otherwise, before anything changes.
+// patchConfig changes the tree config: the core takes the new config
+// (schedule.Scheduler.SetConfig) and the facade's updater the new
+// fair_share_update_period_s. A refused patch changes nothing.
 func (s *Server) patchConfig(ctx *fasthttp.RequestCtx) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	body := ctx.PostBody()
-	next, err := wire.DecodeConfigPatch(body, s.cfg)
+	next, err := wire.DecodeConfigPatch(ctx.PostBody(), s.cfg)
 	if err != nil {
 		s.fail(ctx, err, "$")
 		return
 	}
-	coreNext := next
-	coreNext.FairShareUpdatePeriod = s.cfg.FairShareUpdatePeriod
-	if coreNext != s.cfg {
-		cs, ok := any(s.sched).(configSetter)
-		if !ok {
-			path := "$"
-			var keys map[string]json.RawMessage
-			if json.Unmarshal(body, &keys) == nil {
-				names := make([]string, 0, len(keys))
-				for k := range keys {
-					if k != "fair_share_update_period_s" {
-						names = append(names, k)
-					}
-				}
-				slices.Sort(names)
-				if len(names) > 0 {
-					path = "$." + names[0]
-				}
-			}
-			s.writeError(ctx, fasthttp.StatusConflict, &wire.Error{Code: CodeNotSupported, Path: path,
-				Message: "cannot change the tree config at run time: this scheduling core takes its config at start " +
-					"(only fair_share_update_period_s can change); restart fairsched serve with --config"})
-			return
-		}
-		if err := cs.SetConfig(coreNext); err != nil {
+	if next != s.cfg {
+		if err := s.sched.SetConfig(next); err != nil {
 			s.fail(ctx, err, "$")
 			return
 		}
 	}
 	s.cfg = next
-	s.period.Store(int64(next.FairShareUpdatePeriod * 1e9))
+	s.period.Store(int64(next.FairShareUpdatePeriod.Micros()) * int64(time.Microsecond))
 	c := s.cfg
 	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte { return wire.AppendConfig(dst, &c) })
 }

@@ -164,7 +164,7 @@ func New(opts Options) (*Server, error) {
 		start := time.Now()
 		s.clock = clock.Func(func() clock.Time { return clock.Time(time.Since(start).Microseconds()) })
 	}
-	s.period.Store(int64(sc.Scheduler.FairShareUpdatePeriod * float64(time.Second)))
+	s.period.Store(int64(sc.Scheduler.FairShareUpdatePeriod.Micros()) * int64(time.Microsecond))
 
 	var root tree.PoolConfig
 	var ms []tree.Mutation
@@ -221,8 +221,8 @@ func (s *Server) Scheduler() *schedule.Scheduler { return s.sched }
 // themselves (tests over an in-memory listener).
 func (s *Server) HTTPServer() *fasthttp.Server { return s.http }
 
-// now returns the clock's reading in seconds, as the core takes it.
-func (s *Server) now() float64 { return s.clock.Now().Seconds() }
+// now returns the clock's reading, as the core takes it.
+func (s *Server) now() clock.Time { return s.clock.Now() }
 
 // Serve runs the fair-share updater (unless ManualUpdates) and serves
 // connections from ln until Shutdown. It returns nil after Shutdown, also
@@ -323,7 +323,7 @@ func (s *Server) UpdateFairShare() {
 	defer s.updateMu.Unlock()
 	now := s.clock.Now()
 	start := time.Now()
-	s.sched.UpdateFairShare(now.Seconds())
+	s.sched.UpdateFairShare(now)
 	s.m.fairShareUpdate.UpdateDuration(start)
 	if now.Sub(s.lastJan) >= s.janitorPeriod() {
 		s.lastJan = now

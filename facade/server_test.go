@@ -711,11 +711,21 @@ func TestConfig(t *testing.T) {
 	if num(c["fair_share_update_period_s"]) != 0.5 || ts.srv.period.Load() != int64(500*time.Millisecond) {
 		t.Fatalf("config %v", c)
 	}
-	if _, ok := any(ts.srv.sched).(configSetter); !ok {
-		e := obj(ts.must(409, "PATCH", "/api/v1/config", `{"max_operation_count": 100000}`)["error"])
-		if e["code"] != "not_supported" || e["path"] != "$.max_operation_count" {
-			t.Fatalf("error %v", e)
-		}
+	c = ts.must(200, "PATCH", "/api/v1/config", `{"max_operation_count": 100000, "preemptive_scheduling_backoff_s": 2.5}`)
+	if num(c["max_operation_count"]) != 100000 || num(c["preemptive_scheduling_backoff_s"]) != 2.5 {
+		t.Fatalf("config %v", c)
+	}
+	if got := ts.srv.sched.Config(); got.Limits.MaxOperationCount != 100000 || got.PreemptiveSchedulingBackoff != 2500*clock.Millisecond {
+		t.Fatalf("the core's config %+v", got)
+	}
+	// A refused patch changes nothing, not even its valid keys.
+	e := obj(ts.must(400, "PATCH", "/api/v1/config",
+		`{"fair_share_update_period_s": 1, "fair_share_starvation_timeout_s": 200}`)["error"])
+	if e["code"] != "invalid_value" || e["path"] != "$.fair_share_aggressive_starvation_timeout_s" {
+		t.Fatalf("error %v", e)
+	}
+	if c := ts.must(200, "GET", "/api/v1/config", ""); num(c["fair_share_update_period_s"]) != 0.5 || num(c["fair_share_starvation_timeout_s"]) != 30 {
+		t.Fatalf("config after a refused patch %v", c)
 	}
 }
 

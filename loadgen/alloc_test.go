@@ -5,6 +5,7 @@ package loadgen
 import (
 	"testing"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/facade/wire"
 )
@@ -19,7 +20,7 @@ func TestHeartbeatPathAllocs(t *testing.T) {
 	ops.prepare(1, 0, 1<<40)
 	resp := &schedule.Response{
 		Start:   []schedule.StartDecision{{Allocation: 1<<32 | 100, Operation: w.OpID(1, 0)}},
-		Preempt: []schedule.PreemptDecision{{Allocation: 1<<32 | 50, Timeout: 10}},
+		Preempt: []schedule.PreemptDecision{{Allocation: 1<<32 | 50, Timeout: 10 * clock.Second}},
 		Abort:   []schedule.AbortDecision{{Allocation: 1<<32 | 51, Reason: schedule.AbortPreemptionTimedOut}},
 	}
 	answer := wire.AppendHeartbeatResponse(nil, resp)

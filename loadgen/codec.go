@@ -389,7 +389,7 @@ func FromResponse(r *schedule.Response, w *Workload, d *Decisions) {
 		d.Start = append(d.Start, sd)
 	}
 	for i := range r.Preempt {
-		d.Preempt = append(d.Preempt, PreemptDecision{ID: r.Preempt[i].Allocation, TimeoutS: r.Preempt[i].Timeout})
+		d.Preempt = append(d.Preempt, PreemptDecision{ID: r.Preempt[i].Allocation, TimeoutS: r.Preempt[i].Timeout.Seconds()})
 	}
 	for i := range r.Abort {
 		d.Abort = append(d.Abort, r.Abort[i].Allocation)

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/rng"
 	"github.com/fairsched/fairsched/core/schedule"
@@ -78,7 +79,7 @@ func randomResponse(r *rng.Rand, w *Workload, n int) *schedule.Response {
 		res[resource.Memory] = r.Int64N(1 << 40)
 		resp.Start = append(resp.Start, schedule.StartDecision{Allocation: r.Uint64(), Operation: op, Task: r.IntN(3), Resources: res})
 		resp.Preempt = append(resp.Preempt, schedule.PreemptDecision{Allocation: r.Uint64(), Operation: op, Reason: schedule.PreemptReason(r.IntN(6)),
-			Timeout: float64(r.IntN(600)) / 4, ForAllocation: r.Uint64(), ForOperation: op})
+			Timeout: clock.Duration(r.IntN(600)) * 250 * clock.Millisecond, ForAllocation: r.Uint64(), ForOperation: op})
 		resp.Abort = append(resp.Abort, schedule.AbortDecision{Allocation: r.Uint64(), Reason: schedule.AbortReason(r.IntN(4)), Operation: op})
 	}
 	return resp

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/tree"
 	"github.com/fairsched/fairsched/examples"
@@ -37,7 +38,8 @@ func newInProcess(cfg *Config, w *Workload) *inProcess {
 }
 
 // now is the scheduler's clock: seconds since the driver was created.
-func (p *inProcess) now() float64 { return time.Since(p.start).Seconds() }
+// now is the core's time: microseconds since the run started.
+func (p *inProcess) now() clock.Time { return clock.Time(time.Since(p.start).Microseconds()) }
 
 func (p *inProcess) setup(context.Context) error {
 	sc, err := wire.DecodeServeConfig(examples.ServeConfig)
@@ -66,7 +68,7 @@ func (p *inProcess) setup(context.Context) error {
 	if i, err := p.sched.ApplyPools(ms...); err != nil {
 		return fmt.Errorf("loadgen: cannot create pool %s: %w", ms[i].Name, err)
 	}
-	p.period = time.Duration(sc.Scheduler.FairShareUpdatePeriod * float64(time.Second))
+	p.period = time.Duration(sc.Scheduler.FairShareUpdatePeriod.Micros()) * time.Microsecond
 	return nil
 }
 

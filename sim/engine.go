@@ -7,18 +7,21 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/rng"
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/tree"
 )
 
-// Virtual time runs in whole milliseconds, so that periods add up exactly and
-// a run is reproducible bit for bit.
-type ms = int64
+// Virtual time is the core's clock.Time (whole microseconds), so that periods
+// add up exactly and a run is reproducible bit for bit. The scenario's
+// seconds are converted once, by seconds.
+func seconds(s float64) clock.Duration { return clock.DurationFromSeconds(s) }
 
-func toMS(s float64) ms     { return ms(math.Round(s * 1000)) }
-func toS(t ms) float64      { return float64(t) / 1000 }
+// at is the instant s seconds into the run.
+func at(s float64) clock.Time { return clock.FromSeconds(s) }
+
 func cores(x int64) float64 { return float64(x) / resource.CPUScale }
 func absolute(share float64, total int64, r int) float64 {
 	if r == int(resource.CPU) {
@@ -33,12 +36,12 @@ func absolute(share float64, total int64, r int) float64 {
 type engine struct {
 	sc    *Scenario
 	sched *schedule.Scheduler
-	end   ms
+	end   clock.Time
 
 	nodes   []simNode
-	phase   []ms // heartbeat phase of each node within a period
-	hbNext  int  // index of the next heartbeat: node hbNext%len, period hbNext/len
-	hbStart ms
+	phase   []clock.Duration // heartbeat phase of each node within a period
+	hbNext  int              // index of the next heartbeat: node hbNext%len, period hbNext/len
+	hbStart clock.Time
 
 	works  []workState
 	ops    map[string]*simOp
@@ -66,10 +69,10 @@ type job struct {
 	alloc     uint64
 	op        *simOp
 	task      int
-	start     ms
-	end       ms // natural completion
+	start     clock.Time
+	end       clock.Time // natural completion
 	preempted bool
-	stopAt    ms // when a preempted job stops (reported aborted)
+	stopAt    clock.Time // when a preempted job stops (reported aborted)
 }
 
 type workState struct {
@@ -92,14 +95,14 @@ type simOp struct {
 
 // pendingRun is n jobs that became pending at t.
 type pendingRun struct {
-	t ms
+	t clock.Time
 	n int64
 }
 
 // arrival is an event of the workload: an operation to start, or the opening
 // of a concurrent workload's window.
 type arrival struct {
-	t      ms
+	t      clock.Time
 	seq    uint64
 	work   int
 	window bool
@@ -123,7 +126,7 @@ func (q *arrivalQueue) Pop() any {
 	return x
 }
 
-func (e *engine) push(t ms, work int, window bool) {
+func (e *engine) push(t clock.Time, work int, window bool) {
 	e.seq++
 	heap.Push(&e.queue, arrival{t: t, seq: e.seq, work: work, window: window})
 }
@@ -132,7 +135,7 @@ func (e *engine) push(t ms, work int, window bool) {
 // depends only on the scenario (its seed included): equal scenarios give
 // equal results.
 func Run(sc *Scenario) (*Result, error) {
-	e := &engine{sc: sc, end: toMS(sc.DurationS), ops: make(map[string]*simOp)}
+	e := &engine{sc: sc, end: at(sc.DurationS), ops: make(map[string]*simOp)}
 	e.sched = schedule.New(tree.New(tree.PoolConfig{}), sc.Scheduler)
 	if len(sc.Pools) > 0 {
 		if _, err := e.sched.ApplyPools(sc.Pools...); err != nil {
@@ -147,10 +150,10 @@ func Run(sc *Scenario) (*Result, error) {
 			e.nodes = append(e.nodes, simNode{name: "node-" + strconv.Itoa(len(e.nodes)), limits: g.Resources})
 		}
 	}
-	period := toMS(sc.HeartbeatPeriodS)
+	period := seconds(sc.HeartbeatPeriodS)
 	for i := range e.nodes {
 		// Nodes heartbeat staggered over the period, as real ones do.
-		e.phase = append(e.phase, period*ms(i)/ms(len(e.nodes)))
+		e.phase = append(e.phase, period*clock.Duration(i)/clock.Duration(len(e.nodes)))
 	}
 
 	master := rng.New(sc.Seed)
@@ -171,16 +174,16 @@ func Run(sc *Scenario) (*Result, error) {
 	// that the first fair-share update sees the whole cluster. With a
 	// warm-up, the first update runs at -warm_up_s on the idle cluster and
 	// the nodes heartbeat again at 0 to stay registered across the gap.
-	start := -toMS(sc.WarmUpS)
+	start := at(-sc.WarmUpS)
 	e.heartbeatAll(start)
 	e.update(start)
 	if start < 0 {
 		e.heartbeatAll(0)
 	}
-	fsPeriod := toMS(sc.FairShareUpdatePeriodS)
-	nextUpdate := ms(0)
+	fsPeriod := seconds(sc.FairShareUpdatePeriodS)
+	nextUpdate := clock.Time(0)
 	if start == 0 {
-		nextUpdate = fsPeriod
+		nextUpdate = nextUpdate.Add(fsPeriod)
 	}
 	for {
 		t := min(nextUpdate, e.hbTime())
@@ -202,17 +205,17 @@ func Run(sc *Scenario) (*Result, error) {
 			}
 		default:
 			e.update(t)
-			nextUpdate += fsPeriod
+			nextUpdate = nextUpdate.Add(fsPeriod)
 		}
 	}
 	return e.rec.result(e), nil
 }
 
 // hbTime is the time of the next regular heartbeat.
-func (e *engine) hbTime() ms {
+func (e *engine) hbTime() clock.Time {
 	n := len(e.nodes)
-	period := toMS(e.sc.HeartbeatPeriodS)
-	return ms(e.hbNext/n)*period + e.phase[e.hbNext%n]
+	period := seconds(e.sc.HeartbeatPeriodS)
+	return clock.Time(0).Add(clock.Duration(e.hbNext/n)*period + e.phase[e.hbNext%n])
 }
 
 // scheduleArrivals queues the arrivals of workload i.
@@ -236,7 +239,7 @@ func (e *engine) scheduleArrivals(i int) {
 				e.pushIn(t, i)
 			}
 		case ArriveConcurrent:
-			if t := toMS(lo); t < e.end {
+			if t := at(lo); t < e.end {
 				e.push(t, i, true)
 			}
 		}
@@ -247,21 +250,21 @@ func (e *engine) scheduleArrivals(i int) {
 }
 
 func (e *engine) pushIn(s float64, work int) {
-	if t := toMS(s); t >= 0 && t < e.end {
+	if t := at(s); t >= 0 && t < e.end {
 		e.push(t, work, false)
 	}
 }
 
 // inWindow reports whether t lies in one of workload w's arrival windows.
-func inWindow(a *Arrivals, t ms) bool {
-	s := toS(t)
+func inWindow(a *Arrivals, t clock.Time) bool {
+	s := t.Seconds()
 	if a.RepeatEveryS > 0 {
 		s = math.Mod(s, a.RepeatEveryS)
 	}
 	return s >= a.StartS && s < a.EndS
 }
 
-func (e *engine) arrive(t ms, a arrival) {
+func (e *engine) arrive(t clock.Time, a arrival) {
 	ws := &e.works[a.work]
 	if a.window {
 		for ws.inFlight < ws.w.Arrivals.Concurrent {
@@ -276,14 +279,14 @@ func (e *engine) arrive(t ms, a arrival) {
 
 // startOp starts one operation of ws; it reports whether the scheduler
 // accepted it.
-func (e *engine) startOp(t ms, ws *workState) bool {
+func (e *engine) startOp(t clock.Time, ws *workState) bool {
 	w := ws.w
 	spec := schedule.OperationSpec{Pool: w.Pool, Type: w.Type, Weight: w.Weight, PreemptionMode: w.PreemptionMode}
 	spec.Tasks = make([]schedule.TaskSpec, len(w.Tasks))
 	for i, tk := range w.Tasks {
 		spec.Tasks[i] = schedule.TaskSpec{Name: tk.Name, JobCount: tk.JobCount, Resources: tk.Resources}
 	}
-	id, _, err := e.sched.StartOperation(toS(t), spec)
+	id, _, err := e.sched.StartOperation(t, spec)
 	if err != nil {
 		// Too many operations in the pool (spec.md §6.2) and the like: the
 		// simulated user sees the rejection; the run goes on.
@@ -303,7 +306,7 @@ func (e *engine) startOp(t ms, ws *workState) bool {
 }
 
 // heartbeatAll heartbeats every node at t (registration).
-func (e *engine) heartbeatAll(t ms) {
+func (e *engine) heartbeatAll(t clock.Time) {
 	for i := range e.nodes {
 		if err := e.heartbeat(t, i); err != nil {
 			panic("BUG: registration heartbeat failed: " + err.Error())
@@ -312,7 +315,7 @@ func (e *engine) heartbeatAll(t ms) {
 }
 
 // heartbeat sends node i's heartbeat at t and carries out the answer.
-func (e *engine) heartbeat(t ms, i int) error {
+func (e *engine) heartbeat(t clock.Time, i int) error {
 	n := &e.nodes[i]
 	reports := e.hb.Allocations[:0]
 	kept := n.jobs[:0]
@@ -332,8 +335,8 @@ func (e *engine) heartbeat(t ms, i int) error {
 	}
 	e.hb = schedule.NodeHeartbeat{Node: n.name, Limits: n.limits, Allocations: reports}
 	e.resp.Reset()
-	if err := e.sched.Heartbeat(toS(t), &e.hb, &e.resp); err != nil {
-		return fmt.Errorf("sim: heartbeat of %s at %v s: %w", n.name, toS(t), err)
+	if err := e.sched.Heartbeat(t, &e.hb, &e.resp); err != nil {
+		return fmt.Errorf("sim: heartbeat of %s at %v s: %w", n.name, t.Seconds(), err)
 	}
 	n.jobs = kept
 	for _, j := range finished {
@@ -366,7 +369,7 @@ func (e *engine) heartbeat(t ms, i int) error {
 		j.preempted = true
 		j.stopAt = t
 		if e.sc.StopAtTimeout {
-			j.stopAt = t + toMS(p.Timeout)
+			j.stopAt = t.Add(p.Timeout)
 		}
 		e.rec.preempted(j.op.work.pool, p, e.poolOf(p.ForOperation))
 	}
@@ -377,12 +380,12 @@ func (e *engine) heartbeat(t ms, i int) error {
 		}
 		ws := o.work
 		d := drawDuration(&ws.tasks[st.Task], ws.w.Tasks[st.Task].Duration)
-		n.jobs = append(n.jobs, job{alloc: st.Allocation, op: o, task: st.Task, start: t, end: t + d})
+		n.jobs = append(n.jobs, job{alloc: st.Allocation, op: o, task: st.Task, start: t, end: t.Add(d)})
 		since := o.popPending(st.Task)
 		if since < 0 {
 			since = t
 		}
-		e.rec.jobStarted(ws.pool, t-since)
+		e.rec.jobStarted(ws.pool, t.Sub(since))
 	}
 	e.hb.Allocations = reports[:0]
 	e.finished = finished[:0]
@@ -397,7 +400,7 @@ func (e *engine) poolOf(op string) int {
 	return -1
 }
 
-func (e *engine) jobCompleted(t ms, j job) {
+func (e *engine) jobCompleted(t clock.Time, j job) {
 	o := j.op
 	e.rec.count(o.work.pool, func(p *poolRec) *int64 { return &p.jobsCompleted })
 	o.unfinished--
@@ -414,14 +417,14 @@ func (e *engine) jobCompleted(t ms, j job) {
 
 // jobReturned records that a job stopped before completing: it is pending
 // again (core/schedule returns it to its task).
-func (e *engine) jobReturned(t ms, j job) {
+func (e *engine) jobReturned(t clock.Time, j job) {
 	o := j.op
 	o.tasks[j.task] = append(o.tasks[j.task], pendingRun{t: t, n: 1})
 }
 
 // popPending takes the longest-pending job of task i and returns when it
 // became pending.
-func (o *simOp) popPending(i int) ms {
+func (o *simOp) popPending(i int) clock.Time {
 	runs := o.tasks[i]
 	h := o.taskHead[i]
 	if h >= len(runs) {
@@ -443,8 +446,8 @@ func (o *simOp) popPending(i int) ms {
 	return t
 }
 
-// drawDuration draws a job duration in milliseconds (at least 1).
-func drawDuration(r *rng.Rand, d Dist) ms {
+// drawDuration draws a job duration (at least 1 ms).
+func drawDuration(r *rng.Rand, d Dist) clock.Duration {
 	var s float64
 	switch d.Kind {
 	case DistFixed:
@@ -456,11 +459,11 @@ func drawDuration(r *rng.Rand, d Dist) ms {
 	case DistLognormal:
 		s = d.A * math.Exp(d.B*r.NormFloat64())
 	}
-	return max(1, toMS(min(s, maxSeconds)))
+	return max(clock.Millisecond, seconds(min(s, maxSeconds)))
 }
 
 // update runs the fair-share update at t and records the cluster's state.
-func (e *engine) update(t ms) {
+func (e *engine) update(t clock.Time) {
 	// Drop finished operations from the scheduler's table; one that still
 	// settles (an allocation not yet reported) is tried again next time.
 	kept := e.forget[:0]
@@ -472,7 +475,7 @@ func (e *engine) update(t ms) {
 		}
 	}
 	e.forget = kept
-	e.sched.UpdateFairShare(toS(t))
+	e.sched.UpdateFairShare(t)
 	if t < 0 {
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/starvation"
@@ -86,16 +87,16 @@ type poolRec struct {
 	jobsAborted                   int64
 	preemptSuffered, preemptCause int64
 	preemptGraceful               int64
-	waits                         []int64 // ms
+	waits                         []clock.Duration
 }
 
 type recorder struct {
 	sc         *Scenario
 	pools      []poolRec
 	byName     map[string]int
-	nextSample ms
-	fsPeriod   ms
-	end        ms
+	nextSample clock.Time
+	fsPeriod   clock.Duration
+	end        clock.Time
 	total      resource.Vec
 	stats      RunStats
 	works      []WorkResult
@@ -104,8 +105,8 @@ type recorder struct {
 func (r *recorder) init(sc *Scenario, pools []schedule.PoolInfo) {
 	r.sc = sc
 	r.byName = make(map[string]int, len(pools))
-	r.fsPeriod = toMS(sc.FairShareUpdatePeriodS)
-	r.end = toMS(sc.DurationS)
+	r.fsPeriod = seconds(sc.FairShareUpdatePeriodS)
+	r.end = at(sc.DurationS)
 	for i, p := range pools {
 		r.byName[p.Name] = i
 		parent := -1
@@ -136,7 +137,7 @@ func (r *recorder) count(pool int, f func(p *poolRec) *int64) {
 	r.up(pool, func(p *poolRec) { *f(p)++ })
 }
 
-func (r *recorder) jobStarted(pool int, wait ms) {
+func (r *recorder) jobStarted(pool int, wait clock.Duration) {
 	r.up(pool, func(p *poolRec) {
 		p.jobsStarted++
 		p.waits = append(p.waits, wait)
@@ -173,7 +174,7 @@ type WorkResult struct {
 
 // observeWorkloads records every workload's state from the operations'
 // views at a sample.
-func (r *recorder) observeWorkloads(e *engine, t ms, total resource.Vec, ops []schedule.OperationInfo) {
+func (r *recorder) observeWorkloads(e *engine, t clock.Time, total resource.Vec, ops []schedule.OperationInfo) {
 	if len(r.works) == 0 {
 		for i := range e.works {
 			r.works = append(r.works, WorkResult{Name: e.works[i].w.Name, Pool: e.works[i].w.Pool})
@@ -181,7 +182,7 @@ func (r *recorder) observeWorkloads(e *engine, t ms, total resource.Vec, ops []s
 	}
 	base := len(r.works[0].Samples)
 	for i := range r.works {
-		r.works[i].Samples = append(r.works[i].Samples, WorkSample{TimeS: toS(t)})
+		r.works[i].Samples = append(r.works[i].Samples, WorkSample{TimeS: t.Seconds()})
 	}
 	for k := range ops {
 		info := &ops[k]
@@ -204,15 +205,15 @@ func (r *recorder) observeWorkloads(e *engine, t ms, total resource.Vec, ops []s
 
 // observe records the state after the fair-share update at t and reports
 // whether it took a sample.
-func (r *recorder) observe(e *engine, t ms, total resource.Vec, pools []schedule.PoolInfo) bool {
+func (r *recorder) observe(e *engine, t clock.Time, total resource.Vec, pools []schedule.PoolInfo) bool {
 	r.total = total
 	r.stats.FairShareUpdates++
-	dt := toS(min(r.fsPeriod, r.end-t))
+	dt := min(r.fsPeriod, r.end.Sub(t)).Seconds()
 	sample := t >= r.nextSample
 	if sample {
 		r.stats.Samples++
 		for r.nextSample <= t {
-			r.nextSample += toMS(r.sc.SamplePeriodS)
+			r.nextSample = r.nextSample.Add(seconds(r.sc.SamplePeriodS))
 		}
 	}
 	for i := range pools {
@@ -224,7 +225,7 @@ func (r *recorder) observe(e *engine, t ms, total resource.Vec, pools []schedule
 		p := &r.pools[k]
 		a := &info.Attrs
 		var s Sample
-		s.TimeS = toS(t)
+		s.TimeS = t.Seconds()
 		guarantee := a.StrongGuaranteeShare.Add(a.ProposedIntegralShare)
 		for res := range resource.Count {
 			s.Usage[res] = absolute(a.UsageShare[res], total[res], res)
@@ -370,13 +371,13 @@ func round(x float64, r int) float64 {
 	return math.Round(x)
 }
 
-func percentile(sorted []int64, q float64) float64 {
+func percentile(sorted []clock.Duration, q float64) float64 {
 	if len(sorted) == 0 {
 		return 0
 	}
 	i := int(math.Ceil(q*float64(len(sorted)))) - 1
 	i = max(0, min(i, len(sorted)-1))
-	return toS(sorted[i])
+	return sorted[i].Seconds()
 }
 
 func (p *poolRec) summary() PoolSummary {

@@ -210,7 +210,7 @@ func decodeScenario(m map[string]any) (*Scenario, *Error) {
 	if s.SamplePeriodS < s.FairShareUpdatePeriodS {
 		return nil, jsonpath.Invalid("$.sample_period_s", m["sample_period_s"], "at least fair_share_update_period_s ("+ftoa(s.FairShareUpdatePeriodS)+")")
 	}
-	s.Scheduler.FairShareUpdatePeriod = s.FairShareUpdatePeriodS
+	s.Scheduler.FairShareUpdatePeriod = seconds(s.FairShareUpdatePeriodS)
 	// One shard: the simulation heartbeats nodes one at a time.
 	s.Scheduler.Shards = 1
 	if x, ok := m["scheduler"]; ok {

@@ -132,6 +132,11 @@ func (d Duration) Seconds() float64 { return float64(d) / 1e6 }
 // Micros returns d in microseconds.
 func (d Duration) Micros() int64 { return int64(d) }
 
+// Scale returns d·f rounded to the nearest microsecond, saturating like
+// DurationFromSeconds (the starvation timeouts of operations with few pending
+// jobs are scaled so).
+func (d Duration) Scale(f float64) Duration { return Duration(secondsToMicros(float64(d) * f / 1e6)) }
+
 // String formats d in seconds with microsecond precision, e.g. "-1.500000s".
 func (d Duration) String() string { return string(appendMicros(nil, int64(d))) }
 

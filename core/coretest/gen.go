@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/rng"
 	"github.com/fairsched/fairsched/core/tree"
@@ -432,7 +433,7 @@ func genOps(r *rng.Rand, ps []genPool, n int, total resource.Vec) []genOp {
 		if r.Float64() < 0.1 {
 			s.Weight = tree.Some(logUniform(r, 0.1, 10))
 		}
-		s.StartTime = -86400 * r.Float64()
+		s.StartTime = clock.FromSeconds(-86400 * r.Float64())
 		s.IsGang = r.Float64() < 0.02
 		s.Vanilla = r.Float64() < 0.2
 		if r.Float64() < 0.02 {

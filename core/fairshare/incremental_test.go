@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/fairshare"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/tree"
@@ -64,7 +65,7 @@ func randomTree(r *rand.Rand, pools, ops int) (*tree.Tree, []string, []string) {
 		}
 		d := randomDemand(r)
 		if _, err := t.Apply(tree.Mutation{Kind: tree.AddOperation, Name: name, Parent: parent,
-			Op: tree.OperationSpec{StartTime: float64(i), IsGang: r.IntN(10) == 0}, Demand: d, Usage: randomUsage(r, d)}); err != nil {
+			Op: tree.OperationSpec{StartTime: clock.FromSeconds(float64(i)), IsGang: r.IntN(10) == 0}, Demand: d, Usage: randomUsage(r, d)}); err != nil {
 			panic(err)
 		}
 		opNames = append(opNames, name)

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/fairshare"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/tree"
@@ -146,7 +147,7 @@ func genPropTree(t *testing.T, rng *rand.Rand, o propOptions) *propTree {
 			continue
 		}
 		name := fmt.Sprintf("o%d", i)
-		spec := tree.OperationSpec{Weight: weight(), StartTime: float64(rng.IntN(100))}
+		spec := tree.OperationSpec{Weight: weight(), StartTime: clock.FromSeconds(float64(rng.IntN(100)))}
 		if o.gangs && rng.IntN(100) < 25 {
 			spec.IsGang = true
 		}

@@ -5,6 +5,7 @@ package schedule
 import (
 	"testing"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/tree"
 )
@@ -57,7 +58,7 @@ func TestHeartbeatAllocsSteady(t *testing.T) {
 	allocs := testing.AllocsPerRun(100, func() {
 		now += 6 // every heartbeat runs the preemptive stages too
 		resp.Reset()
-		if err := s.Heartbeat(now, hb, resp); err != nil {
+		if err := s.Heartbeat(clock.FromSeconds(now), hb, resp); err != nil {
 			t.Fatal(err)
 		}
 		if len(resp.Start)+len(resp.Preempt)+len(resp.Abort) != 0 {
@@ -76,7 +77,7 @@ func TestHeartbeatAllocsCompleteAndStart(t *testing.T) {
 		now++
 		hb.Allocations[0].State = AllocCompleted
 		resp.Reset()
-		if err := s.Heartbeat(now, hb, resp); err != nil {
+		if err := s.Heartbeat(clock.FromSeconds(now), hb, resp); err != nil {
 			t.Fatal(err)
 		}
 		if len(resp.Start) != 1 || len(resp.Preempt)+len(resp.Abort) != 0 {
@@ -92,14 +93,14 @@ func TestHeartbeatAllocsCompleteAndStart(t *testing.T) {
 
 func TestHeartbeatAllocsPreempt(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.FairShareStarvationTimeout = 1
+	cfg.FairShareStarvationTimeout = 1 * clock.Second
 	const slots = 1000
 	s, hb, resp := allocNode(t, cfg, slots)
 	if _, _, err := s.StartOperation(1, OperationSpec{ID: "b", Tasks: tasks(1<<30, job(1, 0))}); err != nil {
 		t.Fatal(err)
 	}
 	for now := 2.0; now <= 4; now++ {
-		s.UpdateFairShare(now) // b starves; no heartbeat in between
+		s.UpdateFairShare(clock.FromSeconds(now)) // b starves; no heartbeat in between
 	}
 	if info, _ := s.Operation("b"); info.PreemptionPriority != PriorityNormal {
 		t.Fatalf("b: priority %v, want normal", info.PreemptionPriority)
@@ -109,7 +110,7 @@ func TestHeartbeatAllocsPreempt(t *testing.T) {
 	allocs := testing.AllocsPerRun(100, func() {
 		now += 6
 		resp.Reset()
-		if err := s.Heartbeat(now, hb, resp); err != nil {
+		if err := s.Heartbeat(clock.FromSeconds(now), hb, resp); err != nil {
 			t.Fatal(err)
 		}
 		if len(resp.Start) != 1 || len(resp.Preempt) != 1 || len(resp.Abort) != 0 || resp.Preempt[0].ForAllocation != resp.Start[0].Allocation {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/tree"
 )
@@ -46,7 +47,7 @@ func BenchmarkHeartbeatByOperations(b *testing.B) {
 					}
 					hb.Allocations[0].State = AllocCompleted
 					resp.Reset()
-					if err := s.Heartbeat(now, hb, &resp); err != nil {
+					if err := s.Heartbeat(clock.FromSeconds(now), hb, &resp); err != nil {
 						b.Fatal(err)
 					}
 					copy(hb.Allocations, hb.Allocations[1:])

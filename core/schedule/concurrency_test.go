@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/tree"
 )
@@ -31,10 +32,10 @@ func TestConcurrentHeartbeatsKeepInvariants(t *testing.T) {
 	t.Logf("seed %d", seed)
 	cfg := DefaultConfig()
 	cfg.Shards = 8
-	cfg.FairShareStarvationTimeout = 2
-	cfg.PreemptiveSchedulingBackoff = 1
-	cfg.AllocationPreemptionTimeout = 3
-	cfg.AllocationGracefulPreemptionTimeout = 4
+	cfg.FairShareStarvationTimeout = 2 * clock.Second
+	cfg.PreemptiveSchedulingBackoff = 1 * clock.Second
+	cfg.AllocationPreemptionTimeout = 3 * clock.Second
+	cfg.AllocationGracefulPreemptionTimeout = 4 * clock.Second
 	s := New(tree.New(tree.PoolConfig{}), cfg)
 	limit := resource.Vec{resource.UserSlots: 1000, resource.CPU: cores(40), resource.Memory: 1000 * gib}
 	if _, err := s.ApplyPools(
@@ -94,7 +95,7 @@ func TestConcurrentHeartbeatsKeepInvariants(t *testing.T) {
 				}
 			}
 			resp.Reset()
-			if err := s.Heartbeat(float64(round), &NodeHeartbeat{Node: name, Limits: node, Allocations: reports}, resp); err != nil {
+			if err := s.Heartbeat(clock.FromSeconds(float64(round)), &NodeHeartbeat{Node: name, Limits: node, Allocations: reports}, resp); err != nil {
 				t.Error(err)
 				return
 			}
@@ -127,13 +128,13 @@ func TestConcurrentHeartbeatsKeepInvariants(t *testing.T) {
 		}
 	}
 	control := func(round int) {
-		s.UpdateFairShare(float64(round))
+		s.UpdateFairShare(clock.FromSeconds(float64(round)))
 		switch round {
 		case 10:
 			s.AbortOperation(ops[0])
 		case 20:
 			// A heavy operation appears and starves.
-			s.StartOperation(float64(round), OperationSpec{Pool: "b", Weight: tree.Some(4), Tasks: []TaskSpec{{JobCount: 2000, Resources: job(2, 2)}}})
+			s.StartOperation(clock.FromSeconds(float64(round)), OperationSpec{Pool: "b", Weight: tree.Some(4), Tasks: []TaskSpec{{JobCount: 2000, Resources: job(2, 2)}}})
 		case 30:
 			// Lower pool a's limits below its usage: limit violations.
 			lower := limit

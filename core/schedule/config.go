@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/fairshare"
 	"github.com/fairsched/fairsched/core/limits"
 	"github.com/fairsched/fairsched/core/resource"
@@ -29,29 +30,29 @@ type Config struct {
 	// Shards is the number of node shards (lock stripes).
 	Shards int
 	// NodeHeartbeatTimeout unregisters a node silent for this long (60 s).
-	NodeHeartbeatTimeout float64
+	NodeHeartbeatTimeout clock.Duration
 	// FairShareUpdatePeriod is how often the caller should run UpdateFairShare.
-	FairShareUpdatePeriod float64
+	FairShareUpdatePeriod clock.Duration
 	// MinSpareAllocationResources must stay free on a node for more
 	// allocations to start ({user_slots 1, cpu 1, memory 256 MB}).
 	MinSpareAllocationResources resource.Vec
 	// MaxStartedAllocationsPerHeartbeat bounds starts per heartbeat (0 = no bound).
 	MaxStartedAllocationsPerHeartbeat int
 
-	FairShareStarvationTimeout           float64 // 30 s
-	FairShareAggressiveStarvationTimeout float64 // 120 s
-	FairShareStarvationTolerance         float64 // 0.8
-	EnableAggressiveStarvation           bool    // false
-	EnablePoolStarvation                 bool    // true
+	FairShareStarvationTimeout           clock.Duration // 30 s
+	FairShareAggressiveStarvationTimeout clock.Duration // 120 s
+	FairShareStarvationTolerance         float64        // 0.8
+	EnableAggressiveStarvation           bool           // false
+	EnablePoolStarvation                 bool           // true
 	// AllocationCountPreemptionTimeoutCoefficient shortens the starvation
 	// timeouts of operations with few pending jobs (1.0).
 	AllocationCountPreemptionTimeoutCoefficient float64
 
-	PreemptionSatisfactionThreshold           float64 // 1.0
-	AggressivePreemptionSatisfactionThreshold float64 // 0.2
-	PreemptiveSchedulingBackoff               float64 // 5 s
-	AllocationPreemptionTimeout               float64 // 10 s
-	AllocationGracefulPreemptionTimeout       float64 // 60 s
+	PreemptionSatisfactionThreshold           float64        // 1.0
+	AggressivePreemptionSatisfactionThreshold float64        // 0.2
+	PreemptiveSchedulingBackoff               clock.Duration // 5 s
+	AllocationPreemptionTimeout               clock.Duration // 10 s
+	AllocationGracefulPreemptionTimeout       clock.Duration // 60 s
 
 	// NonPreemptibleResourceUsageThreshold is the tree default of
 	// non_preemptible_resource_usage_threshold (spec.md §4): while an
@@ -70,31 +71,16 @@ type Config struct {
 	SchedulingPreemptionPriorityScope PreemptionPriorityScope
 	// AllowedNodeResourcesOvercommitDuration is how long a node's usage may
 	// exceed its limits before allocations are aborted (spec.md §5.6; 0).
-	AllowedNodeResourcesOvercommitDuration float64
+	AllowedNodeResourcesOvercommitDuration clock.Duration
 
 	FairShare fairshare.Config
 	Limits    limits.Config
 }
 
-// DefaultConfig returns the defaults of spec.md §8 and §11.
+// DefaultConfig returns the defaults of spec.md §8 and §11: the settings
+// table's, and those of the fair-share update and the limits.
 func DefaultConfig() Config {
-	return Config{
-		Shards:                                      16,
-		NodeHeartbeatTimeout:                        60,
-		FairShareUpdatePeriod:                       0.2,
-		MinSpareAllocationResources:                 resource.Vec{resource.UserSlots: 1, resource.CPU: resource.Cores(1), resource.Memory: 256 << 20},
-		FairShareStarvationTimeout:                  30,
-		FairShareAggressiveStarvationTimeout:        120,
-		FairShareStarvationTolerance:                0.8,
-		EnablePoolStarvation:                        true,
-		AllocationCountPreemptionTimeoutCoefficient: 1,
-		PreemptionSatisfactionThreshold:             1,
-		AggressivePreemptionSatisfactionThreshold:   0.2,
-		PreemptiveSchedulingBackoff:                 5,
-		AllocationPreemptionTimeout:                 10,
-		AllocationGracefulPreemptionTimeout:         60,
-		AllowAggressivePreemption:                   true,
-		FairShare:                                   fairshare.DefaultConfig(),
-		Limits:                                      limits.DefaultConfig(),
-	}
+	c := Config{FairShare: fairshare.DefaultConfig(), Limits: limits.DefaultConfig()}
+	applyDefaults(&c)
+	return c
 }

@@ -1,9 +1,11 @@
 package schedule
 
 import (
+	"strconv"
+
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/internal/invariants"
 	"github.com/fairsched/fairsched/core/resource"
-	"strconv"
 )
 
 // AllocationState is what a node reports about an allocation.
@@ -127,7 +129,7 @@ type PreemptDecision struct {
 	Allocation    uint64
 	Operation     string
 	Reason        PreemptReason
-	Timeout       float64
+	Timeout       clock.Duration
 	ForAllocation uint64
 	ForOperation  string
 	Status        PreemptionStatus
@@ -171,7 +173,7 @@ func (r *Response) Reset() {
 // nothing or starts, completes and preempts allocations; registering a
 // node, the first search after a snapshot with more operations and
 // rejected heartbeats do.
-func (s *Scheduler) Heartbeat(now float64, hb *NodeHeartbeat, resp *Response) error {
+func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response) error {
 	sh := s.shardOf(hb.Node)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -221,7 +223,7 @@ func (s *Scheduler) Heartbeat(now float64, hb *NodeHeartbeat, resp *Response) er
 	if snap := s.snap.Load(); !snap.Total.IsZero() {
 		s.preemptGracefully(now, sh, n, resp)
 		started := s.scheduleRegular(now, sh, n, snap, resp)
-		if !n.hadPreemptive || now-n.lastPreemptive > s.cfg.PreemptiveSchedulingBackoff {
+		if !n.hadPreemptive || now.Sub(n.lastPreemptive) > s.cfg.PreemptiveSchedulingBackoff {
 			n.hadPreemptive, n.lastPreemptive = true, now
 			s.schedulePreemptive(now, sh, n, snap, started, resp)
 		}
@@ -316,7 +318,7 @@ func (s *Scheduler) canStartMore(n *node, usage, discount resource.Vec, started 
 // that has a pending job fitting the node, found with the shard's index.
 // Preempted allocations still hold their resources here: the node has not
 // stopped them yet. It returns the number of allocations it started.
-func (s *Scheduler) scheduleRegular(now float64, sh *shard, n *node, snap *Snapshot, resp *Response) int {
+func (s *Scheduler) scheduleRegular(now clock.Time, sh *shard, n *node, snap *Snapshot, resp *Response) int {
 	if !s.canStartMore(n, n.usage, resource.Vec{}, 0) {
 		return 0
 	}
@@ -373,7 +375,7 @@ func bestTarget(snap *Snapshot, free resource.Vec, target PreemptionPriority) (*
 
 // start claims one pending job of task t and starts it on n; it returns the
 // new allocation, or nil when the job or a limit was lost to a race.
-func (s *Scheduler) start(now float64, sh *shard, n *node, o *operation, t int, resp *Response) *allocation {
+func (s *Scheduler) start(now clock.Time, sh *shard, n *node, o *operation, t int, resp *Response) *allocation {
 	tk := &o.tasks[t]
 	for {
 		p := tk.pending.Load()

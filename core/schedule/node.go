@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 )
 
@@ -30,7 +31,7 @@ type node struct {
 	limits        resource.Vec
 	usage         resource.Vec // sum of its allocations' resources
 	tags          []string
-	lastHeartbeat float64
+	lastHeartbeat clock.Time
 	seq           uint32
 	// allocs holds the node's allocations sorted by ID (IDs grow with seq);
 	// ids[i] is allocs[i].id, so that finding a reported allocation reads
@@ -44,11 +45,11 @@ type node struct {
 	// graceful counts allocations of graceful operations (spec.md §7).
 	graceful int
 	// lastPreemptive is when preemptive scheduling last ran on the node.
-	lastPreemptive float64
+	lastPreemptive clock.Time
 	hadPreemptive  bool
 	// overcommitSince is when the node's usage first exceeded its limits
 	// (spec.md §5.6); valid while overcommitted.
-	overcommitSince float64
+	overcommitSince clock.Time
 	overcommitted   bool
 
 	// idxMu guards the preemption index: the node's listed allocations
@@ -69,11 +70,11 @@ type allocation struct {
 	node      *node
 	task      int32
 	resources resource.Vec
-	start     float64
+	start     clock.Time
 	// preempted is set once the node was told to stop it; deadline is when
 	// it must be gone (spec.md §5.5). Shard mutex.
 	preempted bool
-	deadline  float64
+	deadline  clock.Time
 
 	// status and listed (in the operation's lists and the node's bucket)
 	// are written under both the operation's mutex and node.idxMu and may

@@ -3,6 +3,7 @@ package schedule
 import (
 	"sync/atomic"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/tree"
 )
@@ -68,10 +69,10 @@ type OperationSpec struct {
 	IsGang         bool
 	ResourceLimits tree.PartialVec
 
-	AllocationPreemptionTimeout         tree.OptFloat
-	AllocationGracefulPreemptionTimeout tree.OptFloat
+	AllocationPreemptionTimeout         tree.OptDuration
+	AllocationGracefulPreemptionTimeout tree.OptDuration
 	FairShareStarvationTolerance        tree.OptFloat
-	FairShareStarvationTimeout          tree.OptFloat
+	FairShareStarvationTimeout          tree.OptDuration
 	// NonPreemptibleResourceUsageThreshold may only lower the inherited
 	// threshold, per resource (spec.md §4, §8.4).
 	NonPreemptibleResourceUsageThreshold tree.PartialVec
@@ -113,7 +114,7 @@ type operation struct {
 
 	starvation starvationState // control plane only
 	fsGen      uint64          // the fair-share update that last saw it
-	startTime  float64
+	startTime  clock.Time
 
 	// pre holds the preemption status lists of the operation's allocations
 	// (spec.md §4) under their own mutex: the allocations live on nodes of

@@ -3,6 +3,7 @@ package schedule
 import (
 	"testing"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/tree"
 )
@@ -84,7 +85,7 @@ func TestPreemptionListsBalance(t *testing.T) {
 			p.params.total = total
 			as := make([]*allocation, n)
 			for i := range as {
-				as[i] = &allocation{id: uint64(i + 1), node: nd, resources: unit, start: float64(i)}
+				as[i] = &allocation{id: uint64(i + 1), node: nd, resources: unit, start: clock.Time(i) * clock.Time(clock.Second)}
 				p.add(as[i])
 			}
 			p.setParams(p.params)
@@ -164,7 +165,7 @@ func TestPreemptionListsBalance(t *testing.T) {
 func TestUpdatePreemptibleAllocationsList(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.AggressivePreemptionSatisfactionThreshold = 0.5
-	cfg.AllowedNodeResourcesOvercommitDuration = 1e9
+	cfg.AllowedNodeResourcesOvercommitDuration = 1e9 * clock.Second
 	unit := resource.Vec{resource.UserSlots: 1, resource.CPU: cores(1), resource.Memory: 10 * gib}
 	c := newCluster(t, cfg, 10, unit.Scale(15))
 	id := c.start(OperationSpec{Tasks: tasks(160, unit)})

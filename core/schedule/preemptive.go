@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/starvation"
 )
@@ -32,7 +33,7 @@ var preemptiveStages = [...]stage{
 // heartbeat starts using preemption (spec.md §5.4, §9.5). started is the
 // number of allocations the regular stage started (for
 // Config.MaxStartedAllocationsPerHeartbeat).
-func (s *Scheduler) schedulePreemptive(now float64, sh *shard, n *node, snap *Snapshot, started int, resp *Response) {
+func (s *Scheduler) schedulePreemptive(now clock.Time, sh *shard, n *node, snap *Snapshot, started int, resp *Response) {
 	for i := range preemptiveStages {
 		st := &preemptiveStages[i]
 		targets := len(snap.targets[st.target])
@@ -100,7 +101,7 @@ func blockedByAncestor(o *operation, st *stage) bool {
 // startPreemptively starts at most one allocation of an operation with the
 // stage's target priority, on the node's free resources plus the discount.
 // Preempted allocations that still run count as free: they are going away.
-func (s *Scheduler) startPreemptively(now float64, sh *shard, n *node, snap *Snapshot, target PreemptionPriority, discount resource.Vec, started int, resp *Response) *allocation {
+func (s *Scheduler) startPreemptively(now clock.Time, sh *shard, n *node, snap *Snapshot, target PreemptionPriority, discount resource.Vec, started int, resp *Response) *allocation {
 	usage := n.effectiveUsage()
 	if !s.canStartMore(n, usage, discount, started) {
 		return nil
@@ -133,7 +134,7 @@ func compareVictims(x, y victim) int {
 // recently started first, until the node's usage fits its limits; then
 // the remaining victims whose operation or an ancestor pool is over its
 // resource limits (spec.md §5.5). Greedy, not a minimal subset.
-func (s *Scheduler) preemptAfterScheduling(now float64, sh *shard, n *node, st *stage, started *allocation, resp *Response) {
+func (s *Scheduler) preemptAfterScheduling(now clock.Time, sh *shard, n *node, st *stage, started *allocation, resp *Response) {
 	vs := sh.victims
 	slices.SortFunc(vs, func(x, y victim) int { return compareVictims(y, x) })
 	reason := PreemptNodeOvercommit
@@ -183,7 +184,7 @@ func preemptorReason(o *operation, st *stage) PreemptReason {
 // keeps running until the node reports it finished; a report after the
 // deadline is answered with an abort. With onlyPreemptible it does nothing
 // unless a is (still) Preemptible. Shard mutex held.
-func (s *Scheduler) preempt(now float64, n *node, a *allocation, reason PreemptReason, timeout float64, forAlloc uint64, forOp string, onlyPreemptible bool, resp *Response) bool {
+func (s *Scheduler) preempt(now clock.Time, n *node, a *allocation, reason PreemptReason, timeout clock.Duration, forAlloc uint64, forOp string, onlyPreemptible bool, resp *Response) bool {
 	if a.preempted {
 		return false
 	}
@@ -197,7 +198,7 @@ func (s *Scheduler) preempt(now float64, n *node, a *allocation, reason PreemptR
 	o.pre.remove(a)
 	o.pre.mu.Unlock()
 	a.preempted = true
-	a.deadline = now + timeout
+	a.deadline = now.Add(timeout)
 	n.preemptedUsage = n.preemptedUsage.Add(a.resources)
 	for r, x := range a.resources {
 		if x != 0 {
@@ -214,7 +215,7 @@ func (s *Scheduler) preempt(now float64, n *node, a *allocation, reason PreemptR
 // preemptGracefully preempts every Preemptible allocation of a graceful
 // operation on the node with the graceful timeout (spec.md §7): a graceful
 // operation continuously sheds what it runs above its fair share.
-func (s *Scheduler) preemptGracefully(now float64, sh *shard, n *node, resp *Response) {
+func (s *Scheduler) preemptGracefully(now clock.Time, sh *shard, n *node, resp *Response) {
 	if n.graceful == 0 {
 		return
 	}
@@ -240,7 +241,7 @@ func (s *Scheduler) preemptGracefully(now float64, sh *shard, n *node, resp *Res
 // (spec.md §5.6): least preemptible first, an allocation is kept if it
 // still fits beside those kept before it. Preempted allocations are
 // already going away and are left alone.
-func (s *Scheduler) abortOvercommitted(now float64, sh *shard, n *node, resp *Response) {
+func (s *Scheduler) abortOvercommitted(now clock.Time, sh *shard, n *node, resp *Response) {
 	if n.limits.Dominates(n.effectiveUsage()) {
 		n.overcommitted = false
 		return
@@ -248,7 +249,7 @@ func (s *Scheduler) abortOvercommitted(now float64, sh *shard, n *node, resp *Re
 	if !n.overcommitted {
 		n.overcommitted, n.overcommitSince = true, now
 	}
-	if now-n.overcommitSince < s.cfg.AllowedNodeResourcesOvercommitDuration {
+	if now.Sub(n.overcommitSince) < s.cfg.AllowedNodeResourcesOvercommitDuration {
 		return
 	}
 	sh.victims = sh.victims[:0]
@@ -273,10 +274,10 @@ func (s *Scheduler) abortOvercommitted(now float64, sh *shard, n *node, resp *Re
 	n.overcommitted = false
 }
 
-func (o *operation) preemptionTimeout(cfg *Config) float64 {
+func (o *operation) preemptionTimeout(cfg *Config) clock.Duration {
 	return o.spec.AllocationPreemptionTimeout.Or(cfg.AllocationPreemptionTimeout)
 }
 
-func (o *operation) gracefulTimeout(cfg *Config) float64 {
+func (o *operation) gracefulTimeout(cfg *Config) clock.Duration {
 	return o.spec.AllocationGracefulPreemptionTimeout.Or(cfg.AllocationGracefulPreemptionTimeout)
 }

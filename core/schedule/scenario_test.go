@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/starvation"
 	"github.com/fairsched/fairsched/core/tree"
@@ -58,7 +59,7 @@ func (c *cluster) checkGates(backoff float64) {
 // usage is within the tolerance (0.8) of its fair share.
 func TestStarvingOperationPreemptsAfterTimeout(t *testing.T) {
 	c := newCluster(t, DefaultConfig(), 4, smallNode)
-	a := c.start(OperationSpec{ID: "a", Tasks: tasks(1000, job(1, 1)), AllocationPreemptionTimeout: tree.Some(7)})
+	a := c.start(OperationSpec{ID: "a", Tasks: tasks(1000, job(1, 1)), AllocationPreemptionTimeout: tree.SomeDuration(7 * clock.Second)})
 	c.update()
 	c.heartbeatAll()
 	c.run(10, 1)
@@ -80,7 +81,7 @@ func TestStarvingOperationPreemptsAfterTimeout(t *testing.T) {
 		t.Fatalf("first preemption %v, want one at 42 or later", c.preempts)
 	}
 	for _, p := range c.preempts {
-		if p.Operation != a || p.ForOperation != b || p.ForAllocation == 0 || p.Reason != PreemptForStarving || p.Timeout != 7 || p.Status != Preemptible {
+		if p.Operation != a || p.ForOperation != b || p.ForAllocation == 0 || p.Reason != PreemptForStarving || p.Timeout != 7*clock.Second || p.Status != Preemptible {
 			t.Errorf("preemption %+v: want a's Preemptible allocations for b (starving) with a's timeout 7", p)
 		}
 	}
@@ -144,12 +145,12 @@ func TestPreemptedAllocationRunsUntilDeadline(t *testing.T) {
 		t.Fatal("no preemption")
 	}
 	p := c.preempts[0]
-	c.run(p.t+p.Timeout-1, 1)
+	c.run(p.t+p.Timeout.Seconds()-1, 1)
 	ni, _ := c.s.Node(c.nodes[0].name)
 	found := false
 	for _, al := range ni.Allocations {
 		if al.ID == p.Allocation {
-			found = al.Preempted && al.Deadline == p.t+p.Timeout
+			found = al.Preempted && al.Deadline == clock.FromSeconds(p.t).Add(p.Timeout)
 		}
 	}
 	if held := ni.Usage.Sub(ni.PreemptedUsage); !found || held[resource.CPU] != smallNode[resource.CPU] || ni.PreemptedUsage.IsZero() {
@@ -158,9 +159,9 @@ func TestPreemptedAllocationRunsUntilDeadline(t *testing.T) {
 	if len(c.aborts) != 0 {
 		t.Fatalf("aborted before the deadline: %v", c.aborts)
 	}
-	c.run(p.t+p.Timeout, 1)
-	if len(c.aborts) == 0 || c.aborts[0].Allocation != p.Allocation || c.aborts[0].Reason != AbortPreemptionTimedOut || c.aborts[0].t != p.t+p.Timeout {
-		t.Fatalf("aborts %v, want allocation %d aborted at its deadline %v", c.aborts, p.Allocation, p.t+p.Timeout)
+	c.run(p.t+p.Timeout.Seconds(), 1)
+	if len(c.aborts) == 0 || c.aborts[0].Allocation != p.Allocation || c.aborts[0].Reason != AbortPreemptionTimedOut || c.aborts[0].t != p.t+p.Timeout.Seconds() {
+		t.Fatalf("aborts %v, want allocation %d aborted at its deadline %v", c.aborts, p.Allocation, p.t+p.Timeout.Seconds())
 	}
 	if info := c.info(a); info.PreemptedAllocations != int64(len(c.preempts)-1) {
 		t.Errorf("a: %d preempted allocations still running, want %d", info.PreemptedAllocations, len(c.preempts)-1)
@@ -225,7 +226,7 @@ func TestAggressivePreemptionOnFragmentedCluster(t *testing.T) {
 	}
 	aggr := 0
 	for _, p := range c.preempts {
-		if p.Operation != "a" || p.ForOperation != "b" || p.Reason != PreemptForAggressivelyStarving || p.Timeout != 10 {
+		if p.Operation != "a" || p.ForOperation != "b" || p.Reason != PreemptForAggressivelyStarving || p.Timeout != 10*clock.Second {
 			t.Errorf("preemption %+v: want a's allocation for b (aggressively starving), timeout 10", p)
 		}
 		if p.Status == AggressivelyPreemptible {
@@ -273,7 +274,7 @@ func TestGracefulPreemptionShedsToFairShare(t *testing.T) {
 	}
 	c.run(200, 1)
 	for _, p := range c.preemptsOf(g) {
-		if p.Reason != PreemptGraceful || p.Timeout != 60 || p.ForAllocation != 0 || p.Status != Preemptible || p.t != 11 {
+		if p.Reason != PreemptGraceful || p.Timeout != 60*clock.Second || p.ForAllocation != 0 || p.Status != Preemptible || p.t != 11 {
 			t.Errorf("preemption of g %+v: want graceful with timeout 60 at 11", p)
 		}
 	}
@@ -294,7 +295,7 @@ func TestGracefulPreemptionShedsToFairShare(t *testing.T) {
 // allocation_graceful_preemption_timeout is handed to the node.
 func TestGracefulPreemptionTimeoutOverride(t *testing.T) {
 	c := newCluster(t, DefaultConfig(), 1, smallNode)
-	c.start(OperationSpec{ID: "g", PreemptionMode: PreemptionGraceful, AllocationGracefulPreemptionTimeout: tree.Some(45), Tasks: tasks(1000, job(1, 1))})
+	c.start(OperationSpec{ID: "g", PreemptionMode: PreemptionGraceful, AllocationGracefulPreemptionTimeout: tree.SomeDuration(45 * clock.Second), Tasks: tasks(1000, job(1, 1))})
 	c.update()
 	c.heartbeatAll()
 	c.start(OperationSpec{ID: "h", Tasks: tasks(1000, job(1, 1))})
@@ -303,7 +304,7 @@ func TestGracefulPreemptionTimeoutOverride(t *testing.T) {
 		t.Fatalf("preemptions %v, want g's 5 allocations above its fair share 0.5", c.preempts)
 	}
 	for _, p := range c.preempts {
-		if p.Timeout != 45 || p.Reason != PreemptGraceful {
+		if p.Timeout != 45*clock.Second || p.Reason != PreemptGraceful {
 			t.Errorf("preemption %+v, want graceful with timeout 45", p)
 		}
 	}
@@ -331,7 +332,7 @@ func TestLimitViolationPreemption(t *testing.T) {
 		t.Errorf("%d preemptions, want 20", len(c.preempts))
 	}
 	for _, p := range c.preempts {
-		if p.Reason != PreemptLimitViolated || p.ForAllocation != 0 || p.Timeout != 10 || p.Status != Preemptible {
+		if p.Reason != PreemptLimitViolated || p.ForAllocation != 0 || p.Timeout != 10*clock.Second || p.Status != Preemptible {
 			t.Errorf("preemption %+v: want a Preemptible allocation for the violated limit", p)
 		}
 	}
@@ -352,8 +353,8 @@ func TestLimitViolationPreemption(t *testing.T) {
 // is off here (its backoff never passes after the first heartbeat).
 func TestNodeOvercommitAbort(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.AllowedNodeResourcesOvercommitDuration = 10
-	cfg.PreemptiveSchedulingBackoff = 1e9
+	cfg.AllowedNodeResourcesOvercommitDuration = 10 * clock.Second
+	cfg.PreemptiveSchedulingBackoff = 1e9 * clock.Second
 	c := newCluster(t, cfg, 1, smallNode)
 	a := c.start(OperationSpec{ID: "a", Tasks: tasks(10, job(1, 1))})
 	c.update()
@@ -392,7 +393,7 @@ func TestNodeOvercommitAbort(t *testing.T) {
 // overcommitted), before the allowed overcommit duration ends in aborts.
 func TestNodeOvercommitPreemption(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.AllowedNodeResourcesOvercommitDuration = 30
+	cfg.AllowedNodeResourcesOvercommitDuration = 30 * clock.Second
 	c := newCluster(t, cfg, 1, smallNode)
 	a := c.start(OperationSpec{ID: "a", Tasks: tasks(10, job(1, 1))})
 	c.update()
@@ -500,7 +501,7 @@ func TestPendingQueueNestedPools(t *testing.T) {
 		tree.Mutation{Kind: tree.AddPool, Name: "c2", Parent: "p"})
 	startAs := func(id, pool string, jobs int64, want OperationState) {
 		t.Helper()
-		_, st, err := c.s.StartOperation(c.now, OperationSpec{ID: id, Pool: pool, Tasks: []TaskSpec{{JobCount: jobs, Resources: job(1, 1), DurationHintS: 5}}})
+		_, st, err := c.s.StartOperation(c.at(), OperationSpec{ID: id, Pool: pool, Tasks: []TaskSpec{{JobCount: jobs, Resources: job(1, 1), DurationHintS: 5}}})
 		if err != nil || st != want {
 			t.Fatalf("start %s in %s: %v %v, want %v", id, pool, st, err, want)
 		}
@@ -574,7 +575,7 @@ func TestLightweightOperationsBypassRunningLimit(t *testing.T) {
 		tree.Mutation{Kind: tree.AddPool, Name: "fair", Pool: tree.PoolConfig{EnableLightweightOperations: true, MaxRunningOperationCount: tree.SomeInt(1)}})
 	start := func(id, pool, typ string, want OperationState) {
 		t.Helper()
-		_, st, err := c.s.StartOperation(c.now, OperationSpec{ID: id, Pool: pool, Type: typ, Tasks: tasks(2, job(1, 1))})
+		_, st, err := c.s.StartOperation(c.at(), OperationSpec{ID: id, Pool: pool, Type: typ, Tasks: tasks(2, job(1, 1))})
 		if err != nil || st != want {
 			t.Fatalf("start %s (%s) in %s: %v %v, want %v", id, typ, pool, st, err, want)
 		}
@@ -668,7 +669,7 @@ type fairshareDetail struct{ total, integral float64 }
 // starts at most one allocation by preemption per heartbeat (spec.md §5.4).
 func TestPreemptiveSchedulingBackoff(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.FairShareStarvationTimeout = 0.5
+	cfg.FairShareStarvationTimeout = 500 * clock.Millisecond
 	c := newCluster(t, cfg, 1, smallNode)
 	c.start(OperationSpec{ID: "a", Tasks: tasks(1000, job(1, 1))})
 	c.update()

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/tree"
 )
@@ -109,7 +110,7 @@ func (c *cluster) heartbeat(i int) {
 	}
 	c.resp.Reset()
 	hb := NodeHeartbeat{Node: n.name, Limits: n.limits, Allocations: n.allocs}
-	if err := c.s.Heartbeat(c.now, &hb, &c.resp); err != nil {
+	if err := c.s.Heartbeat(c.at(), &hb, &c.resp); err != nil {
 		c.t.Fatalf("heartbeat of %s: %v", n.name, err)
 	}
 	// Finished reports are delivered once; aborted allocations are gone.
@@ -136,7 +137,7 @@ func (c *cluster) heartbeat(i int) {
 	}
 	for _, p := range c.resp.Preempt {
 		c.events = append(c.events, fmt.Sprintf("%g %s preempt %s op=%s status=%s timeout=%g reason=%q for=%s/%s", c.now, n.name,
-			allocName(p.Allocation), p.Operation, p.Status, p.Timeout, p.Reason, allocName(p.ForAllocation), p.ForOperation))
+			allocName(p.Allocation), p.Operation, p.Status, p.Timeout.Seconds(), p.Reason, allocName(p.ForAllocation), p.ForOperation))
 		c.preempts = append(c.preempts, loggedPreempt{c.now, n.name, p})
 		for j := range n.allocs {
 			if n.allocs[j].ID == p.Allocation {
@@ -203,6 +204,9 @@ func (c *cluster) golden(name string) {
 
 // run advances virtual time in steps of dt until until, running a
 // fair-share update and a heartbeat of every node at each step.
+// at returns the harness's time (seconds) as the core's clock.Time.
+func (c *cluster) at() clock.Time { return clock.FromSeconds(c.now) }
+
 func (c *cluster) run(until, dt float64) {
 	c.t.Helper()
 	for c.now+dt <= until+1e-9 {
@@ -212,11 +216,11 @@ func (c *cluster) run(until, dt float64) {
 	}
 }
 
-func (c *cluster) update() { c.s.UpdateFairShare(c.now) }
+func (c *cluster) update() { c.s.UpdateFairShare(c.at()) }
 
 func (c *cluster) start(spec OperationSpec) string {
 	c.t.Helper()
-	id, _, err := c.s.StartOperation(c.now, spec)
+	id, _, err := c.s.StartOperation(c.at(), spec)
 	if err != nil {
 		c.t.Fatalf("start %+v: %v", spec, err)
 	}
@@ -290,7 +294,7 @@ func TestHeartbeatSettlesReports(t *testing.T) {
 	// A completed job counts once even when reported twice.
 	n.allocs[0].State = AllocCompleted
 	c.heartbeat(0)
-	c.s.Heartbeat(c.now, &NodeHeartbeat{Node: n.name, Limits: node, Allocations: []AllocationReport{{ID: first, State: AllocCompleted}}}, &c.resp)
+	c.s.Heartbeat(c.at(), &NodeHeartbeat{Node: n.name, Limits: node, Allocations: []AllocationReport{{ID: first, State: AllocCompleted}}}, &c.resp)
 	if info := c.info(id); info.CompletedJobs != 1 || info.RunningAllocations != 3 {
 		t.Fatalf("after a repeated completion: %+v", info)
 	}
@@ -307,7 +311,7 @@ func TestHeartbeatSettlesReports(t *testing.T) {
 	// An unknown running allocation is answered with an abort.
 	c.resp.Reset()
 	unknown := uint64(0)<<32 | 999
-	if err := c.s.Heartbeat(c.now, &NodeHeartbeat{Node: n.name, Limits: node, Allocations: []AllocationReport{{ID: unknown, State: AllocRunning}}}, &c.resp); err != nil {
+	if err := c.s.Heartbeat(c.at(), &NodeHeartbeat{Node: n.name, Limits: node, Allocations: []AllocationReport{{ID: unknown, State: AllocRunning}}}, &c.resp); err != nil {
 		t.Fatal(err)
 	}
 	if len(c.resp.Abort) != 1 || c.resp.Abort[0].Allocation != unknown || c.resp.Abort[0].Reason != AbortUnknownAllocation {
@@ -333,7 +337,7 @@ func TestForeignAllocationIsRejected(t *testing.T) {
 	stolen := c.nodes[0].allocs[0]
 	before, _ := c.s.Node(c.nodes[1].name)
 	c.resp.Reset()
-	err := c.s.Heartbeat(c.now, &NodeHeartbeat{Node: c.nodes[1].name, Limits: node, Allocations: append(c.nodes[1].allocs[:len(c.nodes[1].allocs):len(c.nodes[1].allocs)], stolen)}, &c.resp)
+	err := c.s.Heartbeat(c.at(), &NodeHeartbeat{Node: c.nodes[1].name, Limits: node, Allocations: append(c.nodes[1].allocs[:len(c.nodes[1].allocs):len(c.nodes[1].allocs)], stolen)}, &c.resp)
 	var se *Error
 	if !errors.As(err, &se) || se.Code != CodeForeignAllocation {
 		t.Fatalf("foreign allocation: err %v", err)
@@ -393,14 +397,14 @@ func TestPendingQueueAndTotalLimit(t *testing.T) {
 	c := newCluster(t, DefaultConfig(), 1, node,
 		tree.Mutation{Kind: tree.AddPool, Name: "p", Pool: tree.PoolConfig{MaxRunningOperationCount: tree.SomeInt(1), MaxOperationCount: tree.SomeInt(2)}})
 	a := c.start(OperationSpec{Pool: "p", Tasks: tasks(1, job(1, 1))})
-	b, st, err := c.s.StartOperation(c.now, OperationSpec{Pool: "p", Tasks: tasks(1, job(1, 1))})
+	b, st, err := c.s.StartOperation(c.at(), OperationSpec{Pool: "p", Tasks: tasks(1, job(1, 1))})
 	if err != nil || st != StatePending {
 		t.Fatalf("second operation: state %v err %v, want pending", st, err)
 	}
 	if info := c.info(b); info.WaitingPool != "p" || info.WaitingLimit != 1 {
 		t.Fatalf("pending operation does not say why it waits: %+v", info)
 	}
-	if _, _, err := c.s.StartOperation(c.now, OperationSpec{Pool: "p", Tasks: tasks(1, job(1, 1))}); err == nil {
+	if _, _, err := c.s.StartOperation(c.at(), OperationSpec{Pool: "p", Tasks: tasks(1, job(1, 1))}); err == nil {
 		t.Fatal("third operation admitted over max_operation_count 2")
 	}
 	c.update()

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/fairshare"
 	"github.com/fairsched/fairsched/core/limits"
 	"github.com/fairsched/fairsched/core/resource"
@@ -50,7 +51,7 @@ type Scheduler struct {
 	opSeq    uint64                    // start order
 	idSeq    uint64                    // server-chosen ids op-<n>
 	counters map[tree.ID]*limitCounter // pools with resource limits
-	lastNow  float64
+	lastNow  clock.Time
 	total    resource.Vec
 
 	shards   []shard
@@ -250,7 +251,7 @@ func (c *limitCounter) add(v resource.Vec, sign int64) {
 // rejected operation changes nothing. Starting an operation with the ID of
 // an existing one returns that operation when the specs are equal, and a
 // duplicate_id error otherwise (api.md §3 idempotency).
-func (s *Scheduler) StartOperation(now float64, spec OperationSpec) (string, OperationState, error) {
+func (s *Scheduler) StartOperation(now clock.Time, spec OperationSpec) (string, OperationState, error) {
 	if err := validateSpec(&spec); err != nil {
 		return "", 0, err
 	}
@@ -360,9 +361,16 @@ func validateSpec(spec *OperationSpec) error {
 			return errorf(CodeInvalidValue, "non_preemptible_resource_usage_threshold."+resource.Kind(r).String(), "cannot use %s %d: want a non-negative amount of at most 2^53", resource.Kind(r), x)
 		}
 	}
-	for _, v := range []tree.OptFloat{spec.AllocationPreemptionTimeout, spec.AllocationGracefulPreemptionTimeout, spec.FairShareStarvationTimeout} {
-		if v.Set && !(v.V >= 0 && v.V <= 1e9) {
-			return errorf(CodeInvalidValue, "", "cannot use a timeout of %v s", v.V)
+	for _, t := range []struct {
+		field string
+		v     tree.OptDuration
+	}{
+		{"allocation_preemption_timeout_s", spec.AllocationPreemptionTimeout},
+		{"allocation_graceful_preemption_timeout_s", spec.AllocationGracefulPreemptionTimeout},
+		{"fair_share_starvation_timeout_s", spec.FairShareStarvationTimeout},
+	} {
+		if t.v.Set && !(t.v.V >= 0 && t.v.V <= tree.MaxDuration) {
+			return errorf(CodeInvalidValue, t.field, "cannot use %s %v: want a number of seconds in [0, 1e9]", t.field, t.v.V.Seconds())
 		}
 	}
 	if v := spec.FairShareStarvationTolerance; v.Set && !(v.V >= 0 && v.V <= 1) {
@@ -545,7 +553,7 @@ func (s *Scheduler) SetConfig(cfg Config) error {
 	if cfg.Shards != 0 && cfg.Shards != len(s.shards) {
 		return errorf(CodeInvalidValue, "shards", "cannot change the shard count at run time (have %d)", len(s.shards))
 	}
-	if err := validateConfig(&cfg); err != nil {
+	if err := ValidateConfig(&cfg); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -558,53 +566,6 @@ func (s *Scheduler) SetConfig(cfg Config) error {
 	s.limits.SetConfig(cfg.Limits)
 	s.scratchIDs = s.limits.RescanAll(s.scratchIDs[:0])
 	s.syncStates()
-	return nil
-}
-
-// validateConfig checks the ranges of spec.md §8.
-func validateConfig(c *Config) error {
-	nonNeg := func(field string, v float64) error {
-		if !(v >= 0 && v <= 1e9) {
-			return errorf(CodeInvalidValue, field, "cannot use %s %v: want a non-negative number of seconds", field, v)
-		}
-		return nil
-	}
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{
-		{"node_heartbeat_timeout_s", c.NodeHeartbeatTimeout},
-		{"fair_share_starvation_timeout_s", c.FairShareStarvationTimeout},
-		{"fair_share_aggressive_starvation_timeout_s", c.FairShareAggressiveStarvationTimeout},
-		{"preemptive_scheduling_backoff_s", c.PreemptiveSchedulingBackoff},
-		{"allocation_preemption_timeout_s", c.AllocationPreemptionTimeout},
-		{"allocation_graceful_preemption_timeout_s", c.AllocationGracefulPreemptionTimeout},
-	} {
-		if err := nonNeg(f.name, f.v); err != nil {
-			return err
-		}
-	}
-	if !(c.FairShareUpdatePeriod >= 0.01 && c.FairShareUpdatePeriod <= 60) {
-		return errorf(CodeInvalidValue, "fair_share_update_period_s", "cannot use fair_share_update_period_s %v: want [0.01, 60]", c.FairShareUpdatePeriod)
-	}
-	if c.FairShareAggressiveStarvationTimeout < c.FairShareStarvationTimeout {
-		return errorf(CodeInvalidValue, "fair_share_aggressive_starvation_timeout_s", "cannot use an aggressive starvation timeout %v below the starvation timeout %v", c.FairShareAggressiveStarvationTimeout, c.FairShareStarvationTimeout)
-	}
-	if !(c.FairShareStarvationTolerance >= 0 && c.FairShareStarvationTolerance <= 1) {
-		return errorf(CodeInvalidValue, "fair_share_starvation_tolerance", "cannot use fair_share_starvation_tolerance %v: want [0, 1]", c.FairShareStarvationTolerance)
-	}
-	if !(c.PreemptionSatisfactionThreshold > 0) {
-		return errorf(CodeInvalidValue, "preemption_satisfaction_threshold", "cannot use preemption_satisfaction_threshold %v: want > 0", c.PreemptionSatisfactionThreshold)
-	}
-	if !(c.AggressivePreemptionSatisfactionThreshold >= 0 && c.AggressivePreemptionSatisfactionThreshold <= c.PreemptionSatisfactionThreshold) {
-		return errorf(CodeInvalidValue, "aggressive_preemption_satisfaction_threshold", "cannot use aggressive_preemption_satisfaction_threshold %v: want [0, preemption_satisfaction_threshold]", c.AggressivePreemptionSatisfactionThreshold)
-	}
-	if !(c.AllocationCountPreemptionTimeoutCoefficient >= 1) {
-		return errorf(CodeInvalidValue, "allocation_count_preemption_timeout_coefficient", "cannot use allocation_count_preemption_timeout_coefficient %v: want ≥ 1", c.AllocationCountPreemptionTimeoutCoefficient)
-	}
-	if c.Limits.MaxOperationCount < c.Limits.MaxRunningOperationCount || c.Limits.MaxRunningOperationCount < 0 {
-		return errorf(CodeInvalidValue, "max_operation_count", "cannot use max_operation_count %d below max_running_operation_count %d", c.Limits.MaxOperationCount, c.Limits.MaxRunningOperationCount)
-	}
 	return nil
 }
 

@@ -2,18 +2,20 @@ package schedule
 
 import (
 	"cmp"
+	"slices"
+
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/fairshare"
 	"github.com/fairsched/fairsched/core/limits"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/starvation"
 	"github.com/fairsched/fairsched/core/tree"
-	"slices"
 )
 
 // Snapshot is what heartbeats read from the last fair-share update. It is
 // immutable once published.
 type Snapshot struct {
-	Time  float64
+	Time  clock.Time
 	Total resource.Vec
 	ops   []opView // running operations, in tree pre-order
 	// targets lists the operations (indices into ops) of each preemption
@@ -69,7 +71,7 @@ type effective struct {
 // starvation and preemption priorities (spec.md §3), publishes a new
 // Snapshot for heartbeats and rebalances every operation's preemption
 // status lists with its new fair share (§4).
-func (s *Scheduler) UpdateFairShare(now float64) {
+func (s *Scheduler) UpdateFairShare(now clock.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.retireFinished()
@@ -90,7 +92,7 @@ func (s *Scheduler) UpdateFairShare(now float64) {
 			t.SetDemandUsage(o.treeID, resource.Vec{}, resource.Vec{})
 		}
 	}
-	s.fs.Update(total, now)
+	s.fs.Update(total, now.Seconds())
 	s.fsGen++
 	for _, o := range s.ops {
 		if !o.retired {
@@ -252,7 +254,7 @@ func (s *Scheduler) effectiveParams(id tree.ID, eff []effective) effective {
 
 // poolStarvationAt runs a pool's starvation state machine (the root never
 // starves; pools only with Config.EnablePoolStarvation).
-func (s *Scheduler) poolStarvationAt(now float64, id tree.ID, a *fairshare.Attributes, e effective) *starvationState {
+func (s *Scheduler) poolStarvationAt(now clock.Time, id tree.ID, a *fairshare.Attributes, e effective) *starvationState {
 	if s.poolStarvation == nil {
 		s.poolStarvation = make(map[string]*starvationState)
 	}
@@ -288,13 +290,13 @@ func (s *Scheduler) forgetPools(seen int) {
 // sweepNodes unregisters nodes silent for longer than the heartbeat timeout
 // (their allocations count as aborted and their jobs return to pending) and
 // returns the total resources of the remaining nodes.
-func (s *Scheduler) sweepNodes(now float64) resource.Vec {
+func (s *Scheduler) sweepNodes(now clock.Time) resource.Vec {
 	var total resource.Vec
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		for name, n := range sh.nodes {
-			if now-n.lastHeartbeat > s.cfg.NodeHeartbeatTimeout {
+			if now.Sub(n.lastHeartbeat) > s.cfg.NodeHeartbeatTimeout {
 				for len(n.allocs) > 0 {
 					s.release(sh, n, n.allocs[len(n.allocs)-1], false)
 				}
@@ -330,7 +332,7 @@ type OperationInfo struct {
 	// pool whose max_running_operation_count it is queued behind.
 	WaitingPool  string
 	WaitingLimit int64
-	StartTime    float64
+	StartTime    clock.Time
 	// PreemptionPriority is the operation's preemption priority at the
 	// last update (spec.md §3.5).
 	PreemptionPriority PreemptionPriority
@@ -473,7 +475,7 @@ type NodeInfo struct {
 	// PreemptedUsage is the part of Usage held by preempted allocations
 	// that have not stopped yet.
 	PreemptedUsage resource.Vec
-	LastHeartbeat  float64
+	LastHeartbeat  clock.Time
 	Allocations    []AllocationInfo
 }
 
@@ -483,13 +485,13 @@ type AllocationInfo struct {
 	Operation string
 	Task      int
 	Resources resource.Vec
-	Start     float64
+	Start     clock.Time
 	// Status is the allocation's preemption status (spec.md §4); for a
 	// preempted allocation the one it had when it was preempted.
 	Status    PreemptionStatus
 	Preempted bool
 	// Deadline is when a preempted allocation must be gone.
-	Deadline float64
+	Deadline clock.Time
 }
 
 // Node returns a node's view; Allocations are in ID (start) order.

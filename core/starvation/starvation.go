@@ -3,7 +3,10 @@
 // machine. Everything here is a pure function of shares and virtual time.
 package starvation
 
-import "github.com/fairsched/fairsched/core/resource"
+import (
+	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/core/resource"
+)
 
 // LocalSatisfaction is the satisfaction ratio of an element with fair share
 // f, demand share d and usage share u (spec.md §3.1): below 1 the element
@@ -124,8 +127,8 @@ func (s State) String() string {
 
 // Params are an element's effective starvation parameters (spec.md §3.4).
 type Params struct {
-	Timeout           float64
-	AggressiveTimeout float64
+	Timeout           clock.Duration
+	AggressiveTimeout clock.Duration
 	Aggressive        bool // aggressive starvation enabled
 }
 
@@ -133,14 +136,14 @@ type Params struct {
 // is non-starving.
 type Tracker struct {
 	State      State
-	BelowSince float64
+	BelowSince clock.Time
 	below      bool
 }
 
 // Observe advances the state machine with the status of an update at now
 // (spec.md §3.4): the first below-fair-share observation arms the timer,
 // starvation is declared strictly after the timeout.
-func (t *Tracker) Observe(now float64, belowFairShare bool, p Params) State {
+func (t *Tracker) Observe(now clock.Time, belowFairShare bool, p Params) State {
 	if !belowFairShare {
 		*t = Tracker{}
 		return t.State
@@ -148,9 +151,9 @@ func (t *Tracker) Observe(now float64, belowFairShare bool, p Params) State {
 	switch {
 	case !t.below:
 		t.below, t.BelowSince = true, now
-	case p.Aggressive && now > t.BelowSince+p.AggressiveTimeout:
+	case p.Aggressive && now > t.BelowSince.Add(p.AggressiveTimeout):
 		t.State = AggressivelyStarving
-	case now > t.BelowSince+p.Timeout:
+	case now > t.BelowSince.Add(p.Timeout):
 		t.State = Starving
 	}
 	return t.State
@@ -163,8 +166,8 @@ func (p Params) ScaleForPendingJobs(pending int64, coefficient float64) Params {
 		return p
 	}
 	if r := float64(pending) / coefficient; r < 1 {
-		p.Timeout *= r
-		p.AggressiveTimeout *= r
+		p.Timeout = p.Timeout.Scale(r)
+		p.AggressiveTimeout = p.AggressiveTimeout.Scale(r)
 	}
 	return p
 }

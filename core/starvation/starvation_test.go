@@ -3,6 +3,7 @@ package starvation
 import (
 	"testing"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 )
 
@@ -41,10 +42,10 @@ func TestBelowFairShare(t *testing.T) {
 }
 
 func TestStarvationStateMachine(t *testing.T) {
-	p := Params{Timeout: 30, AggressiveTimeout: 120, Aggressive: true}
+	p := Params{Timeout: 30 * clock.Second, AggressiveTimeout: 120 * clock.Second, Aggressive: true}
 	var tr Tracker
 	steps := []struct {
-		now   float64
+		now   float64 // seconds
 		below bool
 		want  State
 	}{
@@ -58,24 +59,24 @@ func TestStarvationStateMachine(t *testing.T) {
 		{152.5, true, Starving},
 	}
 	for i, s := range steps {
-		if got := tr.Observe(s.now, s.below, p); got != s.want {
+		if got := tr.Observe(clock.FromSeconds(s.now), s.below, p); got != s.want {
 			t.Fatalf("step %d (t=%v below=%v): state %v, want %v", i, s.now, s.below, got, s.want)
 		}
 	}
 	p.Aggressive = false
 	tr = Tracker{}
 	tr.Observe(0, true, p)
-	if got := tr.Observe(1000, true, p); got != Starving {
+	if got := tr.Observe(clock.FromSeconds(1000), true, p); got != Starving {
 		t.Fatalf("without aggressive starvation: %v, want starving", got)
 	}
 }
 
 func TestScaleForPendingJobs(t *testing.T) {
-	p := Params{Timeout: 30, AggressiveTimeout: 120}.ScaleForPendingJobs(1, 4)
-	if p.Timeout != 7.5 || p.AggressiveTimeout != 30 {
+	p := Params{Timeout: 30 * clock.Second, AggressiveTimeout: 120 * clock.Second}.ScaleForPendingJobs(1, 4)
+	if p.Timeout != 7500*clock.Millisecond || p.AggressiveTimeout != 30*clock.Second {
 		t.Fatalf("got %+v", p)
 	}
-	if q := (Params{Timeout: 30}).ScaleForPendingJobs(10, 1); q.Timeout != 30 {
+	if q := (Params{Timeout: 30 * clock.Second}).ScaleForPendingJobs(10, 1); q.Timeout != 30*clock.Second {
 		t.Fatalf("many pending jobs must not scale: %+v", q)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 )
 
@@ -366,6 +367,16 @@ func validateRange(o OptFloat, field string, lo, hi float64) error {
 	return nil
 }
 
+// MaxDuration bounds every configurable duration: 10⁹ seconds, about 31.7 years.
+const MaxDuration = 1e9 * clock.Second
+
+func validateDuration(o OptDuration, field string, lo, hi clock.Duration) error {
+	if o.Set && (o.V < lo || o.V > hi) {
+		return errorf(CodeInvalidValue, field, "cannot use %s %v: want a number in [%g, %g]", field, o.V.Seconds(), lo.Seconds(), hi.Seconds())
+	}
+	return nil
+}
+
 // ValidatePool checks a pool configuration on its own (spec.md §8.3, api.md §2).
 func ValidatePool(c *PoolConfig) error {
 	if c.Mode > ModeFIFO {
@@ -413,7 +424,7 @@ func ValidatePool(c *PoolConfig) error {
 	if err := validateRange(c.FairShareStarvationTolerance, "fair_share_starvation_tolerance", 0, 1); err != nil {
 		return err
 	}
-	if err := validateRange(c.FairShareStarvationTimeout, "fair_share_starvation_timeout_s", 0, 1e9); err != nil {
+	if err := validateDuration(c.FairShareStarvationTimeout, "fair_share_starvation_timeout_s", 0, MaxDuration); err != nil {
 		return err
 	}
 	for _, p := range c.FifoSortParameters {
@@ -434,9 +445,6 @@ func ValidateOperation(s *OperationSpec, demand, usage resource.Vec) error {
 	}
 	if err := validatePartial(s.ResourceLimits, "resource_limits"); err != nil {
 		return err
-	}
-	if math.IsNaN(s.StartTime) || math.IsInf(s.StartTime, 0) {
-		return errorf(CodeInvalidValue, "start_time_s", "cannot use start time %v", s.StartTime)
 	}
 	if err := validateVec(demand, "demand"); err != nil {
 		return err

@@ -3,6 +3,7 @@ package tree
 import (
 	"math"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 )
 
@@ -79,6 +80,23 @@ func Some(v float64) OptFloat { return OptFloat{V: v, Set: true} }
 
 // Or returns the value if set, else def.
 func (o OptFloat) Or(def float64) float64 {
+	if o.Set {
+		return o.V
+	}
+	return def
+}
+
+// OptDuration is a clock.Duration that may be unset (inherit or default).
+type OptDuration struct {
+	V   clock.Duration
+	Set bool
+}
+
+// SomeDuration returns a set OptDuration.
+func SomeDuration(v clock.Duration) OptDuration { return OptDuration{V: v, Set: true} }
+
+// Or returns the value if set, else def.
+func (o OptDuration) Or(def clock.Duration) clock.Duration {
 	if o.Set {
 		return o.V
 	}
@@ -181,7 +199,7 @@ type PoolConfig struct {
 	EnableLightweightOperations bool
 	Integral                    IntegralConfig
 
-	FairShareStarvationTimeout           OptFloat
+	FairShareStarvationTimeout           OptDuration
 	FairShareStarvationTolerance         OptFloat
 	EnableAggressiveStarvation           OptBool
 	AllowAggressivePreemption            OptBool
@@ -211,6 +229,6 @@ type OperationSpec struct {
 	IsGang bool
 	// Vanilla operations may be lightweight in FIFO pools (spec.md §6.3).
 	Vanilla        bool
-	StartTime      float64 // virtual seconds
+	StartTime      clock.Time
 	ResourceLimits PartialVec
 }

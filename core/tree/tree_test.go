@@ -276,9 +276,6 @@ func TestValidation(t *testing.T) {
 	m = mkOp("x", "")
 	m.Op.ResourceLimits = onlyRes(resource.CPU, -1)
 	f("negative operation limit", m, CodeInvalidValue, "resource_limits.cpu")
-	m = mkOp("x", "")
-	m.Op.StartTime = math.NaN()
-	f("NaN start time", m, CodeInvalidValue, "start_time_s")
 	// Integral guarantees.
 	f("relaxed pool with burst resources",
 		mkPool("x", "", PoolConfig{Integral: IntegralConfig{Type: GuaranteeRelaxed, BurstGuarantee: onlyRes(resource.CPU, 100)}}),

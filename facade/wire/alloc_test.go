@@ -5,6 +5,7 @@ package wire
 import (
 	"testing"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/snapshot"
@@ -43,7 +44,7 @@ func TestHeartbeatDecodeAllocs(t *testing.T) {
 	}
 	r := &schedule.Response{
 		Start:   []schedule.StartDecision{{Allocation: 1802, Operation: "op-17", Resources: resource.Vec{resource.CPU: 150}}},
-		Preempt: []schedule.PreemptDecision{{Allocation: 1783, Operation: "op-3", Timeout: 10, ForAllocation: 1802, ForOperation: "op-21"}},
+		Preempt: []schedule.PreemptDecision{{Allocation: 1783, Operation: "op-3", Timeout: 10 * clock.Second, ForAllocation: 1802, ForOperation: "op-21"}},
 	}
 	buf := AppendHeartbeatResponse(nil, r)
 	if n := testing.AllocsPerRun(100, func() { buf = AppendHeartbeatResponse(buf[:0], r) }); n != 0 {

@@ -1,11 +1,12 @@
 package wire
 
 import (
-	"math"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/tree"
@@ -156,7 +157,7 @@ func AppendPool(dst []byte, name, parent string, c *tree.PoolConfig) []byte {
 		dst = appendOptBool(dst, "should_distribute_free_volume_among_children", ig.ShouldDistributeFreeVolume)
 		dst = append(dst, '}')
 	}
-	dst = appendOptFloat(dst, "fair_share_starvation_timeout_s", c.FairShareStarvationTimeout)
+	dst = appendOptSeconds(dst, "fair_share_starvation_timeout_s", c.FairShareStarvationTimeout)
 	dst = appendOptFloat(dst, "fair_share_starvation_tolerance", c.FairShareStarvationTolerance)
 	dst = appendOptBool(dst, "enable_aggressive_starvation", c.EnableAggressiveStarvation)
 	dst = appendOptBool(dst, "allow_aggressive_preemption", c.AllowAggressivePreemption)
@@ -185,6 +186,13 @@ func appendOptFloat(dst []byte, k string, o tree.OptFloat) []byte {
 		return dst
 	}
 	return appendFloat(appendKey(dst, k), o.V)
+}
+
+func appendOptSeconds(dst []byte, k string, o tree.OptDuration) []byte {
+	if !o.Set {
+		return dst
+	}
+	return appendFloat(appendKey(dst, k), o.V.Seconds())
 }
 
 func appendOptInt(dst []byte, k string, o tree.OptInt) []byte {
@@ -261,11 +269,11 @@ func DecodeStartOperation(data []byte) (schedule.OperationSpec, error) {
 		case "resource_limits":
 			spec.ResourceLimits, e = resources(p, x)
 		case "allocation_preemption_timeout_s":
-			spec.AllocationPreemptionTimeout, e = optRange(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
+			spec.AllocationPreemptionTimeout, e = optSeconds(p, x)
 		case "allocation_graceful_preemption_timeout_s":
-			spec.AllocationGracefulPreemptionTimeout, e = optRange(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
+			spec.AllocationGracefulPreemptionTimeout, e = optSeconds(p, x)
 		case "fair_share_starvation_timeout_s":
-			spec.FairShareStarvationTimeout, e = optRange(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
+			spec.FairShareStarvationTimeout, e = optSeconds(p, x)
 		case "fair_share_starvation_tolerance":
 			spec.FairShareStarvationTolerance, e = optRange(p, x, 0, 1, "a number in [0, 1]")
 		case "non_preemptible_resource_usage_threshold":
@@ -327,6 +335,15 @@ func optRange(p string, x any, lo, hi float64, want string) (tree.OptFloat, *Err
 		return tree.OptFloat{}, e
 	}
 	return tree.Some(f), nil
+}
+
+// optSeconds decodes a duration in seconds in [0, 1e9].
+func optSeconds(p string, x any) (tree.OptDuration, *Error) {
+	f, e := jsonpath.Range(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
+	if e != nil {
+		return tree.OptDuration{}, e
+	}
+	return tree.SomeDuration(clock.DurationFromSeconds(f)), nil
 }
 
 func tasks(path string, v any) ([]schedule.TaskSpec, *Error) {
@@ -496,18 +513,15 @@ func DecodeServeConfig(data []byte) (*ServeConfig, error) {
 	return sc, nil
 }
 
-var schedConfigKeys = append(append([]string{}, configKeys...),
-	"fair_share_update_period_s", "node_heartbeat_timeout_s", "node_shards",
-	"min_spare_allocation_resources", "max_started_allocations_per_heartbeat",
-	"fair_share_starvation_timeout_s", "fair_share_aggressive_starvation_timeout_s",
-	"fair_share_starvation_tolerance", "enable_aggressive_starvation", "enable_pool_starvation",
-	"allocation_count_preemption_timeout_coefficient", "preemption_satisfaction_threshold",
-	"aggressive_preemption_satisfaction_threshold", "preemptive_scheduling_backoff_s",
-	"allocation_preemption_timeout_s", "allocation_graceful_preemption_timeout_s",
-	"max_operation_count", "max_running_operation_count", "max_operation_count_per_pool",
-	"max_running_operation_count_per_pool", "non_preemptible_resource_usage_threshold",
-	"max_unpreemptible_running_allocation_count", "allow_aggressive_preemption",
-	"scheduling_preemption_priority_scope", "allowed_node_resources_overcommit_duration_s")
+// schedConfigKeys are the keys of a tree config: the fair-share keys of a
+// snapshot's config, then the scheduler's settings table.
+var schedConfigKeys = func() []string {
+	keys := append([]string{}, configKeys...)
+	for _, st := range schedule.Settings() {
+		keys = append(keys, st.Key)
+	}
+	return keys
+}()
 
 // DecodeConfigPatch decodes the body of PATCH /api/v1/config and applies it
 // to base. node_shards cannot change at run time.
@@ -532,6 +546,8 @@ func SchedulerConfig(path string, v any, base schedule.Config) (schedule.Config,
 }
 
 // schedConfig applies a (partial) tree config to c and validates the result.
+// The settings table (schedule.Settings) owns every range and default: this
+// decoder only checks JSON types and maps the core's errors to JSON paths.
 func schedConfig(path string, v any, c schedule.Config, startup bool) (schedule.Config, *Error) {
 	m, e := jsonpath.Object(path, v)
 	if e != nil {
@@ -539,125 +555,68 @@ func schedConfig(path string, v any, c schedule.Config, startup bool) (schedule.
 	}
 	for _, k := range jsonpath.SortedKeys(m) {
 		p, x := jsonpath.Key(path, k), m[k]
-		switch k {
-		case "fair_share_update_period_s":
-			c.FairShareUpdatePeriod, e = jsonpath.Range(p, x, 0.01, 60, "a number of seconds in [0.01, 60]")
-		case "node_heartbeat_timeout_s":
-			c.NodeHeartbeatTimeout, e = jsonpath.Range(p, x, 0.001, maxTimeoutS, "a positive number of seconds of at most 1e9")
-		case "node_shards":
-			if !startup {
-				e = jsonpath.NewError(CodeInvalidValue, p, "cannot change node_shards at run time: restart fairsched serve with a --config that sets it")
-				break
-			}
-			var n int64
-			if n, e = jsonpath.Count(p, x); e == nil {
-				if n < 1 || n > 4096 {
-					e = jsonpath.Invalid(p, x, "a whole number in [1, 4096]")
-				}
-				c.Shards = int(n)
-			}
-		case "min_spare_allocation_resources":
-			c.MinSpareAllocationResources, e = fullResources(p, x)
-		case "max_started_allocations_per_heartbeat":
-			if x == nil {
-				c.MaxStartedAllocationsPerHeartbeat = 0
-				break
-			}
-			var n int64
-			if n, e = jsonpath.Count(p, x); e == nil {
-				if n < 1 || n > 1<<30 {
-					e = jsonpath.Invalid(p, x, "null (no bound) or a whole number in [1, 2^30]")
-				}
-				c.MaxStartedAllocationsPerHeartbeat = int(n)
-			}
-		case "fair_share_starvation_timeout_s":
-			c.FairShareStarvationTimeout, e = jsonpath.Range(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
-		case "fair_share_aggressive_starvation_timeout_s":
-			c.FairShareAggressiveStarvationTimeout, e = jsonpath.Range(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
-		case "fair_share_starvation_tolerance":
-			c.FairShareStarvationTolerance, e = jsonpath.Range(p, x, 0, 1, "a number in [0, 1]")
-		case "enable_aggressive_starvation":
-			c.EnableAggressiveStarvation, e = jsonpath.Bool(p, x)
-		case "enable_pool_starvation":
-			c.EnablePoolStarvation, e = jsonpath.Bool(p, x)
-		case "allocation_count_preemption_timeout_coefficient":
-			c.AllocationCountPreemptionTimeoutCoefficient, e = jsonpath.Range(p, x, 1, 1e6, "a number in [1, 1e6]")
-		case "preemption_satisfaction_threshold":
-			c.PreemptionSatisfactionThreshold, e = jsonpath.Range(p, x, math.SmallestNonzeroFloat64, 1e6, "a positive number")
-		case "aggressive_preemption_satisfaction_threshold":
-			c.AggressivePreemptionSatisfactionThreshold, e = jsonpath.Range(p, x, 0, 1e6, "a non-negative number")
-		case "preemptive_scheduling_backoff_s":
-			c.PreemptiveSchedulingBackoff, e = jsonpath.Range(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
-		case "allocation_preemption_timeout_s":
-			c.AllocationPreemptionTimeout, e = jsonpath.Range(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
-		case "allocation_graceful_preemption_timeout_s":
-			c.AllocationGracefulPreemptionTimeout, e = jsonpath.Range(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
-		case "max_operation_count":
-			c.Limits.MaxOperationCount, e = jsonpath.Count(p, x)
-		case "max_running_operation_count":
-			c.Limits.MaxRunningOperationCount, e = jsonpath.Count(p, x)
-		case "max_operation_count_per_pool":
-			c.Limits.MaxOperationCountPerPool, e = jsonpath.Count(p, x)
-		case "max_running_operation_count_per_pool":
-			c.Limits.MaxRunningOperationCountPerPool, e = jsonpath.Count(p, x)
-		case "non_preemptible_resource_usage_threshold":
-			if x == nil {
-				c.NonPreemptibleResourceUsageThreshold = tree.PartialVec{}
-				break
-			}
-			c.NonPreemptibleResourceUsageThreshold, e = resources(p, x)
-		case "max_unpreemptible_running_allocation_count":
-			if x == nil {
-				c.MaxUnpreemptibleRunningAllocationCount = tree.OptInt{}
-				break
-			}
-			var n int64
-			if n, e = jsonpath.Count(p, x); e == nil {
-				c.MaxUnpreemptibleRunningAllocationCount = tree.SomeInt(n)
-			}
-		case "allow_aggressive_preemption":
-			c.AllowAggressivePreemption, e = jsonpath.Bool(p, x)
-		case "scheduling_preemption_priority_scope":
-			c.SchedulingPreemptionPriorityScope, e = jsonpath.Lookup(p, x, priorityScopes, `"operation_and_ancestors" or "operation_only"`)
-		case "allowed_node_resources_overcommit_duration_s":
-			c.AllowedNodeResourcesOvercommitDuration, e = jsonpath.Range(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
-		default:
+		st, ok := schedule.LookupSetting(k)
+		if !ok {
 			if !slices.Contains(configKeys, k) {
-				e = jsonpath.UnknownKey(path, k, schedConfigKeys, "a tree config")
-				break
+				return c, jsonpath.UnknownKey(path, k, schedConfigKeys, "a tree config")
 			}
 			// The fair-share keys, as a snapshot's config has them.
-			c.FairShare, e = config(path, map[string]any{k: x}, c.FairShare)
+			if c.FairShare, e = config(path, map[string]any{k: x}, c.FairShare); e != nil {
+				return c, e
+			}
+			continue
 		}
+		val, e := settingValue(p, x, st)
 		if e != nil {
 			return c, e
 		}
+		// A start-up setting may be repeated with its current value, so
+		// that what GET answers can be sent back.
+		if st.Startup && !startup && val != st.Get(&c) {
+			return c, jsonpath.NewError(CodeInvalidValue, p, "cannot change "+k+" at run time: restart fairsched serve with a --config that sets it")
+		}
+		if err := st.Set(&c, val); err != nil {
+			return c, jsonpath.Invalid(p, x, st.Want())
+		}
 	}
-	switch {
-	case c.FairShareAggressiveStarvationTimeout < c.FairShareStarvationTimeout:
-		return c, jsonpath.NewError(CodeInvalidValue, jsonpath.Key(path, "fair_share_aggressive_starvation_timeout_s"),
-			"cannot use fair_share_aggressive_starvation_timeout_s "+fmtFloat(c.FairShareAggressiveStarvationTimeout)+
-				" below fair_share_starvation_timeout_s "+fmtFloat(c.FairShareStarvationTimeout))
-	case c.AggressivePreemptionSatisfactionThreshold > c.PreemptionSatisfactionThreshold:
-		return c, jsonpath.NewError(CodeInvalidValue, jsonpath.Key(path, "aggressive_preemption_satisfaction_threshold"),
-			"cannot use aggressive_preemption_satisfaction_threshold "+fmtFloat(c.AggressivePreemptionSatisfactionThreshold)+
-				" above preemption_satisfaction_threshold "+fmtFloat(c.PreemptionSatisfactionThreshold))
-	case c.Limits.MaxOperationCount < c.Limits.MaxRunningOperationCount:
-		return c, jsonpath.NewError(CodeInvalidValue, jsonpath.Key(path, "max_operation_count"),
-			"cannot use max_operation_count "+strconv.FormatInt(c.Limits.MaxOperationCount, 10)+
-				" below max_running_operation_count "+strconv.FormatInt(c.Limits.MaxRunningOperationCount, 10))
-	case c.Limits.MaxOperationCountPerPool < c.Limits.MaxRunningOperationCountPerPool:
-		return c, jsonpath.NewError(CodeInvalidValue, jsonpath.Key(path, "max_operation_count_per_pool"),
-			"cannot use max_operation_count_per_pool "+strconv.FormatInt(c.Limits.MaxOperationCountPerPool, 10)+
-				" below max_running_operation_count_per_pool "+strconv.FormatInt(c.Limits.MaxRunningOperationCountPerPool, 10))
+	if err := schedule.ValidateConfig(&c); err != nil {
+		var se *schedule.Error
+		if !errors.As(err, &se) {
+			panic("BUG: wire: schedule.ValidateConfig returned " + err.Error())
+		}
+		return c, jsonpath.NewError(se.Code, jsonpath.Key(path, se.Field), se.Msg)
 	}
 	return c, nil
 }
 
-func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+// settingValue reads the JSON value x at p as the settings table's kind of st
+// wants it; ranges are the table's.
+func settingValue(p string, x any, st *schedule.Setting) (schedule.Value, *Error) {
+	var (
+		v schedule.Value
+		e *Error
+	)
+	if x == nil && st.Nullable {
+		return schedule.Value{Null: true}, nil
+	}
+	switch st.Kind {
+	case schedule.KindDuration, schedule.KindNumber, schedule.KindCount:
+		v.Number, e = jsonpath.Number(p, x)
+	case schedule.KindBool:
+		v.Bool, e = jsonpath.Bool(p, x)
+	case schedule.KindChoice:
+		v.Choice, e = jsonpath.String(p, x)
+	case schedule.KindResources:
+		v.Resources, e = fullResources(p, x)
+	case schedule.KindPartialResources:
+		v.Partial, e = resources(p, x)
+	}
+	return v, e
+}
 
 // AppendConfig appends the tree config as GET /api/v1/config answers it,
-// with every key DecodeConfigPatch takes.
+// with every key DecodeConfigPatch takes: the fair-share keys, then the
+// settings table's in its order.
 func AppendConfig(dst []byte, c *schedule.Config) []byte {
 	fs := &c.FairShare
 	dst = append(dst, `{"main_resource":"`...)
@@ -681,53 +640,30 @@ func AppendConfig(dst []byte, c *schedule.Config) []byte {
 	} else {
 		dst = append(dst, "null"...)
 	}
-	dst = appendKey(dst, "fair_share_update_period_s")
-	dst = appendFloat(dst, c.FairShareUpdatePeriod)
-	dst = appendKey(dst, "node_heartbeat_timeout_s")
-	dst = appendFloat(dst, c.NodeHeartbeatTimeout)
-	dst = appendKey(dst, "node_shards")
-	dst = strconv.AppendInt(dst, int64(c.Shards), 10)
-	dst = appendKey(dst, "min_spare_allocation_resources")
-	dst = AppendResources(dst, &c.MinSpareAllocationResources)
-	dst = appendKey(dst, "max_started_allocations_per_heartbeat")
-	if c.MaxStartedAllocationsPerHeartbeat > 0 {
-		dst = strconv.AppendInt(dst, int64(c.MaxStartedAllocationsPerHeartbeat), 10)
-	} else {
-		dst = append(dst, "null"...)
+	for _, st := range schedule.Settings() {
+		dst = appendSetting(appendKey(dst, st.Key), &st, st.Get(c))
 	}
-	for _, f := range []struct {
-		k string
-		v float64
-	}{
-		{"fair_share_starvation_timeout_s", c.FairShareStarvationTimeout},
-		{"fair_share_aggressive_starvation_timeout_s", c.FairShareAggressiveStarvationTimeout},
-		{"fair_share_starvation_tolerance", c.FairShareStarvationTolerance},
-		{"allocation_count_preemption_timeout_coefficient", c.AllocationCountPreemptionTimeoutCoefficient},
-		{"preemption_satisfaction_threshold", c.PreemptionSatisfactionThreshold},
-		{"aggressive_preemption_satisfaction_threshold", c.AggressivePreemptionSatisfactionThreshold},
-		{"preemptive_scheduling_backoff_s", c.PreemptiveSchedulingBackoff},
-		{"allocation_preemption_timeout_s", c.AllocationPreemptionTimeout},
-		{"allocation_graceful_preemption_timeout_s", c.AllocationGracefulPreemptionTimeout},
-		{"allowed_node_resources_overcommit_duration_s", c.AllowedNodeResourcesOvercommitDuration},
-	} {
-		dst = appendFloat(appendKey(dst, f.k), f.v)
-	}
-	dst = strconv.AppendBool(appendKey(dst, "enable_aggressive_starvation"), c.EnableAggressiveStarvation)
-	dst = strconv.AppendBool(appendKey(dst, "enable_pool_starvation"), c.EnablePoolStarvation)
-	dst = strconv.AppendBool(appendKey(dst, "allow_aggressive_preemption"), c.AllowAggressivePreemption)
-	dst = append(appendKey(dst, "scheduling_preemption_priority_scope"), '"')
-	dst = append(dst, c.SchedulingPreemptionPriorityScope.String()...)
-	dst = append(dst, '"')
-	dst = AppendPartialResources(appendKey(dst, "non_preemptible_resource_usage_threshold"), &c.NonPreemptibleResourceUsageThreshold)
-	dst = appendKey(dst, "max_unpreemptible_running_allocation_count")
-	if n := c.MaxUnpreemptibleRunningAllocationCount; n.Set {
-		dst = strconv.AppendInt(dst, n.V, 10)
-	} else {
-		dst = append(dst, "null"...)
-	}
-	dst = strconv.AppendInt(appendKey(dst, "max_operation_count"), c.Limits.MaxOperationCount, 10)
-	dst = strconv.AppendInt(appendKey(dst, "max_running_operation_count"), c.Limits.MaxRunningOperationCount, 10)
-	dst = strconv.AppendInt(appendKey(dst, "max_operation_count_per_pool"), c.Limits.MaxOperationCountPerPool, 10)
-	dst = strconv.AppendInt(appendKey(dst, "max_running_operation_count_per_pool"), c.Limits.MaxRunningOperationCountPerPool, 10)
 	return append(dst, '}')
+}
+
+// appendSetting appends the value v of the setting st.
+func appendSetting(dst []byte, st *schedule.Setting, v schedule.Value) []byte {
+	if v.Null {
+		return append(dst, "null"...)
+	}
+	switch st.Kind {
+	case schedule.KindDuration, schedule.KindNumber:
+		return appendFloat(dst, v.Number)
+	case schedule.KindCount:
+		return strconv.AppendInt(dst, int64(v.Number), 10)
+	case schedule.KindBool:
+		return strconv.AppendBool(dst, v.Bool)
+	case schedule.KindChoice:
+		return jsonpath.AppendString(dst, v.Choice)
+	case schedule.KindResources:
+		return AppendResources(dst, &v.Resources)
+	case schedule.KindPartialResources:
+		return AppendPartialResources(dst, &v.Partial)
+	}
+	panic("BUG: wire: no encoder for a setting of kind " + strconv.Itoa(int(st.Kind)))
 }

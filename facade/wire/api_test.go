@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/tree"
@@ -86,7 +87,7 @@ func TestDecodeStartOperation(t *testing.T) {
 	}
 	want := schedule.OperationSpec{ID: "etl-1", Type: "map", Pool: "prod", Weight: tree.Some(2), PreemptionMode: schedule.PreemptionGraceful,
 		IsGang: true, ResourceLimits: tree.PartialVec{V: resource.Vec{resource.CPU: 1000}, Set: [resource.Count]bool{resource.CPU: true}},
-		AllocationPreemptionTimeout: tree.Some(5),
+		AllocationPreemptionTimeout: tree.SomeDuration(5 * clock.Second),
 		Tasks:                       []schedule.TaskSpec{{Name: "map", JobCount: 10, Resources: resource.Vec{resource.CPU: 100, resource.Memory: 1024}, DurationHintS: 60}}}
 	if !reflect.DeepEqual(spec, want) {
 		t.Fatalf("got %+v\nwant %+v", spec, want)
@@ -146,7 +147,13 @@ func TestDecodeServeConfig(t *testing.T) {
 	if !json.Valid(out) {
 		t.Fatalf("not JSON: %s", out)
 	}
-	_, err = DecodeConfigPatch(out, schedule.DefaultConfig())
+	// node_shards may be repeated at run time, never changed.
+	if back, err := DecodeConfigPatch(out, sc.Scheduler); err != nil || !reflect.DeepEqual(back, sc.Scheduler) {
+		t.Fatalf("GET's output patched onto the same config: %+v, %v", back, err)
+	}
+	other := schedule.DefaultConfig()
+	other.Shards = sc.Scheduler.Shards + 1
+	_, err = DecodeConfigPatch(out, other)
 	wantError(t, "node_shards", err, CodeInvalidValue, "$.node_shards")
 	sc2, err := DecodeServeConfig([]byte(`{"config": ` + string(out) + `}`))
 	if err != nil {
@@ -173,7 +180,7 @@ func TestDecodeServeConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.FairShareUpdatePeriod != 1 || c.FairShare.SmoothPeriodS != 30 || c.FairShare.PoolCapacitySaturationPeriodS != 86400 {
+	if c.FairShareUpdatePeriod != clock.Second || c.FairShare.SmoothPeriodS != 30 || c.FairShare.PoolCapacitySaturationPeriodS != 86400 {
 		t.Fatalf("patched %+v", c)
 	}
 }
@@ -280,8 +287,14 @@ func FuzzDecodeConfigPatch(f *testing.F) {
 			}
 			return
 		}
-		if c.FairShareUpdatePeriod < 0.01 || c.FairShareAggressiveStarvationTimeout < c.FairShareStarvationTimeout {
-			t.Fatalf("%q: accepted %+v", data, c)
+		if err := schedule.ValidateConfig(&c); err != nil {
+			t.Fatalf("%q: accepted %+v: %v", data, c, err)
+		}
+		// What GET answers for an accepted config decodes to the same config.
+		out := AppendConfig(nil, &c)
+		back, err := DecodeConfigPatch(out, schedule.DefaultConfig())
+		if err != nil || !reflect.DeepEqual(back, c) {
+			t.Fatalf("%q: config %s decodes to %+v, %v; want %+v", data, out, back, err, c)
 		}
 	})
 }

@@ -387,7 +387,7 @@ func AppendHeartbeatResponse(dst []byte, r *schedule.Response) []byte {
 		dst = append(dst, `,"reason":"`...)
 		dst = appendPreemptReason(dst, d)
 		dst = append(dst, `","timeout_s":`...)
-		dst = appendFloat(dst, d.Timeout)
+		dst = appendFloat(dst, d.Timeout.Seconds())
 		dst = append(dst, '}')
 	}
 	dst = append(dst, `],"allocations_to_abort":[`...)

@@ -13,6 +13,7 @@ import (
 
 	gojson "github.com/goccy/go-json"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
 )
@@ -422,7 +423,7 @@ func FuzzHeartbeat(f *testing.F) {
 func TestAppendHeartbeatResponse(t *testing.T) {
 	r := &schedule.Response{
 		Start:   []schedule.StartDecision{{Allocation: 1802, Operation: "op-17", Resources: resource.Vec{resource.CPU: 150, resource.Memory: 4294967296}}},
-		Preempt: []schedule.PreemptDecision{{Allocation: 1783, Operation: "op-3", Reason: schedule.PreemptForStarving, Timeout: 10, ForAllocation: 1802, ForOperation: "op-21"}},
+		Preempt: []schedule.PreemptDecision{{Allocation: 1783, Operation: "op-3", Reason: schedule.PreemptForStarving, Timeout: 10 * clock.Second, ForAllocation: 1802, ForOperation: "op-21"}},
 		Abort:   []schedule.AbortDecision{{Allocation: 1650, Operation: "op-9", Reason: schedule.AbortOperationFinished, OperationState: schedule.StateAborted}, {Allocation: 7, Reason: schedule.AbortUnknownAllocation}},
 	}
 	got := string(AppendHeartbeatResponse(nil, r))

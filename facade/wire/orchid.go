@@ -104,7 +104,7 @@ func AppendOperation(dst []byte, o *schedule.OperationInfo, detailed bool) []byt
 	dst = append(dst, `,"completed_job_count":`...)
 	dst = strconv.AppendInt(dst, o.CompletedJobs, 10)
 	dst = append(dst, `,"start_time_s":`...)
-	dst = appendFloat(dst, o.StartTime)
+	dst = appendFloat(dst, o.StartTime.Seconds())
 	if o.WaitingPool != "" {
 		dst = append(dst, `,"waiting_for":{"pool":`...)
 		dst = jsonpath.AppendString(dst, o.WaitingPool)
@@ -126,7 +126,7 @@ func AppendNodeOrchid(dst []byte, n *schedule.NodeInfo) []byte {
 	dst = append(dst, `,"resource_usage":`...)
 	dst = AppendResources(dst, &n.Usage)
 	dst = append(dst, `,"last_heartbeat_s":`...)
-	dst = appendFloat(dst, n.LastHeartbeat)
+	dst = appendFloat(dst, n.LastHeartbeat.Seconds())
 	dst = append(dst, `,"allocations":[`...)
 	for i := range n.Allocations {
 		a := &n.Allocations[i]
@@ -135,14 +135,14 @@ func AppendNodeOrchid(dst []byte, n *schedule.NodeInfo) []byte {
 		}
 		dst = appendAllocationTask(dst, a.ID, a.Operation, a.Task, &a.Resources)
 		dst = append(dst, `,"start_time_s":`...)
-		dst = appendFloat(dst, a.Start)
+		dst = appendFloat(dst, a.Start.Seconds())
 		dst = append(dst, `,"preemption_status":"`...)
 		dst = append(dst, a.Status.String()...)
 		dst = append(dst, `","preempted":`...)
 		dst = strconv.AppendBool(dst, a.Preempted)
 		if a.Preempted {
 			dst = append(dst, `,"preemption_deadline_s":`...)
-			dst = appendFloat(dst, a.Deadline)
+			dst = appendFloat(dst, a.Deadline.Seconds())
 		}
 		dst = append(dst, '}')
 	}

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/tree"
 	"github.com/fairsched/fairsched/internal/jsonpath"
@@ -140,6 +141,9 @@ func decodeAttr(f any, p string, x any) *Error {
 	case *tree.OptFloat:
 		v, e := jsonpath.Number(p, x)
 		return set(f, tree.Some(v), e)
+	case *tree.OptDuration:
+		v, e := jsonpath.Number(p, x)
+		return set(f, tree.SomeDuration(clock.DurationFromSeconds(v)), e)
 	case *tree.OptInt:
 		n, e := jsonpath.Count(p, x)
 		return set(f, tree.SomeInt(n), e)
@@ -180,6 +184,8 @@ func resetAttr(f any) {
 		*f = tree.OptBool{}
 	case *tree.OptFloat:
 		*f = tree.OptFloat{}
+	case *tree.OptDuration:
+		*f = tree.OptDuration{}
 	case *tree.OptInt:
 		*f = tree.OptInt{}
 	case *tree.PartialVec:

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/fairshare"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/snapshot"
@@ -400,7 +401,9 @@ func (d *snapDecoder) operation(path string, m map[string]any, el *snapshot.Elem
 		case "is_gang":
 			s.IsGang, e = jsonpath.Bool(p, x)
 		case "start_time_s":
-			s.StartTime, e = jsonpath.Number(p, x)
+			var start float64
+			start, e = jsonpath.Number(p, x)
+			s.StartTime = clock.FromSeconds(start)
 		case "resource_limits":
 			s.ResourceLimits, e = resources(p, x)
 		case "type":

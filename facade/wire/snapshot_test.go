@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/fairshare"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/snapshot"
@@ -264,7 +265,7 @@ func TestDecodeSnapshotValues(t *testing.T) {
 	if op.Name != "op.1" || !op.IsOperation || op.Path != "$.tree.children[0].children[0]" {
 		t.Errorf("op.1: %q %v %q", op.Name, op.IsOperation, op.Path)
 	}
-	wantOp := tree.OperationSpec{Weight: tree.Some(3), IsGang: true, Vanilla: true, StartTime: 12.5,
+	wantOp := tree.OperationSpec{Weight: tree.Some(3), IsGang: true, Vanilla: true, StartTime: 12500 * clock.Time(clock.Millisecond),
 		ResourceLimits: tree.PartialVec{V: resource.Vec{0, 125, 0, 0, 0}, Set: [resource.Count]bool{false, true, false, false, false}}}
 	if op.Op != wantOp {
 		t.Errorf("op spec %+v, want %+v", op.Op, wantOp)
