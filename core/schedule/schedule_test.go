@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fairsched/fairsched/core/apierr"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/tree"
 )
@@ -334,7 +335,7 @@ func TestForeignAllocationIsRejected(t *testing.T) {
 	before, _ := c.s.Node(c.nodes[1].name)
 	c.resp.Reset()
 	err := c.s.Heartbeat(c.now, &NodeHeartbeat{Node: c.nodes[1].name, Limits: node, Allocations: append(c.nodes[1].allocs[:len(c.nodes[1].allocs):len(c.nodes[1].allocs)], stolen)}, &c.resp)
-	var se *Error
+	var se *apierr.Error
 	if !errors.As(err, &se) || se.Code != CodeForeignAllocation {
 		t.Fatalf("foreign allocation: err %v", err)
 	}
