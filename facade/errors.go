@@ -6,9 +6,9 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/fairsched/fairsched/core/apierr"
 	"github.com/fairsched/fairsched/core/limits"
 	"github.com/fairsched/fairsched/core/schedule"
-	"github.com/fairsched/fairsched/core/snapshot"
 	"github.com/fairsched/fairsched/core/tree"
 	"github.com/fairsched/fairsched/facade/wire"
 )
@@ -30,31 +30,21 @@ const (
 	CodeTooManyOperations = limits.CodeTooManyOperations
 )
 
-// errorBody maps an error of a decoder or of the core to its status and
-// body. prefix is the JSON path of the element the core validated ("$" for
-// a request body); a core error's Field is appended to it. Fields that name
-// the URL's resource ("name", "id") are not paths in the body.
+// errorBody maps an error of a decoder or of the core (an *apierr.Error) to
+// its status and body. An absolute path (a decoder's, a snapshot's) is the
+// body's and the status 400. A relative one is the core's: prefix is the
+// JSON path of the element the core validated ("$" for a request body) and
+// the error's path is appended to it, except that "name" and "id" name the
+// URL's resource and are not paths in the body; the code sets the status.
 func errorBody(err error, prefix string) (int, *wire.Error) {
-	var (
-		we *wire.Error
-		te *tree.Error
-		se *schedule.Error
-		le *limits.LimitError
-		pe *snapshot.Error
-	)
+	var e *apierr.Error
 	switch {
-	case errors.As(err, &we):
-		return fasthttp.StatusBadRequest, we
-	case errors.As(err, &le):
-		return fasthttp.StatusConflict, &wire.Error{Code: le.Code, Message: le.Error(), Path: join(prefix, "pool")}
-	case errors.As(err, &te):
-		return statusOf(te.Code, te.Field), &wire.Error{Code: te.Code, Message: te.Msg, Path: fieldPath(prefix, te.Code, te.Field)}
-	case errors.As(err, &pe):
-		return fasthttp.StatusBadRequest, &wire.Error{Code: pe.Code, Message: pe.Msg, Path: pe.Path}
-	case errors.As(err, &se):
-		return statusOf(se.Code, se.Field), &wire.Error{Code: se.Code, Message: se.Msg, Path: fieldPath(prefix, se.Code, se.Field)}
+	case !errors.As(err, &e):
+		return fasthttp.StatusInternalServerError, &wire.Error{Code: CodeInternal, Message: "cannot handle the request: " + err.Error()}
+	case e.Absolute():
+		return fasthttp.StatusBadRequest, e
 	}
-	return fasthttp.StatusInternalServerError, &wire.Error{Code: CodeInternal, Message: "cannot handle the request: " + err.Error()}
+	return statusOf(e.Code, e.Path), &wire.Error{Code: e.Code, Message: e.Message, Path: fieldPath(prefix, e.Code, e.Path)}
 }
 
 // statusOf is the HTTP status of a core error code (api.md §1).
@@ -84,14 +74,7 @@ func fieldPath(prefix, code, field string) string {
 		}
 		return prefix
 	}
-	return join(prefix, field)
-}
-
-func join(prefix, field string) string {
-	if strings.HasPrefix(field, "[") {
-		return prefix + field
-	}
-	return prefix + "." + field
+	return apierr.Join(prefix, field)
 }
 
 // writeJSON sets a JSON answer.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/fairsched/fairsched/core/apierr"
 	"github.com/fairsched/fairsched/core/tree"
 )
 
@@ -14,7 +15,8 @@ const (
 )
 
 // Sentinel errors: errors.Is(err, ErrTooManyOperations) holds for a *LimitError
-// with CodeTooManyOperations, and likewise for the running limit.
+// with CodeTooManyOperations (and for the *apierr.Error that wraps it), and
+// likewise for the running limit.
 var (
 	ErrTooManyOperations        = errors.New("limits: too many operations")
 	ErrTooManyRunningOperations = errors.New("limits: too many running operations")
@@ -29,6 +31,11 @@ const (
 // LimitError reports the lowest pool on an operation's path whose operation
 // count (Code CodeTooManyOperations) or running operation count
 // (CodeTooManyRunningOperations) has reached its limit (spec.md §6.2).
+//
+// NB: it is the structured detail of the error that CanRegister and Move
+// return, an *apierr.Error (Code, Path "pool", Message e.Error()) whose Err
+// it is: callers that map errors to answers see one type, and errors.As
+// finds the *LimitError through Unwrap for those that want the numbers.
 type LimitError struct {
 	Code  string
 	Pool  string // the pool's name; tree.RootName for the root
@@ -63,13 +70,14 @@ func (e *LimitError) Is(target error) bool {
 	return false
 }
 
-// limitError describes pool p's count and limit for code.
-func (l *Limits) limitError(code, action string, p tree.ID) *LimitError {
+// limitError describes pool p's count and limit for code: an *apierr.Error
+// about the operation's "pool" that wraps the *LimitError.
+func (l *Limits) limitError(code, action string, p tree.ID) *apierr.Error {
 	e := &LimitError{Code: code, Pool: l.t.Name(p), Action: action}
 	if code == CodeTooManyRunningOperations {
 		e.Limit, e.Count = l.maxRunning(p), l.pools[p].running
 	} else {
 		e.Limit, e.Count = l.maxOperations(p), l.pools[p].ops
 	}
-	return e
+	return &apierr.Error{Code: code, Path: "pool", Message: e.Error(), Err: e}
 }

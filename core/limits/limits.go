@@ -160,10 +160,10 @@ func (l *Limits) grow() {
 // ---- admission ----
 
 // CanRegister reports whether a new operation may be registered in pool
-// (spec.md §6.2, [V: FindPoolWithViolatedOperationCountLimit]): it returns a
-// *LimitError with CodeTooManyOperations naming the lowest pool on the path
-// from pool to the root whose operation_count has reached its
-// max_operation_count, or nil. It allocates only the error.
+// (spec.md §6.2, [V: FindPoolWithViolatedOperationCountLimit]): it returns an
+// *apierr.Error wrapping a *LimitError with CodeTooManyOperations naming the
+// lowest pool on the path from pool to the root whose operation_count has
+// reached its max_operation_count, or nil. It allocates only the error.
 func (l *Limits) CanRegister(pool tree.ID) error {
 	l.grow()
 	l.mustBePool(pool)
@@ -242,7 +242,7 @@ func (l *Limits) Unregister(op tree.ID, dst []tree.ID) []tree.ID {
 // runs and will count against running limits in newPool (it is Running, or
 // Lightweight and newPool makes it not), running_operation_count <
 // max_running_operation_count (else CodeTooManyRunningOperations). The error
-// is a *LimitError with Action ActionMove, and nothing changes.
+// wraps a *LimitError with Action ActionMove, and nothing changes.
 //
 // NB: a Lightweight operation that newPool makes not lightweight starts
 // counting in running_operation_count on the whole new path, so the running

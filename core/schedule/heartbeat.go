@@ -165,7 +165,7 @@ func (r *Response) Reset() {
 //     preemptible ones (§5.6).
 //
 // A heartbeat that reports an allocation of another node is rejected with
-// a *Error (code foreign_allocation) before anything changes.
+// an *apierr.Error (code foreign_allocation) before anything changes.
 //
 // Heartbeats of one node's shard are serialised; others run in parallel.
 // In steady state (a registered node, a Response reused, the shard's

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fairsched/fairsched/core/apierr"
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/tree"
@@ -338,7 +339,7 @@ func TestForeignAllocationIsRejected(t *testing.T) {
 	before, _ := c.s.Node(c.nodes[1].name)
 	c.resp.Reset()
 	err := c.s.Heartbeat(c.at(), &NodeHeartbeat{Node: c.nodes[1].name, Limits: node, Allocations: append(c.nodes[1].allocs[:len(c.nodes[1].allocs):len(c.nodes[1].allocs)], stolen)}, &c.resp)
-	var se *Error
+	var se *apierr.Error
 	if !errors.As(err, &se) || se.Code != CodeForeignAllocation {
 		t.Fatalf("foreign allocation: err %v", err)
 	}

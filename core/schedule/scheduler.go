@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/fairsched/fairsched/core/apierr"
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/fairshare"
 	"github.com/fairsched/fairsched/core/limits"
@@ -14,27 +15,21 @@ import (
 	"github.com/fairsched/fairsched/core/tree"
 )
 
-// Error is a rejected request: a stable code, the field (a JSON key of
-// api.md, when there is one) and a sentence.
-type Error struct {
-	Code  string
-	Field string
-	Msg   string
-}
-
-func (e *Error) Error() string { return "schedule: " + e.Msg }
-
-// Error codes beyond those of core/tree and core/limits.
+// Error codes beyond those of core/tree and core/limits; the shared ones are
+// apierr's.
 const (
-	CodeUnknownOperation  = "unknown_operation"
+	CodeUnknownOperation  = apierr.CodeUnknownOperation
 	CodeDuplicateID       = "duplicate_id"
-	CodeInvalidValue      = "invalid_value"
+	CodeInvalidValue      = apierr.CodeInvalidValue
 	CodeForeignAllocation = "foreign_allocation"
 	CodeFinished          = "operation_finished"
 )
 
-func errorf(code, field, format string, args ...any) *Error {
-	return &Error{Code: code, Field: field, Msg: fmt.Sprintf(format, args...)}
+// errorf returns a rejected request: Path is field, the offending field
+// relative to the request's element (a JSON key of api.md), or "" when there
+// is none.
+func errorf(code, field, format string, args ...any) *apierr.Error {
+	return &apierr.Error{Code: code, Path: field, Message: fmt.Sprintf(format, args...), Pkg: "schedule"}
 }
 
 // Scheduler is the scheduling core. See the package documentation for its
@@ -270,7 +265,7 @@ func (s *Scheduler) StartOperation(now clock.Time, spec OperationSpec) (string, 
 	if spec.Pool != "" {
 		id, ok := s.tree.Lookup(spec.Pool)
 		if !ok || s.tree.IsOperation(id) {
-			return "", 0, &Error{Code: tree.CodeUnknownPool, Field: "pool", Msg: fmt.Sprintf("cannot find pool %q", spec.Pool)}
+			return "", 0, errorf(tree.CodeUnknownPool, "pool", "cannot find pool %q", spec.Pool)
 		}
 		pool = id
 	}
@@ -582,7 +577,7 @@ func (s *Scheduler) MoveOperation(id, pool string) error {
 	if pool != "" {
 		pid, ok := s.tree.Lookup(pool)
 		if !ok || s.tree.IsOperation(pid) {
-			return &Error{Code: tree.CodeUnknownPool, Field: "pool", Msg: fmt.Sprintf("cannot find pool %q", pool)}
+			return errorf(tree.CodeUnknownPool, "pool", "cannot find pool %q", pool)
 		}
 		p = pid
 	}

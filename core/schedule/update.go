@@ -422,7 +422,7 @@ func (s *Scheduler) Pool(name string) (PoolInfo, error) {
 	defer s.mu.Unlock()
 	id, ok := s.tree.Lookup(name)
 	if !ok || s.tree.IsOperation(id) {
-		return PoolInfo{}, &Error{Code: tree.CodeUnknownPool, Field: "name", Msg: "cannot find pool \"" + name + "\""}
+		return PoolInfo{}, errorf(tree.CodeUnknownPool, "name", "cannot find pool \"%s\"", name)
 	}
 	return s.poolInfo(id), nil
 }

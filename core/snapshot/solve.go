@@ -3,20 +3,11 @@ package snapshot
 import (
 	"fmt"
 
+	"github.com/fairsched/fairsched/core/apierr"
 	"github.com/fairsched/fairsched/core/fairshare"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/tree"
 )
-
-// Error is a snapshot that cannot be solved: Path is the JSON path of the
-// offending value.
-type Error struct {
-	Code string
-	Path string
-	Msg  string
-}
-
-func (e *Error) Error() string { return e.Path + ": " + e.Msg }
 
 // Build creates the pool tree and an Updater for the snapshot, with integral
 // volumes restored. It validates the whole tree first.
@@ -61,20 +52,22 @@ func Build(s *Snapshot) (*tree.Tree, *fairshare.Updater, error) {
 	return t, u, nil
 }
 
+// treeError turns a core/tree error about the element at path into an
+// *apierr.Error at the absolute path of the offending field.
 func treeError(path string, err error) error {
-	if te, ok := err.(*tree.Error); ok {
+	if te, ok := err.(*apierr.Error); ok {
 		p := path
-		if te.Field != "" && te.Field != "name" {
-			p += "." + te.Field
+		if te.Path != "name" {
+			p = apierr.Join(path, te.Path)
 		}
-		return &Error{Code: te.Code, Path: p, Msg: te.Msg}
+		return &apierr.Error{Code: te.Code, Path: p, Message: te.Message}
 	}
-	return &Error{Code: "invalid_value", Path: path, Msg: err.Error()}
+	return &apierr.Error{Code: apierr.CodeInvalidValue, Path: path, Message: err.Error()}
 }
 
 // Solve runs the snapshot's updates and returns every element's attributes
 // after each update. The tree is validated before anything runs; an invalid
-// snapshot returns an *Error naming the JSON path.
+// snapshot returns an *apierr.Error at the JSON path of the offending value.
 func Solve(s *Snapshot) (*Result, error) {
 	t, u, err := Build(s)
 	if err != nil {
@@ -120,17 +113,17 @@ func Solve(s *Snapshot) (*Result, error) {
 func checkAssignment(t *tree.Tree, a *Assignment) error {
 	id, ok := t.Lookup(a.Element)
 	if !ok {
-		return &Error{Code: "unknown_element", Path: a.Path, Msg: fmt.Sprintf("cannot find element %q", a.Element)}
+		return &apierr.Error{Code: apierr.CodeUnknownElement, Path: a.Path, Message: fmt.Sprintf("cannot find element %q", a.Element)}
 	}
 	isOp := t.IsOperation(id)
 	switch a.Attr {
 	case AttrDemand, AttrUsage:
 		if !isOp {
-			return &Error{Code: "invalid_value", Path: a.Path, Msg: fmt.Sprintf("cannot set demand or usage of pool %q: only operations have them", a.Element)}
+			return &apierr.Error{Code: apierr.CodeInvalidValue, Path: a.Path, Message: fmt.Sprintf("cannot set demand or usage of pool %q: only operations have them", a.Element)}
 		}
 	case AttrStrongGuarantee:
 		if isOp {
-			return &Error{Code: "invalid_value", Path: a.Path, Msg: fmt.Sprintf("cannot set strong_guarantee_resources of operation %q: only pools have them", a.Element)}
+			return &apierr.Error{Code: apierr.CodeInvalidValue, Path: a.Path, Message: fmt.Sprintf("cannot set strong_guarantee_resources of operation %q: only pools have them", a.Element)}
 		}
 	}
 	return nil

@@ -4,35 +4,29 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/fairsched/fairsched/core/apierr"
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 )
 
-// Error is a validation error of a tree mutation. Code is stable and
-// snake_case; Field names the offending attribute (a JSON key of api.md) so
-// that callers can build the JSON path.
-type Error struct {
-	Code  string
-	Field string
-	Msg   string
-}
-
-func (e *Error) Error() string { return "tree: " + e.Msg }
-
-// Error codes.
+// Error codes of the tree's *apierr.Error values; the shared ones are
+// apierr's.
 const (
 	CodeInvalidName      = "invalid_name"
-	CodeDuplicateName    = "duplicate_name"
+	CodeDuplicateName    = apierr.CodeDuplicateName
 	CodeUnknownPool      = "unknown_pool"
-	CodeUnknownOperation = "unknown_operation"
+	CodeUnknownOperation = apierr.CodeUnknownOperation
 	CodeCycle            = "cycle"
-	CodeInvalidValue     = "invalid_value"
+	CodeInvalidValue     = apierr.CodeInvalidValue
 	CodePoolNotEmpty     = "pool_not_empty"
 	CodeFifoChildPool    = "fifo_pool_with_child_pools"
 )
 
-func errorf(code, field, format string, args ...any) *Error {
-	return &Error{Code: code, Field: field, Msg: fmt.Sprintf(format, args...)}
+// errorf returns the tree's validation error: Path is field, the offending
+// attribute relative to the mutated element (a JSON key of api.md), which
+// callers join to the element's path.
+func errorf(code, field, format string, args ...any) *apierr.Error {
+	return &apierr.Error{Code: code, Path: field, Message: fmt.Sprintf(format, args...), Pkg: "tree"}
 }
 
 // MutationKind selects what a Mutation does.
@@ -68,8 +62,8 @@ type Mutation struct {
 
 // Apply validates and applies the mutations in order. If any is invalid, the
 // ones already applied are undone and the tree is exactly as before; the
-// returned error is an *Error. The index of the failing mutation is returned
-// too (-1 on success).
+// returned error is an *apierr.Error. The index of the failing mutation is
+// returned too (-1 on success).
 func (t *Tree) Apply(ms ...Mutation) (int, error) {
 	var undo []func()
 	for i := range ms {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fairsched/fairsched/core/apierr"
 	"github.com/fairsched/fairsched/core/resource"
 )
 
@@ -184,12 +185,12 @@ func walkNames(tr *Tree) []string {
 
 func checkTreeError(t *testing.T, err error, code, field string) {
 	t.Helper()
-	var te *Error
+	var te *apierr.Error
 	if !errors.As(err, &te) {
-		t.Fatalf("error %v (%T), want *tree.Error %s at %s", err, err, code, field)
+		t.Fatalf("error %v (%T), want *apierr.Error %s at %s", err, err, code, field)
 	}
-	if te.Code != code || te.Field != field {
-		t.Errorf("error %q: code %q field %q, want code %q field %q", te.Msg, te.Code, te.Field, code, field)
+	if te.Code != code || te.Path != field {
+		t.Errorf("error %q: code %q field %q, want code %q field %q", te.Message, te.Code, te.Path, code, field)
 	}
 	if !strings.HasPrefix(te.Error(), "tree: cannot ") {
 		t.Errorf("error text %q, want \"tree: cannot …\"", te.Error())
@@ -362,7 +363,7 @@ func TestBatchAtomicity(t *testing.T) {
 		if i != failAt {
 			t.Errorf("%s: failed at %d, want %d", name, i, failAt)
 		}
-		var te *Error
+		var te *apierr.Error
 		if !errors.As(err, &te) || te.Code != code {
 			t.Errorf("%s: error %v, want code %s", name, err, code)
 		}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fairsched/fairsched/core/apierr"
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
@@ -580,11 +581,11 @@ func schedConfig(path string, v any, c schedule.Config, startup bool) (schedule.
 		}
 	}
 	if err := schedule.ValidateConfig(&c); err != nil {
-		var se *schedule.Error
+		var se *apierr.Error
 		if !errors.As(err, &se) {
 			panic("BUG: wire: schedule.ValidateConfig returned " + err.Error())
 		}
-		return c, jsonpath.NewError(se.Code, jsonpath.Key(path, se.Field), se.Msg)
+		return c, jsonpath.NewError(se.Code, jsonpath.Key(path, se.Path), se.Message)
 	}
 	return c, nil
 }

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fairsched/fairsched/core/apierr"
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/fairshare"
 	"github.com/fairsched/fairsched/core/resource"
@@ -46,7 +47,7 @@ const (
 	// CodeMissingAttribute: a required key is absent.
 	CodeMissingAttribute = jsonpath.CodeMissingAttribute
 	// CodeUnknownElement: a name refers to no pool or operation.
-	CodeUnknownElement = "unknown_element"
+	CodeUnknownElement = apierr.CodeUnknownElement
 	// CodeDuplicateKey: an object has a key twice (heartbeats refuse it).
 	CodeDuplicateKey = jsonpath.CodeDuplicateKey
 	// CodeDuplicateName: two elements share a name.
@@ -438,21 +439,17 @@ func (d *snapDecoder) operation(path string, m map[string]any, el *snapshot.Elem
 }
 
 // treeError turns a core/tree validation error into an *Error whose path is
-// the element's path followed by the error's field.
+// the element's path followed by the error's (relative) path.
 func treeError(path string, err error, aliased bool) *Error {
-	var te *tree.Error
+	var te *apierr.Error
 	if !errors.As(err, &te) {
 		return jsonpath.NewError(CodeInvalidValue, path, err.Error())
 	}
-	p := path
-	if te.Field != "" {
-		field := te.Field
-		if aliased && strings.HasPrefix(field, "strong_guarantee_resources") {
-			field = "min_share_resources" + strings.TrimPrefix(field, "strong_guarantee_resources")
-		}
-		p = path + "." + field
+	field := te.Path
+	if aliased && strings.HasPrefix(field, "strong_guarantee_resources") {
+		field = "min_share_resources" + strings.TrimPrefix(field, "strong_guarantee_resources")
 	}
-	return jsonpath.NewError(te.Code, p, te.Msg)
+	return jsonpath.NewError(te.Code, apierr.Join(path, field), te.Message)
 }
 
 // ---- updates ----
@@ -558,9 +555,9 @@ func (d *snapDecoder) set(path string, v any) ([]snapshot.Assignment, *Error) {
 			a.Attr = snapshot.AttrWeight
 			if a.Num, e = jsonpath.Number(p, x); e == nil {
 				if err := tree.ValidateOperation(&tree.OperationSpec{Weight: tree.Some(a.Num)}, resource.Vec{}, resource.Vec{}); err != nil {
-					var te *tree.Error
+					var te *apierr.Error
 					if errors.As(err, &te) {
-						e = jsonpath.NewError(te.Code, p, te.Msg)
+						e = jsonpath.NewError(te.Code, p, te.Message)
 					} else {
 						e = jsonpath.NewError(CodeInvalidValue, p, err.Error())
 					}

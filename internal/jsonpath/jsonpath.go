@@ -26,7 +26,8 @@
 // (facade/wire's heartbeat scanner) and share only the error text.
 //
 // NB: it imports core/resource for the resource objects of api.md §1 and
-// nothing else of the module; core/ must never import it (internal/lint).
+// core/apierr for its error type, and nothing else of the module; core/ must
+// never import it (internal/lint).
 package jsonpath
 
 import (
@@ -37,24 +38,16 @@ import (
 	"strings"
 
 	json "github.com/goccy/go-json"
+
+	"github.com/fairsched/fairsched/core/apierr"
 )
 
-// Error is a validation error of a JSON document (api.md §1). Code is stable
-// snake_case, Message a sentence naming the field and the value, Path the
-// JSON path of the offending field ("$" for the whole document).
-type Error struct {
-	Code    string
-	Message string
-	Path    string
-}
-
-// Error returns "<path>: <message>".
-func (e *Error) Error() string {
-	if e.Path == "" {
-		return e.Message
-	}
-	return e.Path + ": " + e.Message
-}
+// Error is a validation error of a JSON document (api.md §1): apierr.Error,
+// the type of the core's validation errors too. Code is stable snake_case,
+// Message a sentence naming the field and the value, Path the absolute JSON
+// path of the offending field ("$" for the whole document); Error() returns
+// "<path>: <message>".
+type Error = apierr.Error
 
 // Error codes of the toolkit. Decoders add their own domain codes
 // (facade/wire.CodeUnknownElement, …).
@@ -64,7 +57,7 @@ const (
 	// CodeWrongType: a value has the wrong JSON type (a string for a number, …).
 	CodeWrongType = "wrong_type"
 	// CodeInvalidValue: a value of the right type is out of range or unknown.
-	CodeInvalidValue = "invalid_value"
+	CodeInvalidValue = apierr.CodeInvalidValue
 	// CodeUnknownAttribute: an object has a key the format does not know.
 	CodeUnknownAttribute = "unknown_attribute"
 	// CodeMissingAttribute: a required key is absent.
@@ -72,7 +65,7 @@ const (
 	// CodeDuplicateKey: an object has a key twice (decoders that refuse it).
 	CodeDuplicateKey = "duplicate_key"
 	// CodeDuplicateName: two entries of a list share a name.
-	CodeDuplicateName = "duplicate_name"
+	CodeDuplicateName = apierr.CodeDuplicateName
 )
 
 // NewError returns an *Error with code, path and message msg.

@@ -106,6 +106,14 @@ var rules = []rule{
 		why:        "core/resource is the leaf of the core",
 	},
 	{
+		// Every layer of the core and the decoders share its error type.
+		from:       []string{mod("core/apierr")},
+		to:         []string{module},
+		allow:      []string{mod("core/apierr")},
+		transitive: true,
+		why:        "core/apierr is a leaf: the validation error that every layer shares",
+	},
+	{
 		from:       []string{mod("core/tree")},
 		to:         []string{mod("core/fairshare"), mod("core/schedule")},
 		transitive: true,
@@ -121,9 +129,9 @@ var rules = []rule{
 		// facade/wire, sim, loadgen and cmd share it; it must not reach back.
 		from:       []string{mod("internal/jsonpath")},
 		to:         []string{module},
-		allow:      []string{mod("core/resource")},
+		allow:      []string{mod("core/resource"), mod("core/apierr")},
 		transitive: true,
-		why:        "internal/jsonpath is the JSON decoders' toolkit: it knows resource vectors and nothing else of the module",
+		why:        "internal/jsonpath is the JSON decoders' toolkit: it knows resource vectors and the error type and nothing else of the module",
 	},
 	{
 		from:       []string{mod("facade")},
