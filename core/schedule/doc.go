@@ -63,6 +63,25 @@
 // by preempted allocations. Heartbeats that change nothing, or that start,
 // complete and preempt allocations into a reused Response, do not allocate.
 //
-// Time is virtual: every entry point takes now in seconds. The package reads
-// no clock and does no I/O.
+// Time is virtual: every entry point takes now as a clock.Time (whole
+// microseconds since the caller's epoch) and every configured span is a
+// clock.Duration. The package reads no clock and does no I/O.
+//
+// # Where things are
+//
+//   - heartbeat.go: the heartbeat's decisions (start, preempt, abort) and
+//     Heartbeat itself, which runs the stages below in spec.md §5.1's order;
+//   - regular_stage.go: the regular (non-preemptive) stage (§5.2–§5.3);
+//   - preemptive_stages.go: the preemptive stages and which operations they
+//     start for (§5.4); victims.go: how victims are chosen and preempted
+//     (§5.5); graceful.go: graceful preemption (§7); overcommit.go: the
+//     node overcommit abort (§5.6);
+//   - preemption_status.go: allocations' preemption statuses, the
+//     per-operation status lists (§4);
+//   - update.go: UpdateFairShare and what it publishes (the Snapshot,
+//     starvation of operations and pools, §3); orchid.go: the read-only views
+//     (operations, pools, nodes) the API serves;
+//   - scheduler.go: operations' lifecycle and the pool tree's mutations;
+//     settings.go: the configuration table; opindex.go: the shards' index of
+//     schedulable operations; node.go and operation.go: their state.
 package schedule

@@ -1,0 +1,31 @@
+package schedule
+
+import "github.com/fairsched/fairsched/core/clock"
+
+// preemptGracefully preempts every Preemptible allocation of a graceful
+// operation on the node with the graceful timeout (spec.md §7): a graceful
+// operation continuously sheds what it runs above its fair share.
+func (s *Scheduler) preemptGracefully(now clock.Time, sh *shard, n *node, resp *Response) {
+	if n.graceful == 0 {
+		return
+	}
+	sh.victims = sh.victims[:0]
+	n.idxMu.Lock()
+	for a := n.buckets[Preemptible]; a != nil; a = a.bnext {
+		if a.op.graceful() {
+			sh.victims = append(sh.victims, victim{a: a, status: Preemptible})
+		}
+	}
+	n.idxMu.Unlock()
+	for _, v := range sh.victims {
+		a := v.a
+		if a.op.State().Final() {
+			continue // aborted on its next report
+		}
+		s.preempt(now, n, a, PreemptGraceful, a.op.gracefulTimeout(&s.cfg), 0, "", true, resp)
+	}
+}
+
+func (o *operation) gracefulTimeout(cfg *Config) clock.Duration {
+	return o.spec.AllocationGracefulPreemptionTimeout.Or(cfg.AllocationGracefulPreemptionTimeout)
+}

@@ -1,0 +1,215 @@
+package schedule
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/core/fairshare"
+	"github.com/fairsched/fairsched/core/limits"
+	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/starvation"
+	"github.com/fairsched/fairsched/core/tree"
+)
+
+// Snapshot returns the last published snapshot.
+func (s *Scheduler) Snapshot() *Snapshot { return s.snap.Load() }
+
+// OperationInfo is an operation's orchid view (api.md §3, §5).
+type OperationInfo struct {
+	ID, Pool string
+	State    OperationState
+	// Usage includes preempted allocations that still run.
+	Demand, Usage      resource.Vec
+	Attrs              fairshare.Attributes // as of the last update
+	BelowFairShare     bool
+	Starvation         starvation.State
+	Satisfaction       float64
+	RunningAllocations int64
+	PendingJobs        int64
+	CompletedJobs      int64
+	// WaitingPool and WaitingLimit say why a pending operation waits: the
+	// pool whose max_running_operation_count it is queued behind.
+	WaitingPool  string
+	WaitingLimit int64
+	StartTime    clock.Time
+	// PreemptionPriority is the operation's preemption priority at the
+	// last update (spec.md §3.5).
+	PreemptionPriority PreemptionPriority
+	// AllocationsByStatus counts its running, not preempted allocations
+	// per preemption status (spec.md §4), indexed by PreemptionStatus;
+	// PreemptedAllocations counts those told to stop that still run.
+	AllocationsByStatus  [statusCount]int64
+	PreemptedAllocations int64
+}
+
+// Operation returns an operation's view.
+func (s *Scheduler) Operation(id string) (OperationInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, err := s.lookup(id)
+	if err != nil {
+		return OperationInfo{}, err
+	}
+	return s.operationInfo(o), nil
+}
+
+// Operations appends the views of every known operation, in start order.
+func (s *Scheduler) Operations(dst []OperationInfo) []OperationInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ops := make([]*operation, 0, len(s.ops))
+	for _, o := range s.ops {
+		ops = append(ops, o)
+	}
+	slices.SortFunc(ops, func(a, b *operation) int { return cmp.Compare(a.seq, b.seq) })
+	for _, o := range ops {
+		dst = append(dst, s.operationInfo(o))
+	}
+	return dst
+}
+
+func (s *Scheduler) operationInfo(o *operation) OperationInfo {
+	info := OperationInfo{ID: o.id, Pool: o.spec.Pool, State: o.State(), Demand: o.demand(), Usage: o.Usage(),
+		RunningAllocations: o.running.Load(), PendingJobs: o.pendingJobs(), StartTime: o.startTime}
+	if info.Pool == "" {
+		info.Pool = tree.RootName
+	}
+	for i := range o.tasks {
+		info.CompletedJobs += o.tasks[i].completed.Load()
+	}
+	if !o.retired && s.fsGen > 0 && o.fsGen == s.fsGen {
+		info.Attrs = *s.fs.Attributes(o.treeID)
+	}
+	o.pre.mu.Lock()
+	info.AllocationsByStatus = o.pre.counts()
+	o.pre.mu.Unlock()
+	info.PreemptedAllocations = o.preemptedCount.Load()
+	if v := o.view.Load(); v != nil && !o.retired && inSnapshot(s.snap.Load(), v) {
+		info.PreemptionPriority = v.priority
+	}
+	if !o.retired {
+		info.BelowFairShare = o.starvation.belowFairShare
+		info.Starvation = o.starvation.tracker.State
+		info.Satisfaction = o.starvation.satisfaction
+		if s.limits.State(o.treeID) == limits.Pending {
+			p, l := s.limits.WaitingFor(o.treeID)
+			info.WaitingPool, info.WaitingLimit = s.tree.Name(p), l
+		}
+	}
+	return info
+}
+
+// PoolInfo is a pool's orchid view (api.md §5).
+type PoolInfo struct {
+	Name, Parent                     string
+	Config                           tree.PoolConfig
+	Attrs                            fairshare.Attributes
+	BelowFairShare                   bool
+	Starvation                       starvation.State
+	Satisfaction                     float64
+	OperationCount                   int64
+	RunningOperationCount            int64
+	LightweightRunningOperationCount int64
+	PendingOperationCount            int64
+	MaxOperationCount                int64
+	MaxRunningOperationCount         int64
+}
+
+// Pool returns a pool's view (the root is "<Root>").
+func (s *Scheduler) Pool(name string) (PoolInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id, ok := s.tree.Lookup(name)
+	if !ok || s.tree.IsOperation(id) {
+		return PoolInfo{}, errorf(tree.CodeUnknownPool, "name", "cannot find pool \"%s\"", name)
+	}
+	return s.poolInfo(id), nil
+}
+
+// Pools appends every pool's view in tree pre-order, the root first.
+func (s *Scheduler) Pools(dst []PoolInfo) []PoolInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tree.Walk(func(id tree.ID) {
+		if !s.tree.IsOperation(id) {
+			dst = append(dst, s.poolInfo(id))
+		}
+	})
+	return dst
+}
+
+func (s *Scheduler) poolInfo(id tree.ID) PoolInfo {
+	t := s.tree
+	info := PoolInfo{Name: t.Name(id), Config: *t.Pool(id),
+		OperationCount:                   s.limits.OperationCount(id),
+		RunningOperationCount:            s.limits.RunningOperationCount(id),
+		LightweightRunningOperationCount: s.limits.LightweightRunningOperationCount(id),
+		PendingOperationCount:            s.limits.PendingOperationCount(id),
+		MaxOperationCount:                s.limits.EffectiveMaxOperationCount(id),
+		MaxRunningOperationCount:         s.limits.EffectiveMaxRunningOperationCount(id),
+	}
+	if p := t.Parent(id); p != tree.None {
+		info.Parent = t.Name(p)
+	}
+	if s.fsGen > 0 && s.poolsAtUpdate == t.StructureVersion() {
+		info.Attrs = *s.fs.Attributes(id)
+	}
+	if st := s.poolStarvation[info.Name]; st != nil {
+		info.BelowFairShare, info.Starvation, info.Satisfaction = st.belowFairShare, st.tracker.State, st.satisfaction
+	}
+	return info
+}
+
+// Total returns the total resources of the registered nodes at the last update.
+func (s *Scheduler) Total() resource.Vec {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.total
+}
+
+// NodeInfo is a node's orchid view.
+type NodeInfo struct {
+	Name          string
+	Limits, Usage resource.Vec
+	// PreemptedUsage is the part of Usage held by preempted allocations
+	// that have not stopped yet.
+	PreemptedUsage resource.Vec
+	LastHeartbeat  clock.Time
+	Allocations    []AllocationInfo
+}
+
+// AllocationInfo is one allocation of a node.
+type AllocationInfo struct {
+	ID        uint64
+	Operation string
+	Task      int
+	Resources resource.Vec
+	Start     clock.Time
+	// Status is the allocation's preemption status (spec.md §4); for a
+	// preempted allocation the one it had when it was preempted.
+	Status    PreemptionStatus
+	Preempted bool
+	// Deadline is when a preempted allocation must be gone.
+	Deadline clock.Time
+}
+
+// Node returns a node's view; Allocations are in ID (start) order.
+func (s *Scheduler) Node(name string) (NodeInfo, bool) {
+	sh := s.shardOf(name)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	n := sh.nodes[name]
+	if n == nil {
+		return NodeInfo{}, false
+	}
+	info := NodeInfo{Name: n.name, Limits: n.limits, Usage: n.usage, PreemptedUsage: n.preemptedUsage, LastHeartbeat: n.lastHeartbeat}
+	info.Allocations = make([]AllocationInfo, 0, len(n.allocs))
+	n.idxMu.Lock()
+	for _, a := range n.allocs {
+		info.Allocations = append(info.Allocations, AllocationInfo{ID: a.id, Operation: a.op.id, Task: int(a.task),
+			Resources: a.resources, Start: a.start, Status: a.status, Preempted: a.preempted, Deadline: a.deadline})
+	}
+	n.idxMu.Unlock()
+	return info, true
+}

@@ -1,0 +1,118 @@
+package schedule
+
+import (
+	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/core/resource"
+)
+
+// canStartMore is CanStartMoreAllocations (spec.md §5.1): the node keeps at
+// least the minimum spare resources after usage less discount.
+func (s *Scheduler) canStartMore(n *node, usage, discount resource.Vec, started int) bool {
+	if m := s.cfg.MaxStartedAllocationsPerHeartbeat; m > 0 && started >= m {
+		return false
+	}
+	return n.limits.Add(discount).Dominates(usage.Add(s.cfg.MinSpareAllocationResources))
+}
+
+// scheduleRegular is the regular (non-preemptive) stage (spec.md §5.3):
+// while the node has room, start one job of the least satisfied operation
+// that has a pending job fitting the node, found with the shard's index.
+// Preempted allocations still hold their resources here: the node has not
+// stopped them yet. It returns the number of allocations it started.
+func (s *Scheduler) scheduleRegular(now clock.Time, sh *shard, n *node, snap *Snapshot, resp *Response) int {
+	if !s.canStartMore(n, n.usage, resource.Vec{}, 0) {
+		return 0
+	}
+	h := &sh.ops
+	h.sync(snap)
+	started := 0
+	for s.canStartMore(n, n.usage, resource.Vec{}, started) {
+		free := n.limits.Sub(n.usage)
+		idx, t := h.best(free)
+		if idx < 0 {
+			break
+		}
+		if s.start(now, sh, n, snap.ops[idx].op, t, resp) == nil {
+			// Lost a race for the job or a limit: not again in this stage.
+			h.skip(idx)
+			continue
+		}
+		started++
+	}
+	h.restore()
+	return started
+}
+
+// bestTarget returns the operation of the given preemption priority with
+// the least satisfaction that has a pending job fitting free, and that
+// job's task (spec.md §5.2; with composite satisfaction the minimum over
+// children, descending the tree by least satisfaction reaches the least
+// satisfied active operation). The preemptive stages use it: only their
+// target operations are active, usually few, so it scans them.
+func bestTarget(snap *Snapshot, free resource.Vec, target PreemptionPriority) (*opView, int) {
+	var best *opView
+	bestTask := -1
+	bestSat := 0.0
+	for _, i := range snap.targets[target] {
+		v := &snap.ops[i]
+		o := v.op
+		if o.State() != StateRunning {
+			continue
+		}
+		if o.graceful() && !v.belowFairShare {
+			continue
+		}
+		t, _ := o.fittingTask(free)
+		if t < 0 {
+			continue
+		}
+		sat := satisfaction(v, snap.Total)
+		if best == nil || sat < bestSat {
+			best, bestTask, bestSat = v, t, sat
+		}
+	}
+	return best, bestTask
+}
+
+// start claims one pending job of task t and starts it on n; it returns the
+// new allocation, or nil when the job or a limit was lost to a race.
+func (s *Scheduler) start(now clock.Time, sh *shard, n *node, o *operation, t int, resp *Response) *allocation {
+	tk := &o.tasks[t]
+	for {
+		p := tk.pending.Load()
+		if p <= 0 {
+			return nil
+		}
+		if tk.pending.CompareAndSwap(p, p-1) {
+			break
+		}
+	}
+	res := tk.spec.Resources
+	if !o.charge(res) {
+		tk.pending.Add(1)
+		return nil
+	}
+	if o.State() != StateRunning {
+		o.uncharge(res)
+		tk.pending.Add(1)
+		return nil
+	}
+	n.seq++
+	a := sh.newAllocation()
+	a.id = uint64(n.index)<<32 | uint64(n.seq)
+	a.op, a.node, a.task, a.resources, a.start = o, n, int32(t), res, now
+	o.addUsage(res, 1)
+	o.running.Add(1)
+	tk.running.Add(1)
+	n.usage = n.usage.Add(res)
+	n.addAlloc(a)
+	if o.graceful() {
+		n.graceful++
+	}
+	o.pre.mu.Lock()
+	o.pre.add(a)
+	o.pre.mu.Unlock()
+	sh.ops.touch(o)
+	resp.Start = append(resp.Start, StartDecision{Allocation: a.id, Operation: o.id, Task: t, Resources: res})
+	return a
+}

@@ -1,0 +1,121 @@
+package schedule
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/core/resource"
+)
+
+// collectVictims fills sh.victims with the node's allocations that the
+// stage may preempt and returns their summed resources, the discount. It
+// reads the node's preemption index, so it visits only allocations of the
+// stage's minimum level or above.
+func (s *Scheduler) collectVictims(sh *shard, n *node, st *stage) resource.Vec {
+	sh.victims = sh.victims[:0]
+	var discount resource.Vec
+	n.idxMu.Lock()
+	for a := n.buckets[Preemptible]; a != nil; a = a.bnext {
+		if blockedByAncestor(a.op, st) {
+			continue
+		}
+		sh.victims = append(sh.victims, victim{a: a, status: Preemptible})
+		discount = discount.Add(a.resources)
+	}
+	if st.aggressive {
+		for a := n.buckets[AggressivelyPreemptible]; a != nil; a = a.bnext {
+			// Without allow_aggressive_preemption the level of an
+			// AggressivelyPreemptible allocation is NonPreemptible (§4).
+			if v := a.op.view.Load(); v == nil || !v.allowAggressive || blockedByAncestor(a.op, st) {
+				continue
+			}
+			sh.victims = append(sh.victims, victim{a: a, status: AggressivelyPreemptible})
+			discount = discount.Add(a.resources)
+		}
+	}
+	n.idxMu.Unlock()
+	return discount
+}
+
+// compareVictims is the reference's SortAllocationsWithPreemptionInfo
+// order (spec.md §5.5): status ascending; for non-Preemptible statuses
+// allocations without a cpu gap first; preemptible progress start time
+// ascending. NB: an allocation's usage is what it started with, so there
+// is never a cpu gap, and its progress start time is its start time; ties
+// go by ID so that the order is deterministic.
+func compareVictims(x, y victim) int {
+	if c := cmp.Compare(x.status, y.status); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(x.a.start, y.a.start); c != 0 {
+		return c
+	}
+	return cmp.Compare(x.a.id, y.a.id)
+}
+
+// preemptAfterScheduling preempts victims, most preemptible and most
+// recently started first, until the node's usage fits its limits; then
+// the remaining victims whose operation or an ancestor pool is over its
+// resource limits (spec.md §5.5). Greedy, not a minimal subset.
+func (s *Scheduler) preemptAfterScheduling(now clock.Time, sh *shard, n *node, st *stage, started *allocation, resp *Response) {
+	vs := sh.victims
+	slices.SortFunc(vs, func(x, y victim) int { return compareVictims(y, x) })
+	reason := PreemptNodeOvercommit
+	var forAlloc uint64
+	var forOp string
+	if started != nil {
+		forAlloc, forOp = started.id, started.op.id
+		reason = preemptorReason(started.op, st)
+	}
+	i := 0
+	for ; i < len(vs); i++ {
+		if n.limits.Dominates(n.effectiveUsage()) {
+			break
+		}
+		a := vs[i].a
+		s.preempt(now, n, a, reason, a.op.preemptionTimeout(&s.cfg), forAlloc, forOp, false, resp)
+	}
+	for ; i < len(vs); i++ {
+		if a := vs[i].a; a.op.limitViolated() {
+			s.preempt(now, n, a, PreemptLimitViolated, a.op.preemptionTimeout(&s.cfg), 0, "", false, resp)
+		}
+	}
+}
+
+// preempt tells the node to stop a within timeout seconds. The allocation
+// leaves its operation's status lists and the limit counters at once and
+// keeps running until the node reports it finished; a report after the
+// deadline is answered with an abort. With onlyPreemptible it does nothing
+// unless a is (still) Preemptible. Shard mutex held.
+func (s *Scheduler) preempt(now clock.Time, n *node, a *allocation, reason PreemptReason, timeout clock.Duration, forAlloc uint64, forOp string, onlyPreemptible bool, resp *Response) bool {
+	if a.preempted {
+		return false
+	}
+	o := a.op
+	o.pre.mu.Lock()
+	if onlyPreemptible && (!a.listed || a.status != Preemptible) {
+		o.pre.mu.Unlock()
+		return false
+	}
+	status := a.status
+	o.pre.remove(a)
+	o.pre.mu.Unlock()
+	a.preempted = true
+	a.deadline = now.Add(timeout)
+	n.preemptedUsage = n.preemptedUsage.Add(a.resources)
+	for r, x := range a.resources {
+		if x != 0 {
+			o.preempted[r].Add(x)
+		}
+	}
+	o.preemptedCount.Add(1)
+	o.uncharge(a.resources)
+	resp.Preempt = append(resp.Preempt, PreemptDecision{Allocation: a.id, Operation: o.id, Reason: reason,
+		Timeout: timeout, ForAllocation: forAlloc, ForOperation: forOp, Status: status})
+	return true
+}
+
+func (o *operation) preemptionTimeout(cfg *Config) clock.Duration {
+	return o.spec.AllocationPreemptionTimeout.Or(cfg.AllocationPreemptionTimeout)
+}
