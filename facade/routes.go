@@ -51,153 +51,191 @@ const apiPrefix = "/api/v1/"
 
 var pprofIndex = fasthttpadaptor.NewFastHTTPHandlerFunc(pprof.Index)
 
-// route dispatches by path and method. It allocates nothing for heartbeats.
+// route dispatches by path: /api/v1/… to routeAPI, everything else to
+// routeService. It allocates nothing for heartbeats.
 func (s *Server) route(ctx *fasthttp.RequestCtx) {
 	path := ctx.Path()
-	if !bytes.HasPrefix(path, []byte(apiPrefix)) {
-		switch {
-		case string(path) == "/healthz":
-			if s.method(ctx, "GET") {
-				writeJSON(ctx, fasthttp.StatusOK, []byte(`{"status":"ok"}`+"\n"))
-			}
-		case string(path) == "/metrics":
-			if s.method(ctx, "GET") {
-				s.serveMetrics(ctx)
-			}
-		case bytes.HasPrefix(path, []byte("/debug/pprof")) && s.opts.Pprof && ctx.RemoteIP().IsLoopback():
-			if string(path) == "/debug/pprof/" || string(path) == "/debug/pprof" {
-				// NB: pprofhandler answers 404 for paths that end in '/',
-				// the index included; net/http/pprof serves it there.
-				if string(path) == "/debug/pprof" {
-					ctx.Redirect("/debug/pprof/", fasthttp.StatusMovedPermanently)
-					return
-				}
-				pprofIndex(ctx)
-				return
-			}
-			pprofhandler.PprofHandler(ctx)
-		default:
+	if rest, ok := bytes.CutPrefix(path, []byte(apiPrefix)); ok {
+		if !s.routeAPI(ctx, rest) {
 			s.notFound(ctx)
 		}
 		return
 	}
-	rest := path[len(apiPrefix):]
-	seg, rest := cut(rest)
+	s.routeService(ctx, path)
+}
+
+// routeService serves the endpoints outside the API: /healthz, /metrics and,
+// on loopback when enabled, /debug/pprof.
+func (s *Server) routeService(ctx *fasthttp.RequestCtx, path []byte) {
+	switch {
+	case string(path) == "/healthz":
+		if s.method(ctx, "GET") {
+			writeJSON(ctx, fasthttp.StatusOK, []byte(`{"status":"ok"}`+"\n"))
+		}
+	case string(path) == "/metrics":
+		if s.method(ctx, "GET") {
+			s.serveMetrics(ctx)
+		}
+	case bytes.HasPrefix(path, []byte("/debug/pprof")) && s.opts.Pprof && ctx.RemoteIP().IsLoopback():
+		switch string(path) {
+		case "/debug/pprof":
+			ctx.Redirect("/debug/pprof/", fasthttp.StatusMovedPermanently)
+		case "/debug/pprof/":
+			// NB: pprofhandler answers 404 for paths that end in '/', the
+			// index included; net/http/pprof serves it there.
+			pprofIndex(ctx)
+		default:
+			pprofhandler.PprofHandler(ctx)
+		}
+	default:
+		s.notFound(ctx)
+	}
+}
+
+// routeAPI dispatches the path below /api/v1/ by its first segment and the
+// method; it reports false for a path no endpoint has (a 404).
+func (s *Server) routeAPI(ctx *fasthttp.RequestCtx, path []byte) bool {
+	seg, rest := cut(path)
 	switch string(seg) {
 	case "nodes":
 		// /api/v1/nodes/{id}/heartbeat
 		id, rest := cut(rest)
-		if string(rest) == "heartbeat" && len(id) > 0 {
-			if s.method(ctx, "POST") {
-				s.heartbeat(ctx, id)
-			}
-			return
+		if string(rest) != "heartbeat" || len(id) == 0 {
+			return false
 		}
+		if s.method(ctx, "POST") {
+			s.heartbeat(ctx, id)
+		}
+		return true
 	case "pools":
-		if len(rest) == 0 {
-			if s.method(ctx, "GET") {
-				s.listPools(ctx)
-			}
-			return
-		}
-		name, more := cut(rest)
-		if len(more) == 0 {
-			switch string(ctx.Method()) {
-			case "GET":
-				s.getPool(ctx, string(name))
-			case "PUT":
-				s.putPool(ctx, string(name))
-			case "PATCH":
-				s.patchPool(ctx, string(name))
-			case "DELETE":
-				s.deletePool(ctx, string(name))
-			default:
-				s.methodNotAllowed(ctx, "GET, PUT, PATCH, DELETE")
-			}
-			return
-		}
+		return s.routePools(ctx, rest)
 	case "config":
-		if len(rest) == 0 {
-			switch string(ctx.Method()) {
-			case "GET":
-				s.getConfig(ctx)
-			case "PATCH":
-				s.patchConfig(ctx)
-			default:
-				s.methodNotAllowed(ctx, "GET, PATCH")
-			}
-			return
+		if len(rest) > 0 {
+			return false
 		}
+		switch string(ctx.Method()) {
+		case "GET":
+			s.getConfig(ctx)
+		case "PATCH":
+			s.patchConfig(ctx)
+		default:
+			s.methodNotAllowed(ctx, "GET, PATCH")
+		}
+		return true
 	case "operations":
-		if len(rest) == 0 {
-			switch string(ctx.Method()) {
-			case "GET":
-				s.listOperations(ctx)
-			case "POST":
-				s.startOperation(ctx)
-			default:
-				s.methodNotAllowed(ctx, "GET, POST")
-			}
-			return
-		}
-		id, action := cut(rest)
-		switch string(action) {
-		case "":
-			switch string(ctx.Method()) {
-			case "GET":
-				s.getOperation(ctx, string(id), false)
-			case "PATCH":
-				s.patchOperation(ctx, string(id))
-			default:
-				s.methodNotAllowed(ctx, "GET, PATCH")
-			}
-			return
-		case "complete", "abort":
-			if s.method(ctx, "POST") {
-				s.finishOperation(ctx, string(id), string(action))
-			}
-			return
-		}
+		return s.routeOperations(ctx, rest)
 	case "orchid":
-		kind, rest := cut(rest)
-		name, more := cut(rest)
-		if len(more) > 0 {
-			break
-		}
-		switch string(kind) {
-		case "pools":
-			if s.method(ctx, "GET") {
-				if len(name) == 0 {
-					s.orchidPools(ctx)
-				} else {
-					s.orchidPool(ctx, string(name))
-				}
-			}
-			return
-		case "operations":
-			if len(name) > 0 && s.method(ctx, "GET") {
-				s.getOperation(ctx, string(name), true)
-			}
-			if len(name) > 0 {
-				return
-			}
-		case "nodes":
-			if len(name) > 0 && s.method(ctx, "GET") {
-				s.orchidNode(ctx, string(name))
-			}
-			if len(name) > 0 {
-				return
-			}
-		}
+		return s.routeOrchid(ctx, rest)
 	case "solve":
-		if len(rest) == 0 {
-			if s.method(ctx, "POST") {
-				s.solve(ctx)
-			}
-			return
+		if len(rest) > 0 {
+			return false
 		}
+		if s.method(ctx, "POST") {
+			s.solve(ctx)
+		}
+		return true
 	}
-	s.notFound(ctx)
+	return false
+}
+
+// routePools serves /api/v1/pools and /api/v1/pools/{name}.
+func (s *Server) routePools(ctx *fasthttp.RequestCtx, rest []byte) bool {
+	if len(rest) == 0 {
+		if s.method(ctx, "GET") {
+			s.listPools(ctx)
+		}
+		return true
+	}
+	name, more := cut(rest)
+	if len(more) > 0 {
+		return false
+	}
+	switch string(ctx.Method()) {
+	case "GET":
+		s.getPool(ctx, string(name))
+	case "PUT":
+		s.putPool(ctx, string(name))
+	case "PATCH":
+		s.patchPool(ctx, string(name))
+	case "DELETE":
+		s.deletePool(ctx, string(name))
+	default:
+		s.methodNotAllowed(ctx, "GET, PUT, PATCH, DELETE")
+	}
+	return true
+}
+
+// routeOperations serves /api/v1/operations, /api/v1/operations/{id} and
+// its complete and abort actions.
+func (s *Server) routeOperations(ctx *fasthttp.RequestCtx, rest []byte) bool {
+	if len(rest) == 0 {
+		switch string(ctx.Method()) {
+		case "GET":
+			s.listOperations(ctx)
+		case "POST":
+			s.startOperation(ctx)
+		default:
+			s.methodNotAllowed(ctx, "GET, POST")
+		}
+		return true
+	}
+	id, action := cut(rest)
+	switch string(action) {
+	case "":
+		switch string(ctx.Method()) {
+		case "GET":
+			s.getOperation(ctx, string(id), false)
+		case "PATCH":
+			s.patchOperation(ctx, string(id))
+		default:
+			s.methodNotAllowed(ctx, "GET, PATCH")
+		}
+		return true
+	case "complete", "abort":
+		if s.method(ctx, "POST") {
+			s.finishOperation(ctx, string(id), string(action))
+		}
+		return true
+	}
+	return false
+}
+
+// routeOrchid serves /api/v1/orchid/pools[/{name}],
+// /api/v1/orchid/operations/{id} and /api/v1/orchid/nodes/{name}.
+func (s *Server) routeOrchid(ctx *fasthttp.RequestCtx, rest []byte) bool {
+	kind, rest := cut(rest)
+	name, more := cut(rest)
+	if len(more) > 0 {
+		return false
+	}
+	switch string(kind) {
+	case "pools":
+		if s.method(ctx, "GET") {
+			if len(name) == 0 {
+				s.orchidPools(ctx)
+			} else {
+				s.orchidPool(ctx, string(name))
+			}
+		}
+		return true
+	case "operations":
+		if len(name) == 0 {
+			return false
+		}
+		if s.method(ctx, "GET") {
+			s.getOperation(ctx, string(name), true)
+		}
+		return true
+	case "nodes":
+		if len(name) == 0 {
+			return false
+		}
+		if s.method(ctx, "GET") {
+			s.orchidNode(ctx, string(name))
+		}
+		return true
+	}
+	return false
 }
 
 // method checks the request method; it answers 405 when it differs.
