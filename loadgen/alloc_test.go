@@ -4,6 +4,7 @@ package loadgen
 
 import (
 	"testing"
+	"time"
 
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/schedule"
@@ -30,9 +31,9 @@ func TestHeartbeatPathAllocs(t *testing.T) {
 	}
 	n.Apply(0, &d, ops)
 	var body []byte
-	now := int64(0)
+	now := time.Duration(0)
 	step := func() {
-		now += int64(1e6)
+		now += time.Millisecond
 		n.Prepare(now)
 		body = n.AppendHeartbeat(body[:0])
 		if err := DecodeResponse(answer, w, &d); err != nil {

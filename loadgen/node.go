@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/rng"
@@ -40,8 +41,8 @@ func (d *Decisions) Reset() { d.Start, d.Preempt, d.Abort = d.Start[:0], d.Preem
 // started.
 type alloc struct {
 	id   uint64
-	end  int64 // the job completes then
-	stop int64 // > 0: preempted, the node stops it then
+	end  time.Duration // the job completes then (since the run started)
+	stop time.Duration // > 0: preempted, the node stops it then
 	slot int32
 	gen  uint32
 }
@@ -68,7 +69,7 @@ type Node struct {
 
 	running []alloc
 	done    []finished
-	next    int64 // next heartbeat due, ns (with a heartbeat period)
+	next    time.Duration // next heartbeat due (with a heartbeat period)
 
 	prefix []byte // the request body up to the allocations' '['
 	path   []byte // /api/v1/nodes/<name>/heartbeat
@@ -105,7 +106,7 @@ func (n *Node) Running() int { return len(n.running) }
 
 // Prepare moves the allocations that have ended by now (completed jobs,
 // stopped preempted ones) to the list reported in the next heartbeat.
-func (n *Node) Prepare(now int64) {
+func (n *Node) Prepare(now time.Duration) {
 	for i := 0; i < len(n.running); {
 		a := &n.running[i]
 		end, st := a.end, schedule.AllocCompleted
@@ -190,11 +191,11 @@ func (n *Node) Acknowledge(ops *opTable) (completed, aborted int) {
 // allocations with a duration drawn from the job distribution, marks the
 // preempted ones to stop (at once, or within PreemptStopFraction of their
 // timeout), and drops the aborted ones without reporting them again.
-func (n *Node) Apply(now int64, d *Decisions, ops *opTable) {
+func (n *Node) Apply(now time.Duration, d *Decisions, ops *opTable) {
 	for i := range d.Start {
 		s := &d.Start[i]
 		dur := n.dist.Draw(&n.r)
-		n.running = append(n.running, alloc{id: s.ID, end: now + int64(dur*1e9), slot: s.Slot, gen: s.Gen})
+		n.running = append(n.running, alloc{id: s.ID, end: now + seconds(dur), slot: s.Slot, gen: s.Gen})
 		if ops != nil {
 			ops.started(s.Slot, s.Gen)
 		}
@@ -211,7 +212,7 @@ func (n *Node) Apply(now int64, d *Decisions, ops *opTable) {
 				if n.stopFrac > 0 && p.TimeoutS > 0 {
 					delay = n.r.Float64() * n.stopFrac * p.TimeoutS
 				}
-				a.stop = max(now+int64(delay*1e9), 1)
+				a.stop = max(now+seconds(delay), 1)
 			}
 			break
 		}
@@ -227,3 +228,6 @@ func (n *Node) Apply(now int64, d *Decisions, ops *opTable) {
 		}
 	}
 }
+
+// seconds converts a drawn number of seconds to a time.Duration.
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"testing"
+	"time"
 
 	"github.com/fairsched/fairsched/core/schedule"
 )
@@ -20,7 +21,7 @@ func testWorkload(t *testing.T) *Workload {
 	return w
 }
 
-const sec = int64(1e9)
+const sec = time.Second
 
 // reports returns the node's next heartbeat as id → state.
 func reports(n *Node) map[uint64]schedule.AllocationState {
@@ -41,7 +42,7 @@ func TestNodeSemantics(t *testing.T) {
 			steps(t, NewNode(w, 0), ops)
 		})
 	}
-	start := func(n *Node, ops *opTable, now int64, ids ...uint64) {
+	start := func(n *Node, ops *opTable, now time.Duration, ids ...uint64) {
 		d := &Decisions{}
 		for _, id := range ids {
 			d.Start = append(d.Start, StartDecision{ID: id, Slot: 0, Gen: 0})

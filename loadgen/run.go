@@ -129,34 +129,46 @@ func (t *opTable) dequeue(slot int32) { t.queued[slot].Store(false) }
 // unreachable or refuses the setup); errors during the run are counted in
 // the report.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
+	r, err := setup(ctx, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	m := r.drive(ctx)
+	r.report(m)
+	if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return r.rep, err
+	}
+	return r.rep, nil
+}
+
+// setup validates cfg, builds the workload and the driver, creates the pools
+// and starts the first generation of every operation slot.
+func setup(ctx context.Context, cfg *Config) (*runner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	w := NewWorkload(&cfg)
+	w := NewWorkload(cfg)
 	w.RunID = strconv.FormatInt(time.Now().UnixNano()/1e6%(36*36*36*36*36*36), 36)
-	rep := &Report{
+	r := &runner{cfg: cfg, w: w, st: newStats(cfg.Connections), ops: newOpTable(cfg.Operations)}
+	r.rep = &Report{
 		Mode:      "http",
 		Target:    cfg.Target,
 		StartedAt: time.Now().UTC().Format(time.RFC3339),
-		Config:    reportConfig(&cfg),
+		Config:    reportConfig(cfg),
 		Machine:   machine(),
 		Labels:    cfg.Labels,
 	}
-	var d driver
-	var hd *httpDriver
 	if cfg.InProcess {
-		rep.Mode, rep.Target = "inprocess", ""
-		d = newInProcess(&cfg, w)
+		r.rep.Mode, r.rep.Target = "inprocess", ""
+		r.d = newInProcess(cfg, w)
 	} else {
 		addr, _ := CheckTarget(cfg.Target)
-		hd = newHTTPDriver(&cfg, w, addr)
-		d = hd
+		r.hd = newHTTPDriver(cfg, w, addr)
+		r.d = r.hd
 	}
-	st := newStats(cfg.Connections)
-	ops := newOpTable(cfg.Operations)
 
 	setupStart := time.Now()
-	if err := d.setup(ctx); err != nil {
+	if err := r.d.setup(ctx); err != nil {
 		return nil, err
 	}
 	for slot := range cfg.Operations {
@@ -164,39 +176,49 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, err
 		}
 		spec := w.Operation(slot, 0)
-		ops.prepare(int32(slot), 0, Jobs(&spec))
-		pending, err := d.startOperation(&spec)
+		r.ops.prepare(int32(slot), 0, Jobs(&spec))
+		pending, err := r.d.startOperation(&spec)
 		if err != nil {
 			if slot == 0 {
 				return nil, fmt.Errorf("loadgen: cannot start the first operation: %w", err)
 			}
-			st.error(-1, "control start_operation", err.Error())
-			ops.enqueue(int32(slot)) // retried by the control goroutine
+			r.st.error(-1, "control start_operation", err.Error())
+			r.ops.enqueue(int32(slot)) // retried by the control goroutine
 			continue
 		}
-		ops.admitted(int32(slot), pending)
+		r.ops.admitted(int32(slot), pending)
 	}
-	rep.SetupS = since(setupStart)
+	r.rep.SetupS = since(setupStart)
 
-	nodes := make([]*Node, cfg.Nodes)
-	for i := range nodes {
-		nodes[i] = NewNode(w, i)
+	r.nodes = make([]*Node, cfg.Nodes)
+	for i := range r.nodes {
+		r.nodes[i] = NewNode(w, i)
 	}
-	r := &runner{cfg: &cfg, w: w, d: d, st: st, ops: ops}
 	r.budget.Store(math.MaxInt64)
 	if cfg.MaxHeartbeats > 0 {
 		r.budget.Store(cfg.MaxHeartbeats)
 	}
+	return r, nil
+}
 
-	var ru0 syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
-	var mem *memSampler
-	if hd != nil {
-		mem = newMemSampler(hd, &cfg)
-		mem.sample(0, 0) // before the heartbeats
+// measured is what drive measures around the heartbeats.
+type measured struct {
+	elapsed  time.Duration
+	ru0, ru1 syscall.Rusage
+}
+
+// drive plays the nodes from cfg.Connections goroutines, beside the control,
+// progress, memory-sampling and profiling goroutines, until the run stops.
+func (r *runner) drive(ctx context.Context) measured {
+	var m measured
+	cfg := r.cfg
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &m.ru0)
+	if r.hd != nil {
+		r.mem = newMemSampler(r.hd, cfg)
+		r.mem.sample(0, 0) // before the heartbeats
 	}
 	r.start = time.Now()
-	d.begin(r.start)
+	r.d.begin(r.start)
 	runCtx, cancel := context.WithDeadline(ctx, r.start.Add(cfg.Duration))
 	defer cancel()
 	stopWatch := context.AfterFunc(runCtx, func() { r.stop.Store(true) })
@@ -206,36 +228,42 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	bg.Add(2)
 	go func() { defer bg.Done(); r.control(runCtx) }()
 	go func() { defer bg.Done(); r.progress(runCtx) }()
-	if mem != nil && cfg.SampleEvery > 0 {
+	if r.mem != nil && cfg.SampleEvery > 0 {
 		bg.Add(1)
-		go func() { defer bg.Done(); mem.loop(runCtx, r) }()
+		go func() { defer bg.Done(); r.mem.loop(runCtx, r) }()
 	}
-	if hd != nil && cfg.Profiles != nil {
+	if r.hd != nil && cfg.Profiles != nil {
 		bg.Add(1)
 		go func() {
 			defer bg.Done()
-			rep.Profiles = hd.captureProfiles(runCtx, cfg.Profiles, st)
+			r.rep.Profiles = r.hd.captureProfiles(runCtx, cfg.Profiles, r.st)
 		}()
 	}
 
 	var wg sync.WaitGroup
 	for i := range cfg.Connections {
 		var mine []*Node
-		for j := i; j < len(nodes); j += cfg.Connections {
-			mine = append(mine, nodes[j])
+		for j := i; j < len(r.nodes); j += cfg.Connections {
+			mine = append(mine, r.nodes[j])
 		}
 		wg.Add(1)
 		go func() { defer wg.Done(); r.work(i, mine) }()
 	}
 	wg.Wait()
-	elapsed := time.Since(r.start)
-	var ru1 syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	m.elapsed = time.Since(r.start)
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &m.ru1)
 	r.stop.Store(true)
 	cancel()
 	bg.Wait()
-	d.end()
+	r.d.end()
+	return m
+}
 
+// report fills the run's report from the counters, the latency histograms
+// and the CPU and memory measurements.
+func (r *runner) report(m measured) {
+	rep, st, ops, cfg := r.rep, r.st, r.ops, r.cfg
+	elapsed := m.elapsed
 	t := st.sum()
 	rep.DurationS = elapsed.Seconds()
 	rep.Heartbeats = t.heartbeats
@@ -265,16 +293,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.PerSecond = append(rep.PerSecond, r.perSecond...)
 	r.mu.Unlock()
 
-	loadgenS := cpuSeconds(&ru1) - cpuSeconds(&ru0)
+	loadgenS := cpuSeconds(&m.ru1) - cpuSeconds(&m.ru0)
 	cpu := &CPUUse{ServerS: -1, LoadgenS: loadgenS, MachineCores: rep.Machine.Cores}
 	if t.heartbeats > 0 {
 		cpu.LoadgenUSPerHB = loadgenS / float64(t.heartbeats) * 1e6
 	}
 	cpu.CoresBusy = loadgenS / elapsed.Seconds()
-	if mem != nil {
-		mem.sample(elapsed.Seconds(), t.running)
-		rep.Memory = mem.report(t.running, cfg.Nodes, cfg.Operations)
-		if s0, s1 := mem.cpuAt(0), mem.cpuAt(-1); s0 >= 0 && s1 >= 0 {
+	if r.mem != nil {
+		r.mem.sample(elapsed.Seconds(), t.running)
+		rep.Memory = r.mem.report(t.running, cfg.Nodes, cfg.Operations)
+		if s0, s1 := r.mem.cpuAt(0), r.mem.cpuAt(-1); s0 >= 0 && s1 >= 0 {
 			cpu.ServerS = s1 - s0
 			if t.heartbeats > 0 {
 				cpu.ServerUSPerHB = cpu.ServerS / float64(t.heartbeats) * 1e6
@@ -284,10 +312,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep.CPU = cpu
 	rep.Machine.LoadAvgEnd = loadAvg()
-	if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return rep, err
-	}
-	return rep, nil
 }
 
 func cpuSeconds(ru *syscall.Rusage) float64 {
@@ -299,8 +323,12 @@ type runner struct {
 	cfg    *Config
 	w      *Workload
 	d      driver
+	hd     *httpDriver // d when it is the HTTP driver, else nil
 	st     *stats
 	ops    *opTable
+	nodes  []*Node
+	mem    *memSampler // the server's memory and CPU samples (HTTP only)
+	rep    *Report
 	start  time.Time
 	stop   atomic.Bool
 	budget atomic.Int64
@@ -309,12 +337,12 @@ type runner struct {
 	perSecond []int64
 }
 
-// now returns nanoseconds since the heartbeats started.
-func (r *runner) now() int64 { return int64(time.Since(r.start)) }
+// now returns the time since the heartbeats started.
+func (r *runner) now() time.Duration { return time.Since(r.start) }
 
-// sleepUntil sleeps until t (ns since start) in slices of at most 100 ms,
+// sleepUntil sleeps until t (since start) in slices of at most 100 ms,
 // so that a stop is noticed; it reports false when the run stops.
-func (r *runner) sleepUntil(t int64) bool {
+func (r *runner) sleepUntil(t time.Duration) bool {
 	for {
 		if r.stop.Load() {
 			return false
@@ -323,7 +351,7 @@ func (r *runner) sleepUntil(t int64) bool {
 		if d <= 0 {
 			return true
 		}
-		time.Sleep(time.Duration(min(d, int64(100*time.Millisecond))))
+		time.Sleep(min(d, 100*time.Millisecond))
 	}
 }
 
@@ -336,16 +364,16 @@ func (r *runner) work(wi int, nodes []*Node) {
 	c := &r.st.workers[wi]
 	h := r.st.hists[wi]
 	var d Decisions
-	period := int64(r.cfg.HeartbeatPeriod)
-	var interval, next int64
+	period := r.cfg.HeartbeatPeriod
+	var interval, next time.Duration
 	if r.cfg.Rate > 0 {
-		interval = int64(float64(r.cfg.Connections) / r.cfg.Rate * 1e9)
-		next = int64(wi) * interval / int64(r.cfg.Connections)
+		interval = seconds(float64(r.cfg.Connections) / r.cfg.Rate)
+		next = time.Duration(wi) * interval / time.Duration(r.cfg.Connections)
 	}
 	if period > 0 {
 		// Spread the nodes' first heartbeats over one period.
 		for k, n := range nodes {
-			n.next = int64(k) * period / int64(len(nodes))
+			n.next = time.Duration(k) * period / time.Duration(len(nodes))
 		}
 	}
 	for k := 0; !r.stop.Load(); k++ {
@@ -361,7 +389,7 @@ func (r *runner) work(wi int, nodes []*Node) {
 				return
 			}
 			next += interval
-			if now := r.now(); now-next > int64(time.Second) {
+			if now := r.now(); now-next > time.Second {
 				next = now // far behind: do not burst to catch up
 			}
 		}
