@@ -98,16 +98,59 @@ func (f distFlag) Set(s string) error {
 	return nil
 }
 
+// loadRun is one run of the load generator as its flags describe it.
+type loadRun struct {
+	cfg                                    loadgen.Config
+	serveBin, serveLog, report             string
+	serveArgs                              stringList
+	cpuProfile, mutexProfile, blockProfile string
+	strict                                 bool
+}
+
+// runLoad is the load generator's command: parse the flags, start the server
+// (--serve), drive the load, report. It returns the exit status.
 func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cfg := loadgen.Standard()
+	lr, code := parseLoadFlags(args, stderr)
+	if lr == nil {
+		return code
+	}
+	if lr.serveBin != "" {
+		srv, err := startServer(ctx, lr.serveBin, lr.serveArgs, lr.serveLog, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "loadgen: %v\n", err)
+			return 1
+		}
+		defer func() {
+			if err := srv.stop(); err != nil {
+				fmt.Fprintf(stderr, "loadgen: %v\n", err)
+			}
+		}()
+		lr.cfg.Target = "http://" + srv.addr
+		if lr.cfg.Labels == nil {
+			lr.cfg.Labels = map[string]string{}
+		}
+		lr.cfg.Labels["server"] = lr.serveBin
+		fmt.Fprintf(stderr, "loadgen: started %s serve on %s (pid %d)\n", lr.serveBin, srv.addr, srv.cmd.Process.Pid)
+	}
+	rep, code := lr.drive(ctx, stderr)
+	if rep == nil {
+		return code
+	}
+	return lr.output(rep, stdout, stderr)
+}
+
+// parseLoadFlags reads the flags into a loadRun; on nil it returns the exit
+// status (0 for -help, 2 for bad flags).
+func parseLoadFlags(args []string, stderr io.Writer) (*loadRun, int) {
+	lr := &loadRun{cfg: loadgen.Standard()}
+	cfg := &lr.cfg
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), usage); fs.PrintDefaults() }
 	target := fs.String("target", "http://127.0.0.1:8080", "base URL of the server (loopback only)")
-	serveBin := fs.String("serve", "", "start `BIN` serve --listen 127.0.0.1:0 and run against it (stopped at the end)")
-	var serveArgs stringList
-	fs.Var(&serveArgs, "serve-arg", "extra `ARG` for the server started by --serve (repeatable)")
-	serveLog := fs.String("serve-log", "", "write the started server's output to `FILE` (default: discarded, last lines shown on failure)")
+	fs.StringVar(&lr.serveBin, "serve", "", "start `BIN` serve --listen 127.0.0.1:0 and run against it (stopped at the end)")
+	fs.Var(&lr.serveArgs, "serve-arg", "extra `ARG` for the server started by --serve (repeatable)")
+	fs.StringVar(&lr.serveLog, "serve-log", "", "write the started server's output to `FILE` (default: discarded, last lines shown on failure)")
 	fs.BoolVar(&cfg.InProcess, "inprocess", false, "drive core/schedule in process (no HTTP): the ceiling")
 	fs.IntVar(&cfg.Nodes, "nodes", cfg.Nodes, "simulated nodes")
 	fs.IntVar(&cfg.Pools, "pools", cfg.Pools, "pools created under the root")
@@ -120,7 +163,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&cfg.Rate, "rate", 0, "total heartbeats per second to aim at (0: as fast as possible)")
 	fs.DurationVar(&cfg.HeartbeatPeriod, "heartbeat-period", 0, "each node's heartbeat period (0: as soon as its turn comes)")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "workload seed (PCG)")
-	report := fs.String("report", "", "write the JSON report to `FILE`")
+	fs.StringVar(&lr.report, "report", "", "write the JSON report to `FILE`")
 	fs.Var(distFlag{&cfg.JobDuration}, "job-duration", "job durations in seconds: fixed:D, uniform:LO:HI, exp:MEAN[:MIN:MAX] or lognormal:MEDIAN:SIGMA[:MIN:MAX] (default uniform:5:120)")
 	fs.Int64Var(&cfg.MinJobs, "min-jobs", cfg.MinJobs, "fewest jobs in a task (log-uniform up to --max-jobs)")
 	fs.Int64Var(&cfg.MaxJobs, "max-jobs", cfg.MaxJobs, "most jobs in a task")
@@ -133,23 +176,23 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	profPrefix := fs.String("profile-prefix", "load-", "file name prefix of the captured profiles")
 	profAfter := fs.Duration("profile-after", 5*time.Second, "start the profile capture this long after the heartbeats start")
 	profSeconds := fs.Int("profile-seconds", 20, "length of the cpu, mutex and block captures in seconds")
-	cpuProfile := fs.String("cpuprofile", "", "write the load generator's own CPU profile to `FILE`")
-	mutexProfile := fs.String("mutexprofile", "", "write the load generator's own mutex profile to `FILE` (with --inprocess: the core's locks)")
-	blockProfile := fs.String("blockprofile", "", "write the load generator's own block profile to `FILE`")
-	strict := fs.Bool("strict", false, "exit 3 when the run had errors or the server's heap grew")
+	fs.StringVar(&lr.cpuProfile, "cpuprofile", "", "write the load generator's own CPU profile to `FILE`")
+	fs.StringVar(&lr.mutexProfile, "mutexprofile", "", "write the load generator's own mutex profile to `FILE` (with --inprocess: the core's locks)")
+	fs.StringVar(&lr.blockProfile, "blockprofile", "", "write the load generator's own block profile to `FILE`")
+	fs.BoolVar(&lr.strict, "strict", false, "exit 3 when the run had errors or the server's heap grew")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	fs.DurationVar(&cfg.ProgressEvery, "progress-every", time.Second, "print a progress line this often")
 	lbl := labels{}
 	fs.Var(lbl, "label", "`KEY=VALUE` copied into the report (repeatable), e.g. commit=abc123")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return nil, 0
 		}
-		return 2
+		return nil, 2
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "loadgen: cannot use argument %q: want flags only\n", fs.Arg(0))
-		return 2
+		return nil, 2
 	}
 	cfg.NodeMemory = *memGiB << 30
 	cfg.Target = *target
@@ -162,52 +205,38 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *profDir != "" {
 		cfg.Profiles = &loadgen.ProfileCapture{Dir: *profDir, Prefix: *profPrefix, After: *profAfter, Seconds: *profSeconds}
 	}
-	if *serveBin != "" && cfg.InProcess {
+	if lr.serveBin != "" && cfg.InProcess {
 		fmt.Fprintln(stderr, "loadgen: cannot use --serve with --inprocess")
-		return 2
+		return nil, 2
 	}
-	if *serveBin == "" || cfg.InProcess {
+	if lr.serveBin == "" || cfg.InProcess {
 		// Check the target (and everything else) before starting anything.
 		if err := cfg.Validate(); err != nil {
 			fmt.Fprintln(stderr, err)
-			return 2
+			return nil, 2
 		}
 	}
+	return lr, 0
+}
 
-	if *serveBin != "" {
-		srv, err := startServer(ctx, *serveBin, serveArgs, *serveLog, stderr)
-		if err != nil {
-			fmt.Fprintf(stderr, "loadgen: %v\n", err)
-			return 1
-		}
-		defer func() {
-			if err := srv.stop(); err != nil {
-				fmt.Fprintf(stderr, "loadgen: %v\n", err)
-			}
-		}()
-		cfg.Target = "http://" + srv.addr
-		if cfg.Labels == nil {
-			cfg.Labels = map[string]string{}
-		}
-		cfg.Labels["server"] = *serveBin
-		fmt.Fprintf(stderr, "loadgen: started %s serve on %s (pid %d)\n", *serveBin, srv.addr, srv.cmd.Process.Pid)
-	}
-
-	if *mutexProfile != "" {
+// drive runs the load with the load generator's own profiles on; on nil it
+// returns the exit status.
+func (lr *loadRun) drive(ctx context.Context, stderr io.Writer) (*loadgen.Report, int) {
+	if lr.mutexProfile != "" {
 		runtime.SetMutexProfileFraction(100)
 	}
-	if *blockProfile != "" {
+	if lr.blockProfile != "" {
 		runtime.SetBlockProfileRate(10_000)
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+	if lr.cpuProfile != "" {
+		f, err := os.Create(lr.cpuProfile)
 		if err != nil {
 			fmt.Fprintf(stderr, "loadgen: cannot create the CPU profile: %v\n", err)
-			return 1
+			return nil, 1
 		}
 		if err := pprof.StartCPUProfile(f); err != nil {
 			fmt.Fprintf(stderr, "loadgen: cannot start the CPU profile: %v\n", err)
-			return 1
+			return nil, 1
 		}
 		defer func() {
 			pprof.StopCPUProfile()
@@ -215,15 +244,15 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}()
 	}
 
-	rep, err := loadgen.Run(ctx, cfg)
+	rep, err := loadgen.Run(ctx, lr.cfg)
 	if rep == nil {
 		fmt.Fprintln(stderr, err)
-		return 1
+		return nil, 1
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "loadgen: stopped early: %v\n", err)
 	}
-	for _, p := range []struct{ file, name string }{{*mutexProfile, "mutex"}, {*blockProfile, "block"}} {
+	for _, p := range []struct{ file, name string }{{lr.mutexProfile, "mutex"}, {lr.blockProfile, "block"}} {
 		if p.file == "" {
 			continue
 		}
@@ -231,24 +260,29 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "loadgen: %v\n", err)
 		}
 	}
+	return rep, 0
+}
+
+// output prints the summary, writes the report and applies --strict.
+func (lr *loadRun) output(rep *loadgen.Report, stdout, stderr io.Writer) int {
 	fmt.Fprint(stdout, rep.Summary())
-	if *report != "" {
+	if lr.report != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
 		if err == nil {
-			if dir := filepath.Dir(*report); dir != "." {
+			if dir := filepath.Dir(lr.report); dir != "." {
 				err = os.MkdirAll(dir, 0o755)
 			}
 		}
 		if err == nil {
-			err = os.WriteFile(*report, append(b, '\n'), 0o644)
+			err = os.WriteFile(lr.report, append(b, '\n'), 0o644)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "loadgen: cannot write the report: %v\n", err)
 			return 1
 		}
-		fmt.Fprintf(stdout, "  report: %s\n", *report)
+		fmt.Fprintf(stdout, "  report: %s\n", lr.report)
 	}
-	if *strict {
+	if lr.strict {
 		if rep.Errors > 0 {
 			fmt.Fprintf(stderr, "loadgen: --strict: %d errors\n", rep.Errors)
 			return 3
