@@ -10,6 +10,7 @@ import (
 	"github.com/fairsched/fairsched/core/apierr"
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/fairshare"
+	"github.com/fairsched/fairsched/core/internal/invariants"
 	"github.com/fairsched/fairsched/core/limits"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/tree"
@@ -176,6 +177,52 @@ func (s *Scheduler) refreshLimitCounters() {
 	}
 	for _, o := range s.ops {
 		s.setLimited(o)
+	}
+	s.checkLimitCounters()
+}
+
+// checkLimitCounters verifies, under -tags invariants and -race, what
+// refreshLimitCounters establishes: every live operation charges its own
+// counter (when it has limits) and then the counter of every ancestor pool
+// with limits, in that order, and every counter holds the charged usage
+// (usage less preempted allocations) of exactly the operations that charge
+// it. The caller holds every shard mutex.
+func (s *Scheduler) checkLimitCounters() {
+	if !invariants.Enabled {
+		return
+	}
+	want := make(map[*limitCounter]resource.Vec)
+	for _, o := range s.ops {
+		if o.retired {
+			continue
+		}
+		var cs []*limitCounter
+		if lp := o.limited.Load(); lp != nil {
+			cs = *lp
+		}
+		k := 0
+		if o.own != nil {
+			invariants.Check(len(cs) > 0 && cs[0] == o.own, "operation %s does not charge its own counter first", o.id)
+			k = 1
+		}
+		for p := s.tree.Parent(o.treeID); p != tree.None; p = s.tree.Parent(p) {
+			if c := s.counters[p]; c != nil {
+				invariants.Check(k < len(cs) && cs[k] == c, "operation %s does not charge the counter of pool %s", o.id, s.tree.Name(p))
+				k++
+			}
+		}
+		invariants.Check(k == len(cs), "operation %s charges %d counters, want %d", o.id, len(cs), k)
+		u := o.Usage().Sub(o.preemptedUsage())
+		for _, c := range cs {
+			want[c] = want[c].Add(u)
+		}
+	}
+	for id, c := range s.counters {
+		var got resource.Vec
+		for r := range got {
+			got[r] = c.usage[r].Load()
+		}
+		invariants.Check(got == want[c], "pool %s: limit counter %v, its operations charge %v", s.tree.Name(id), got, want[c])
 	}
 }
 

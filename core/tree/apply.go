@@ -65,6 +65,7 @@ type Mutation struct {
 // returned error is an *apierr.Error. The index of the failing mutation is
 // returned too (-1 on success).
 func (t *Tree) Apply(ms ...Mutation) (int, error) {
+	defer t.checkLinks()
 	var undo []func()
 	for i := range ms {
 		u, err := t.apply(&ms[i])
