@@ -1,0 +1,52 @@
+package schedule_test
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fairsched/fairsched/core/coretest/scenario"
+)
+
+// TestScenarios runs the scenario scripts under testdata/scenarios (the
+// language is documented in core/coretest/scenario). Regenerate the expected
+// outputs with
+//
+//	go test ./core/schedule/ -run TestScenarios -rewrite
+//
+// and review the diff.
+func TestScenarios(t *testing.T) {
+	rewrite := flag.Lookup("rewrite").Value.(flag.Getter).Get().(bool)
+	files, err := filepath.Glob(filepath.Join("testdata", "scenarios", "*.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("cannot find a scenario under testdata/scenarios")
+	}
+	for _, path := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txt"), func(t *testing.T) {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			script, err := scenario.Run(path, string(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rewrite {
+				if out := script.Rewrite(); out != string(data) {
+					if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return
+			}
+			if d := script.Diff(); d != "" {
+				t.Errorf("the outputs differ from the script's (- want, + got); if the change is intended, rewrite with\n\tgo test ./core/schedule/ -run TestScenarios -rewrite\nand review the diff:\n%s", d)
+			}
+		})
+	}
+}
