@@ -3,6 +3,7 @@ package scenario
 import (
 	"strconv"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/coretest"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
@@ -10,17 +11,29 @@ import (
 )
 
 // coreTime converts a script time (float64 seconds) to the time argument of
-// the core's entry points, and seconds converts the instants and durations
-// the core reports back to script seconds.
+// the core's entry points (StartOperation, Heartbeat, UpdateFairShare).
 //
-// NB: these two one-liners are the only code that knows the core's unit of
-// time. When the core's time parameters become clock.Time (int64
-// microseconds), coreTime returns clock.FromSeconds(s) and seconds takes the
-// core's type and returns its Seconds(); nothing else changes, and the golden
-// outputs stay the same as long as script times are whole microseconds.
+// NB: the only code that knows the type of the core's time parameters. When
+// they become clock.Time (int64 microseconds), this returns
+// clock.FromSeconds(s) and nothing else changes: the golden outputs stay the
+// same as long as script times are whole microseconds.
 func coreTime(s float64) float64 { return s }
 
-func seconds(t float64) float64 { return t }
+// seconds converts what the core reports in its own time unit (instants such
+// as a preemption deadline, durations such as a preemption timeout) to script
+// seconds.
+//
+// NB: generic so that it needs no change when those fields move from float64
+// seconds to clock.Time or clock.Duration.
+func seconds[T float64 | clock.Time | clock.Duration](t T) float64 {
+	switch v := any(t).(type) {
+	case clock.Time:
+		return v.Seconds()
+	case clock.Duration:
+		return v.Seconds()
+	}
+	return float64(t)
+}
 
 // Cluster is a simulated cluster on virtual time driven by script commands:
 // a schedule.Scheduler, simulated nodes that run what they are told to start

@@ -161,7 +161,7 @@ func (c *Cluster) cmdConfig(a *args) (string, error) {
 	return "", nil
 }
 
-// readPoolConfig reads the pool attributes into cfg and returns the parent.
+// readPoolConfig reads the pool attributes given into cfg.
 func readPoolConfig(a *args, cfg *tree.PoolConfig) {
 	if v, ok := a.str("mode"); ok {
 		switch v {
@@ -515,7 +515,7 @@ func (c *Cluster) cmdCheck(a *args) (string, error) {
 	if !a.flag("gates") {
 		return "", errorf("cannot run check without a property (gates)")
 	}
-	backoff := c.s.Config().PreemptiveSchedulingBackoff
+	backoff := seconds(c.s.Config().PreemptiveSchedulingBackoff)
 	a.float("backoff", &backoff)
 	if err := a.done(); err != nil {
 		return "", err

@@ -3,6 +3,8 @@ package scenario
 import (
 	"strings"
 	"testing"
+
+	"github.com/fairsched/fairsched/core/clock"
 )
 
 // docExample is the example of the package doc.
@@ -126,4 +128,16 @@ func TestFormatAmounts(t *testing.T) {
 	f("memory=1536M network=1000", "{slots:10 cpu:10 memory:1536M network:1000}")
 	f("memory=1025 gpu=8", "{slots:10 cpu:10 gpu:8 memory:1025}")
 	f("memory=2T slots=0 cpu=0", "{memory:2T}")
+}
+
+func TestSeconds(t *testing.T) {
+	if got := seconds(1.5); got != 1.5 {
+		t.Errorf("seconds(1.5) = %v", got)
+	}
+	if got := seconds(clock.FromSeconds(2.25)); got != 2.25 {
+		t.Errorf("seconds(clock.Time) = %v, want 2.25", got)
+	}
+	if got := seconds(7 * clock.Second); got != 7 {
+		t.Errorf("seconds(clock.Duration) = %v, want 7", got)
+	}
 }
