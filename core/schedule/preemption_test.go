@@ -5,6 +5,7 @@ import (
 
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/starvation"
 	"github.com/fairsched/fairsched/core/tree"
 )
 
@@ -268,4 +269,22 @@ func TestNonPreemptibleThresholdInheritance(t *testing.T) {
 	if _, _, err := c.s.StartOperation(0, OperationSpec{NonPreemptibleResourceUsageThreshold: slots(-1), Tasks: tasks(1, job(1, 1))}); err == nil {
 		t.Error("negative non_preemptible_resource_usage_threshold accepted")
 	}
+}
+
+// TestPreemptorReason: the reason names why the operation made room for
+// was allowed to preempt.
+func TestPreemptorReason(t *testing.T) {
+	f := func(st starvation.State, target PreemptionPriority, want PreemptReason) {
+		t.Helper()
+		o := &operation{}
+		o.view.Store(&opView{starvation: st})
+		if got := preemptorReason(o, &stage{target: target}); got != want {
+			t.Errorf("%v in stage %v: %v, want %v", st, target, got, want)
+		}
+	}
+	f(starvation.Starving, PriorityNormal, PreemptForStarving)
+	f(starvation.NonStarving, PriorityNormal, PreemptForStarvingAncestor)
+	f(starvation.AggressivelyStarving, PriorityAggressive, PreemptForAggressivelyStarving)
+	f(starvation.Starving, PriorityAggressive, PreemptForStarvingAncestor)
+	f(starvation.NonStarving, PriorityAggressive, PreemptForStarvingAncestor)
 }

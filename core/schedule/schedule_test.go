@@ -2,11 +2,7 @@ package schedule
 
 import (
 	"errors"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/fairsched/fairsched/core/apierr"
@@ -17,27 +13,27 @@ import (
 
 const gib = int64(1) << 30
 
+// smallNode is 10 slots, 10 cores and 100 GiB: ten job(1, 1) allocations.
+var smallNode = resource.Vec{resource.UserSlots: 10, resource.CPU: cores(10), resource.Memory: 100 * gib}
+
 func cores(c float64) int64 { return resource.Cores(c) }
 
-// cluster is a deterministic harness of simulated nodes on virtual time.
-// Simulated nodes run every allocation they are told to start until its
-// task's DurationHintS passed (never, without one), and stop a preempted
-// allocation stopDelay seconds after being told (never, when negative),
-// reporting it aborted.
+// cluster is a deterministic harness of simulated nodes on virtual time for
+// the tests that look inside the scheduler; scenarios are scripts under
+// testdata/scenarios (see TestScenarios). Simulated nodes run every
+// allocation they are told to start until its task's DurationHintS passed
+// (never, without one), and stop a preempted allocation at their next
+// heartbeat, reporting it aborted.
 type cluster struct {
-	t     *testing.T
-	s     *Scheduler
-	nodes []simNode
-	now   float64
-	resp  Response
-	// stopDelay is how long a node takes to stop a preempted allocation.
-	stopDelay float64
+	t         *testing.T
+	s         *Scheduler
+	nodes     []simNode
+	now       float64
+	resp      Response
 	durations map[string][]float64 // operation → task durations
-	// preempts and aborts log every decision with its time and node;
-	// events is the whole decision trace, for golden files.
+	// preempts and aborts log every decision with its time and node.
 	preempts []loggedPreempt
 	aborts   []loggedAbort
-	events   []string
 }
 
 type loggedPreempt struct {
@@ -63,7 +59,6 @@ type simAlloc struct {
 	op        string
 	finishAt  float64 // 0: runs until stopped
 	preempted bool
-	stopAt    float64
 }
 
 func newCluster(t *testing.T, cfg Config, nodes int, limits resource.Vec, pools ...tree.Mutation) *cluster {
@@ -103,7 +98,7 @@ func (c *cluster) heartbeat(i int) {
 			continue
 		}
 		switch {
-		case m.preempted && c.stopDelay >= 0 && c.now >= m.stopAt:
+		case m.preempted:
 			n.allocs[j].State = AllocAborted
 		case m.finishAt > 0 && c.now >= m.finishAt:
 			n.allocs[j].State = AllocCompleted
@@ -131,18 +126,12 @@ func (c *cluster) heartbeat(i int) {
 	n.allocs, n.meta = kept, keptMeta
 	for _, ab := range c.resp.Abort {
 		c.aborts = append(c.aborts, loggedAbort{c.now, n.name, ab})
-		c.events = append(c.events, fmt.Sprintf("%g %s abort %s op=%s reason=%q", c.now, n.name, allocName(ab.Allocation), ab.Operation, ab.Reason))
-	}
-	for _, st := range c.resp.Start {
-		c.events = append(c.events, fmt.Sprintf("%g %s start %s op=%s task=%d", c.now, n.name, allocName(st.Allocation), st.Operation, st.Task))
 	}
 	for _, p := range c.resp.Preempt {
-		c.events = append(c.events, fmt.Sprintf("%g %s preempt %s op=%s status=%s timeout=%g reason=%q for=%s/%s", c.now, n.name,
-			allocName(p.Allocation), p.Operation, p.Status, p.Timeout.Seconds(), p.Reason, allocName(p.ForAllocation), p.ForOperation))
 		c.preempts = append(c.preempts, loggedPreempt{c.now, n.name, p})
 		for j := range n.allocs {
 			if n.allocs[j].ID == p.Allocation {
-				n.meta[j].preempted, n.meta[j].stopAt = true, c.now+c.stopDelay
+				n.meta[j].preempted = true
 			}
 		}
 	}
@@ -156,57 +145,11 @@ func (c *cluster) heartbeat(i int) {
 	}
 }
 
-var rewrite = flag.Bool("rewrite", false, "rewrite the golden traces under testdata/")
-
-// allocName writes an allocation ID as node-index:sequence.
-func allocName(id uint64) string {
-	if id == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%d:%d", id>>32, id&(1<<32-1))
-}
-
-// golden compares the cluster's decision trace with testdata/name.trace
-// (regenerate with go test -run ... -rewrite and review the diff).
-func (c *cluster) golden(name string) {
-	c.t.Helper()
-	got := strings.Join(c.events, "\n") + "\n"
-	path := filepath.Join("testdata", name+".trace")
-	if *rewrite {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			c.t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			c.t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		c.t.Fatalf("cannot read the golden trace (run with -rewrite): %v", err)
-	}
-	if got == string(want) {
-		return
-	}
-	g, w := strings.Split(got, "\n"), strings.Split(string(want), "\n")
-	for i := 0; i < len(g) || i < len(w); i++ {
-		var gl, wl string
-		if i < len(g) {
-			gl = g[i]
-		}
-		if i < len(w) {
-			wl = w[i]
-		}
-		if gl != wl {
-			c.t.Fatalf("%s: trace differs at line %d:\n got %s\nwant %s", path, i+1, gl, wl)
-		}
-	}
-}
+// at returns the harness's time (seconds) as the core's clock.Time.
+func (c *cluster) at() clock.Time { return clock.FromSeconds(c.now) }
 
 // run advances virtual time in steps of dt until until, running a
 // fair-share update and a heartbeat of every node at each step.
-// at returns the harness's time (seconds) as the core's clock.Time.
-func (c *cluster) at() clock.Time { return clock.FromSeconds(c.now) }
 
 func (c *cluster) run(until, dt float64) {
 	c.t.Helper()

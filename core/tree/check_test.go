@@ -47,6 +47,12 @@ func TestCheckLinksCatchesCorruption(t *testing.T) {
 	f("wrong parent", func(tr *Tree) { tr.parent[op] = a }, "is in the child list")
 	f("child count", func(tr *Tree) { tr.childCount[a]++ }, "counts")
 	f("last child", func(tr *Tree) { tr.lastChild[b] = None }, "last child")
-	f("cycle", func(tr *Tree) { tr.parent[a] = b; tr.firstChild[Root] = None; tr.lastChild[Root] = None; tr.childCount[Root] = 0; tr.childPools[Root] = 0 }, "cycle")
+	f("cycle", func(tr *Tree) {
+		tr.parent[a] = b
+		tr.firstChild[Root] = None
+		tr.lastChild[Root] = None
+		tr.childCount[Root] = 0
+		tr.childPools[Root] = 0
+	}, "cycle")
 	f("name", func(tr *Tree) { delete(tr.byName, "b") }, "byName")
 }

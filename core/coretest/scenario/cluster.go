@@ -1,0 +1,246 @@
+package scenario
+
+import (
+	"strconv"
+
+	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/core/coretest"
+	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/schedule"
+	"github.com/fairsched/fairsched/core/tree"
+)
+
+// coreTime converts a script time (float64 seconds) to the core's clock.Time,
+// the time argument of its entry points (StartOperation, Heartbeat,
+// UpdateFairShare): the runner's one conversion.
+func coreTime(s float64) clock.Time { return clock.FromSeconds(s) }
+
+// Cluster is a simulated cluster on virtual time driven by script commands:
+// a schedule.Scheduler, simulated nodes that run what they are told to start
+// and report it finished, and the log of every decision. It is not safe for
+// concurrent use.
+//
+// Simulated nodes run an allocation until its task's duration passed (never,
+// for a task without one) and report it completed at their first heartbeat at
+// or after that time; they stop a preempted allocation stop_delay seconds
+// after being told (0: at their next heartbeat; never, when negative) and
+// report it aborted. A report is delivered once; an allocation the scheduler
+// tells a node to abort is gone from the node at once.
+type Cluster struct {
+	s         *schedule.Scheduler
+	now       float64 // script seconds
+	nodes     []simNode
+	byName    map[string]int
+	durations map[string][]float64 // operation → its tasks' durations
+	resp      schedule.Response
+	events    []Event
+}
+
+type simNode struct {
+	name      string
+	limits    resource.Vec
+	stopDelay float64 // < 0: never stops a preempted allocation
+	allocs    []schedule.AllocationReport
+	meta      []simAlloc // parallel to allocs
+}
+
+type simAlloc struct {
+	op        string
+	finishAt  float64 // 0: runs until stopped
+	preempted bool
+	stopAt    float64
+}
+
+// EventKind is what an Event records.
+type EventKind uint8
+
+// Event kinds: the scheduler's decisions, and what simulated nodes report.
+const (
+	// EventStart, EventPreempt and EventAbort are decisions of a heartbeat's answer.
+	EventStart EventKind = iota
+	EventPreempt
+	EventAbort
+	// EventCompleted: a node reports an allocation's job completed.
+	EventCompleted
+	// EventStopped: a node reports a preempted allocation stopped (aborted).
+	EventStopped
+)
+
+var eventKindNames = [...]string{"start", "preempt", "abort", "completed", "stopped"}
+
+func (k EventKind) String() string { return eventKindNames[k] }
+
+// Event is one entry of the cluster's log. Start, Preempt and Abort hold the
+// decision of the matching kind.
+type Event struct {
+	T          float64 // script seconds
+	Node       string
+	Kind       EventKind
+	Allocation uint64
+	Operation  string
+	Start      schedule.StartDecision
+	Preempt    schedule.PreemptDecision
+	Abort      schedule.AbortDecision
+}
+
+// New returns an empty cluster at time 0 whose scheduler has the default
+// configuration and a root pool with the default configuration.
+func New() *Cluster {
+	return &Cluster{
+		s:         schedule.New(tree.New(tree.PoolConfig{}), schedule.DefaultConfig()),
+		byName:    map[string]int{},
+		durations: map[string][]float64{},
+	}
+}
+
+// Scheduler returns the scheduler under test, for checks a script cannot express.
+func (c *Cluster) Scheduler() *schedule.Scheduler { return c.s }
+
+// Now returns the current virtual time in seconds.
+func (c *Cluster) Now() float64 { return c.now }
+
+// Events returns the log of every decision and node report so far, in order.
+// The slice is the cluster's own: callers must not modify it.
+func (c *Cluster) Events() []Event { return c.events }
+
+// Run parses the script and runs it on a new cluster; the returned script
+// holds each command's actual output (see coretest.Script's Diff and Rewrite).
+func Run(name, text string) (*coretest.Script, error) {
+	s, err := coretest.ParseScript(name, text)
+	if err != nil {
+		return nil, err
+	}
+	c := New()
+	return s, s.Run(c.Exec)
+}
+
+// setTime moves the virtual clock to t; it never goes back.
+func (c *Cluster) setTime(t float64) error {
+	if t < c.now {
+		return errorf("cannot move the time back from %g to %g", c.now, t)
+	}
+	c.now = t
+	return nil
+}
+
+func (c *Cluster) update() { c.s.UpdateFairShare(coreTime(c.now)) }
+
+// heartbeatAll sends one heartbeat per node in the order the nodes were added.
+func (c *Cluster) heartbeatAll() error {
+	for i := range c.nodes {
+		if err := c.heartbeat(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// heartbeat sends node i's heartbeat at the current time, applies the answer
+// to the simulated node and logs the node's reports and the decisions.
+func (c *Cluster) heartbeat(i int) error {
+	n := &c.nodes[i]
+	for j := range n.allocs {
+		m := &n.meta[j]
+		if n.allocs[j].State != schedule.AllocRunning {
+			continue
+		}
+		switch {
+		case m.preempted && n.stopDelay >= 0 && c.now >= m.stopAt:
+			n.allocs[j].State = schedule.AllocAborted
+			c.log(Event{Kind: EventStopped, Node: n.name, Allocation: n.allocs[j].ID, Operation: m.op})
+		case m.finishAt > 0 && c.now >= m.finishAt:
+			n.allocs[j].State = schedule.AllocCompleted
+			c.log(Event{Kind: EventCompleted, Node: n.name, Allocation: n.allocs[j].ID, Operation: m.op})
+		}
+	}
+	c.resp.Reset()
+	hb := schedule.NodeHeartbeat{Node: n.name, Limits: n.limits, Allocations: n.allocs}
+	if err := c.s.Heartbeat(coreTime(c.now), &hb, &c.resp); err != nil {
+		return errorf("heartbeat of %s: %v", n.name, err)
+	}
+	// Finished reports are delivered once; aborted allocations are gone.
+	kept, keptMeta := n.allocs[:0], n.meta[:0]
+	for j, a := range n.allocs {
+		if a.State != schedule.AllocRunning {
+			continue
+		}
+		aborted := false
+		for _, ab := range c.resp.Abort {
+			aborted = aborted || ab.Allocation == a.ID
+		}
+		if !aborted {
+			kept, keptMeta = append(kept, a), append(keptMeta, n.meta[j])
+		}
+	}
+	n.allocs, n.meta = kept, keptMeta
+	for _, ab := range c.resp.Abort {
+		c.log(Event{Kind: EventAbort, Node: n.name, Allocation: ab.Allocation, Operation: ab.Operation, Abort: ab})
+	}
+	for _, st := range c.resp.Start {
+		c.log(Event{Kind: EventStart, Node: n.name, Allocation: st.Allocation, Operation: st.Operation, Start: st})
+	}
+	for _, p := range c.resp.Preempt {
+		c.log(Event{Kind: EventPreempt, Node: n.name, Allocation: p.Allocation, Operation: p.Operation, Preempt: p})
+		for j := range n.allocs {
+			if n.allocs[j].ID == p.Allocation {
+				n.meta[j].preempted, n.meta[j].stopAt = true, c.now+n.stopDelay
+			}
+		}
+	}
+	for _, st := range c.resp.Start {
+		m := simAlloc{op: st.Operation}
+		if ds := c.durations[st.Operation]; st.Task < len(ds) && ds[st.Task] > 0 {
+			m.finishAt = c.now + ds[st.Task]
+		}
+		n.allocs = append(n.allocs, schedule.AllocationReport{ID: st.Allocation, State: schedule.AllocRunning})
+		n.meta = append(n.meta, m)
+	}
+	return nil
+}
+
+func (c *Cluster) log(e Event) {
+	e.T = c.now
+	c.events = append(c.events, e)
+}
+
+// run advances the time in steps of dt up to until, running a fair-share
+// update and (with heartbeats) a heartbeat of every node at each step.
+func (c *Cluster) run(until, dt float64, heartbeats bool) error {
+	// NB: the 1e-9 slack lets float steps such as 0.1 reach until.
+	for c.now+dt <= until+1e-9 {
+		c.now += dt
+		c.update()
+		if heartbeats {
+			if err := c.heartbeatAll(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkGates reports the nodes on which preemption for a starving operation
+// (a preemption that made room for an allocation) happened twice less than
+// backoff apart, within one heartbeat excepted (spec.md §5.4).
+func (c *Cluster) checkGates(backoff float64) []string {
+	var bad []string
+	last := map[string]float64{}
+	for _, e := range c.events {
+		if e.Kind != EventPreempt || e.Preempt.ForAllocation == 0 {
+			continue
+		}
+		if l, seen := last[e.Node]; seen && e.T != l && e.T-l <= backoff {
+			bad = append(bad, e.Node+" preempted at "+fmtFloat(l)+" and "+fmtFloat(e.T)+": not more than the backoff "+fmtFloat(backoff)+" apart")
+		}
+		last[e.Node] = e.T
+	}
+	return bad
+}
+
+// allocName writes an allocation ID as node-index:sequence ("-" for none).
+func allocName(id uint64) string {
+	if id == 0 {
+		return "-"
+	}
+	return strconv.FormatUint(id>>32, 10) + ":" + strconv.FormatUint(id&(1<<32-1), 10)
+}

@@ -1,0 +1,489 @@
+package scenario
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/fairsched/fairsched/core/coretest"
+	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/schedule"
+	"github.com/fairsched/fairsched/core/tree"
+)
+
+// commands maps a command name to its implementation. Each reads its
+// arguments, checks them with args.done before changing anything, and
+// returns its output; an error is a broken script, not a scheduler's
+// rejection (those are printed as "error: …").
+var commands map[string]func(c *Cluster, a *args) (string, error)
+
+func init() {
+	commands = map[string]func(c *Cluster, a *args) (string, error){
+		"config":    (*Cluster).cmdConfig,
+		"pool":      (*Cluster).cmdPool,
+		"op":        (*Cluster).cmdOp,
+		"node":      (*Cluster).cmdNode,
+		"heartbeat": (*Cluster).cmdHeartbeat,
+		"update":    (*Cluster).cmdUpdate,
+		"run":       (*Cluster).cmdRun,
+		"complete":  (*Cluster).cmdComplete,
+		"abort":     (*Cluster).cmdAbort,
+		"info":      (*Cluster).cmdInfo,
+		"stats":     (*Cluster).cmdStats,
+		"check":     (*Cluster).cmdCheck,
+	}
+}
+
+// Exec runs one command and returns its output (the package doc lists the
+// commands). It is the function to hand to coretest.Script.Run.
+func (c *Cluster) Exec(cmd *coretest.Cmd) (string, error) {
+	fn := commands[cmd.Name]
+	if fn == nil {
+		names := make([]string, 0, len(commands))
+		for n := range commands {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		return "", errorf("unknown command %q (want one of %s)", cmd.Name, strings.Join(names, ", "))
+	}
+	if cmd.Input != "" {
+		return "", errorf("cannot use input lines: commands take arguments only")
+	}
+	return fn(c, newArgs(cmd))
+}
+
+// at reads the optional t= argument and moves the clock there.
+func (c *Cluster) at(a *args) {
+	var t float64
+	if a.float("t", &t) {
+		if err := c.setTime(t); err != nil {
+			a.fail(err)
+		}
+	}
+}
+
+// rejected formats an error of the scheduler as output.
+func rejected(err error) string { return "error: " + err.Error() + "\n" }
+
+// setConfig reads the config command's argument key into cfg. The keys are
+// the settings table's (schedule.Settings), written without the _s of
+// durations (the names of spec.md §8, in seconds), plus
+// integral_guarantees_smooth_period; null resets a nullable setting.
+func setConfig(a *args, key string, cfg *schedule.Config) error {
+	if key == "integral_guarantees_smooth_period" {
+		a.float(key, &cfg.FairShare.SmoothPeriodS)
+		return nil
+	}
+	st, ok := schedule.LookupSetting(key)
+	if !ok {
+		if st, ok = schedule.LookupSetting(key + "_s"); !ok || st.Kind != schedule.KindDuration {
+			return errorf("unknown config key %q", key)
+		}
+	}
+	var v schedule.Value
+	switch raw, _ := a.peek(key); {
+	case raw == "null" && st.Nullable:
+		a.str(key)
+		v.Null = true
+	case st.Kind == schedule.KindBool:
+		a.bool(key, &v.Bool)
+	case st.Kind == schedule.KindChoice:
+		v.Choice, _ = a.str(key)
+	case st.Kind == schedule.KindResources:
+		var p tree.PartialVec
+		a.partialVec(key, &p)
+		v.Resources = p.OrZero()
+	case st.Kind == schedule.KindPartialResources:
+		a.partialVec(key, &v.Partial)
+	default:
+		a.float(key, &v.Number)
+	}
+	if err := st.Set(cfg, v); err != nil {
+		a.fail(err)
+	}
+	return nil
+}
+
+// config key=value...: changes the scheduler's configuration (SetConfig).
+func (c *Cluster) cmdConfig(a *args) (string, error) {
+	if len(a.cmd.Args) == 0 {
+		return "", errorf("cannot run config without key=value arguments")
+	}
+	cfg := c.s.Config()
+	for _, arg := range a.cmd.Args {
+		if err := setConfig(a, arg.Key, &cfg); err != nil {
+			return "", err
+		}
+	}
+	if err := a.done(); err != nil {
+		return "", err
+	}
+	if err := c.s.SetConfig(cfg); err != nil {
+		return rejected(err), nil
+	}
+	return "", nil
+}
+
+// readPoolConfig reads the pool attributes given into cfg.
+func readPoolConfig(a *args, cfg *tree.PoolConfig) {
+	if v, ok := a.str("mode"); ok {
+		switch v {
+		case "fifo":
+			cfg.Mode = tree.ModeFIFO
+		case "fair_share":
+			cfg.Mode = tree.ModeFairShare
+		default:
+			a.fail(errorf("cannot use mode=%s: want fifo or fair_share", v))
+		}
+	}
+	a.optFloat("weight", &cfg.Weight)
+	a.partialVec("strong_guarantee", &cfg.StrongGuarantee)
+	a.partialVec("resource_limits", &cfg.ResourceLimits)
+	a.optInt("max_operation_count", &cfg.MaxOperationCount)
+	a.optInt("max_running_operation_count", &cfg.MaxRunningOperationCount)
+	a.bool("enable_lightweight_operations", &cfg.EnableLightweightOperations)
+	if v, ok := a.str("integral_type"); ok {
+		switch v {
+		case "none":
+			cfg.Integral.Type = tree.GuaranteeNone
+		case "burst":
+			cfg.Integral.Type = tree.GuaranteeBurst
+		case "relaxed":
+			cfg.Integral.Type = tree.GuaranteeRelaxed
+		default:
+			a.fail(errorf("cannot use integral_type=%s: want none, burst or relaxed", v))
+		}
+	}
+	a.partialVec("resource_flow", &cfg.Integral.ResourceFlow)
+	a.partialVec("burst_guarantee", &cfg.Integral.BurstGuarantee)
+	a.optFloat("relaxed_share_multiplier_limit", &cfg.Integral.RelaxedShareMultiplierLimit)
+	a.optDuration("fair_share_starvation_timeout", &cfg.FairShareStarvationTimeout)
+	a.optFloat("fair_share_starvation_tolerance", &cfg.FairShareStarvationTolerance)
+	a.optBool("enable_aggressive_starvation", &cfg.EnableAggressiveStarvation)
+	a.optBool("allow_aggressive_preemption", &cfg.AllowAggressivePreemption)
+	a.optBool("allow_normal_preemption", &cfg.AllowNormalPreemption)
+	a.partialVec("non_preemptible_resource_usage_threshold", &cfg.NonPreemptibleResourceUsageThreshold)
+}
+
+// pool name=... [parent=...] [attributes]: adds the pool, or changes the
+// given attributes of an existing one (and moves it under parent if given).
+func (c *Cluster) cmdPool(a *args) (string, error) {
+	name, ok := a.str("name")
+	if !ok {
+		return "", errorf("cannot add a pool without name=")
+	}
+	parent, _ := a.str("parent")
+	m := tree.Mutation{Kind: tree.AddPool, Name: name, Parent: parent}
+	if cur, err := c.s.Pool(name); err == nil {
+		m.Kind, m.Pool = tree.SetPool, cur.Config
+	}
+	readPoolConfig(a, &m.Pool)
+	if err := a.done(); err != nil {
+		return "", err
+	}
+	if _, err := c.s.ApplyPools(m); err != nil {
+		return rejected(err), nil
+	}
+	return "", nil
+}
+
+// defaultJob is an operation's job when no resource is given: one slot, one
+// core and 1 GiB.
+var defaultJob = resource.Vec{resource.UserSlots: 1, resource.CPU: resource.Cores(1), resource.Memory: 1 << 30}
+
+// op [id=...] [pool=...] jobs=... [resources] [attributes] [t=...]: starts an
+// operation of one task.
+func (c *Cluster) cmdOp(a *args) (string, error) {
+	var spec schedule.OperationSpec
+	spec.ID, _ = a.str("id")
+	spec.Pool, _ = a.str("pool")
+	spec.Type, _ = a.str("type")
+	task := schedule.TaskSpec{Name: "t", Resources: defaultJob}
+	if !a.int("jobs", &task.JobCount) && a.err == nil {
+		a.fail(errorf("cannot start an operation without jobs="))
+	}
+	a.vec(&task.Resources)
+	a.float("duration", &task.DurationHintS)
+	spec.Tasks = []schedule.TaskSpec{task}
+	a.optFloat("weight", &spec.Weight)
+	if v, ok := a.str("preemption_mode"); ok {
+		switch v {
+		case "normal":
+			spec.PreemptionMode = schedule.PreemptionNormal
+		case "graceful":
+			spec.PreemptionMode = schedule.PreemptionGraceful
+		default:
+			a.fail(errorf("cannot use preemption_mode=%s: want normal or graceful", v))
+		}
+	}
+	a.bool("gang", &spec.IsGang)
+	a.partialVec("resource_limits", &spec.ResourceLimits)
+	a.optDuration("allocation_preemption_timeout", &spec.AllocationPreemptionTimeout)
+	a.optDuration("allocation_graceful_preemption_timeout", &spec.AllocationGracefulPreemptionTimeout)
+	a.optFloat("fair_share_starvation_tolerance", &spec.FairShareStarvationTolerance)
+	a.optDuration("fair_share_starvation_timeout", &spec.FairShareStarvationTimeout)
+	a.partialVec("non_preemptible_resource_usage_threshold", &spec.NonPreemptibleResourceUsageThreshold)
+	c.at(a)
+	if err := a.done(); err != nil {
+		return "", err
+	}
+	id, _, err := c.s.StartOperation(coreTime(c.now), spec)
+	if err != nil {
+		return rejected(err), nil
+	}
+	c.durations[id] = []float64{task.DurationHintS}
+	info, err := c.s.Operation(id)
+	if err != nil {
+		return "", err
+	}
+	out := id + ": " + info.State.String()
+	if info.WaitingPool != "" {
+		out += " (waiting in " + info.WaitingPool + ", max_running_operation_count=" + fmtInt(info.WaitingLimit) + ")"
+	}
+	return out + "\n", nil
+}
+
+// defaultNode is a node's resources when none is given.
+var defaultNode = resource.Vec{resource.UserSlots: 10, resource.CPU: resource.Cores(10), resource.Memory: 100 << 30}
+
+// node name=...|count=... [resources] [stop_delay=...] [t=...]: adds
+// simulated nodes, each registering with a heartbeat, or changes an existing
+// node's limits (reported from its next heartbeat) and stop delay.
+func (c *Cluster) cmdNode(a *args) (string, error) {
+	name, named := a.str("name")
+	var count int64
+	counted := a.int("count", &count)
+	if named == counted {
+		a.fail(errorf("cannot run node without exactly one of name= and count="))
+	}
+	if counted && count <= 0 {
+		a.fail(errorf("cannot add count=%d nodes", count))
+	}
+	if i, ok := c.byName[name]; named && ok {
+		n := &c.nodes[i]
+		a.vec(&n.limits)
+		a.seconds("stop_delay", &n.stopDelay)
+		return "", a.done()
+	}
+	limits := defaultNode
+	a.vec(&limits)
+	var stopDelay float64
+	a.seconds("stop_delay", &stopDelay)
+	c.at(a)
+	if err := a.done(); err != nil {
+		return "", err
+	}
+	names := []string{name}
+	if counted {
+		names = names[:0]
+		for i := range int(count) {
+			names = append(names, "n"+pad3(len(c.nodes)+i))
+		}
+	}
+	for _, name := range names {
+		if _, dup := c.byName[name]; dup {
+			return "", errorf("cannot add node %s twice", name)
+		}
+	}
+	from := len(c.events)
+	for _, name := range names {
+		c.byName[name] = len(c.nodes)
+		c.nodes = append(c.nodes, simNode{name: name, limits: limits, stopDelay: stopDelay})
+		if err := c.heartbeat(len(c.nodes) - 1); err != nil {
+			return "", err
+		}
+	}
+	return formatEvents(c.events[from:]), nil
+}
+
+func pad3(i int) string {
+	s := fmtInt(int64(i))
+	for len(s) < 3 {
+		s = "0" + s
+	}
+	return s
+}
+
+// heartbeat [node=a,b,...] [t=...]: heartbeats of the named nodes (all, in
+// the order they were added, by default).
+func (c *Cluster) cmdHeartbeat(a *args) (string, error) {
+	var which []int
+	if v, ok := a.str("node"); ok {
+		for name := range strings.SplitSeq(v, ",") {
+			i, known := c.byName[name]
+			if !known {
+				a.fail(errorf("cannot find node %q", name))
+			}
+			which = append(which, i)
+		}
+	} else {
+		for i := range c.nodes {
+			which = append(which, i)
+		}
+	}
+	c.at(a)
+	if err := a.done(); err != nil {
+		return "", err
+	}
+	from := len(c.events)
+	for _, i := range which {
+		if err := c.heartbeat(i); err != nil {
+			return "", err
+		}
+	}
+	return formatEvents(c.events[from:]), nil
+}
+
+// update [t=...] [resource=...]: a fair-share update; prints the tree.
+func (c *Cluster) cmdUpdate(a *args) (string, error) {
+	c.at(a)
+	k := a.resource()
+	if err := a.done(); err != nil {
+		return "", err
+	}
+	c.update()
+	return c.formatTree(k), nil
+}
+
+// resource reads resource= (which share component to print; -1, the
+// default, for the largest).
+func (a *args) resource() resource.Kind {
+	v, ok := a.str("resource")
+	if !ok {
+		return -1
+	}
+	k, known := kindByName(v)
+	if !known {
+		a.fail(errorf("cannot use resource=%s: want slots, cpu, gpu, memory or network", v))
+	}
+	return k
+}
+
+// run until=... dt=... [heartbeats=false] [quiet]: the harness loop.
+func (c *Cluster) cmdRun(a *args) (string, error) {
+	var until, dt float64
+	if !a.float("until", &until) || !a.float("dt", &dt) {
+		a.fail(errorf("cannot run without until= and dt="))
+	}
+	if dt <= 0 {
+		a.fail(errorf("cannot run with dt=%g: want a positive step", dt))
+	}
+	heartbeats := true
+	a.bool("heartbeats", &heartbeats)
+	quiet := a.flag("quiet")
+	if err := a.done(); err != nil {
+		return "", err
+	}
+	if until < c.now {
+		return "", errorf("cannot run until %g: the time is %g", until, c.now)
+	}
+	from := len(c.events)
+	if err := c.run(until, dt, heartbeats); err != nil {
+		return "", err
+	}
+	if quiet {
+		return "", nil
+	}
+	return formatEvents(c.events[from:]), nil
+}
+
+// complete op=... [t=...] and abort op=... [t=...]: finish an operation by the API.
+func (c *Cluster) cmdComplete(a *args) (string, error) { return c.finish(a, c.s.CompleteOperation) }
+
+func (c *Cluster) cmdAbort(a *args) (string, error) { return c.finish(a, c.s.AbortOperation) }
+
+func (c *Cluster) finish(a *args, fn func(id string) error) (string, error) {
+	id, ok := a.str("op")
+	if !ok {
+		a.fail(errorf("cannot run %s without op=", a.cmd.Name))
+	}
+	c.at(a)
+	if err := a.done(); err != nil {
+		return "", err
+	}
+	if err := fn(id); err != nil {
+		return rejected(err), nil
+	}
+	return "", nil
+}
+
+// info op=... pool=... node=...|node=* [resource=...]: the orchid views.
+func (c *Cluster) cmdInfo(a *args) (string, error) {
+	type item struct{ kind, name string }
+	var items []item
+	for _, arg := range a.cmd.Args {
+		switch arg.Key {
+		case "op", "pool", "node":
+			items = append(items, item{arg.Key, arg.Value})
+		}
+	}
+	for _, key := range []string{"op", "pool", "node"} {
+		a.all(key)
+	}
+	k := a.resource()
+	if err := a.done(); err != nil {
+		return "", err
+	}
+	if len(items) == 0 {
+		return "", errorf("cannot run info without op=, pool= or node=")
+	}
+	var b strings.Builder
+	for _, it := range items {
+		switch it.kind {
+		case "op":
+			info, err := c.s.Operation(it.name)
+			if err != nil {
+				b.WriteString(rejected(err))
+				continue
+			}
+			formatOperation(&b, &info, k)
+		case "pool":
+			info, err := c.s.Pool(it.name)
+			if err != nil {
+				b.WriteString(rejected(err))
+				continue
+			}
+			formatPool(&b, &info, k)
+		case "node":
+			names := []string{it.name}
+			if it.name == "*" {
+				names = names[:0]
+				for _, n := range c.nodes {
+					names = append(names, n.name)
+				}
+			}
+			for _, name := range names {
+				info, ok := c.s.Node(name)
+				if !ok {
+					b.WriteString(name + ": not registered\n")
+					continue
+				}
+				formatNode(&b, &info)
+			}
+		}
+	}
+	return b.String(), nil
+}
+
+// stats: decision and report counts per operation since the start.
+func (c *Cluster) cmdStats(a *args) (string, error) {
+	if err := a.done(); err != nil {
+		return "", err
+	}
+	return formatStats(c.events), nil
+}
+
+// check gates [backoff=...]: fails the script on a violated property.
+func (c *Cluster) cmdCheck(a *args) (string, error) {
+	if !a.flag("gates") {
+		return "", errorf("cannot run check without a property (gates)")
+	}
+	backoff := c.s.Config().PreemptiveSchedulingBackoff.Seconds()
+	a.float("backoff", &backoff)
+	if err := a.done(); err != nil {
+		return "", err
+	}
+	if bad := c.checkGates(backoff); len(bad) > 0 {
+		return "", errorf("check gates failed:\n%s", strings.Join(bad, "\n"))
+	}
+	return "", nil
+}

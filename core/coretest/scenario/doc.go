@@ -1,0 +1,168 @@
+// Package scenario runs scheduler scenarios written as golden scripts, in the
+// style of etcd-io/raft's interaction tests: a Cluster (a schedule.Scheduler,
+// simulated nodes and the log of every decision on virtual time) executes
+// the commands of a coretest.Script, and each command's output is compared
+// with the one recorded under it. core/schedule's TestScenarios runs the
+// scripts under core/schedule/testdata/scenarios; rewrite their outputs with
+//
+//	go test ./core/schedule/ -run TestScenarios -rewrite
+//
+// and review the diff. The package imports core/schedule, so tests of
+// core/schedule that use it are in package schedule_test.
+//
+// # Scripts
+//
+// A script is a sequence of commands, each a line "name key=value ... flag",
+// followed by "----" and its expected output (see coretest.Script for the
+// format). Lines starting with # are comments. A command that prints nothing
+// prints "ok". Times are seconds of virtual time from 0; the clock moves
+// only forward, by t= arguments and by run. Resources are written
+// slots=, cpu= (cores, may be fractional), gpu=, memory= and network= (bytes,
+// with an optional binary suffix K, M, G or T); resource lists, as in
+// strong_guarantee=cpu:4,memory:10G, use the same names. Rejections by the
+// scheduler print "error: …" and the script goes on; a malformed command, an
+// unknown argument or a failed check stops the script and fails the test,
+// with -rewrite too.
+//
+// # Commands
+//
+//	config key=value...
+//
+// Changes the scheduler's configuration (Scheduler.SetConfig), keys named as
+// in spec.md §8 with durations in seconds: fair_share_starvation_timeout,
+// fair_share_aggressive_starvation_timeout, fair_share_starvation_tolerance,
+// enable_aggressive_starvation, enable_pool_starvation,
+// allocation_count_preemption_timeout_coefficient,
+// preemption_satisfaction_threshold,
+// aggressive_preemption_satisfaction_threshold,
+// preemptive_scheduling_backoff, allocation_preemption_timeout,
+// allocation_graceful_preemption_timeout, allow_aggressive_preemption,
+// allowed_node_resources_overcommit_duration, node_heartbeat_timeout,
+// non_preemptible_resource_usage_threshold (a list),
+// max_unpreemptible_running_allocation_count,
+// max_started_allocations_per_heartbeat, scheduling_preemption_priority_scope
+// (operation_and_ancestors or operation_only), min_spare_allocation_resources
+// (a list), max_operation_count, max_running_operation_count,
+// max_operation_count_per_pool, max_running_operation_count_per_pool and
+// integral_guarantees_smooth_period. The scheduler starts with
+// schedule.DefaultConfig.
+//
+//	pool name=... [parent=...] [mode=fifo|fair_share] [weight=...]
+//	     [strong_guarantee=LIST] [resource_limits=LIST]
+//	     [max_operation_count=N] [max_running_operation_count=N]
+//	     [enable_lightweight_operations=BOOL]
+//	     [integral_type=none|burst|relaxed] [resource_flow=LIST]
+//	     [burst_guarantee=LIST] [relaxed_share_multiplier_limit=...]
+//	     [fair_share_starvation_timeout=...] [fair_share_starvation_tolerance=...]
+//	     [enable_aggressive_starvation=BOOL] [allow_aggressive_preemption=BOOL]
+//	     [allow_normal_preemption=BOOL]
+//	     [non_preemptible_resource_usage_threshold=LIST]
+//
+// Adds a pool under parent (the root by default), or changes the given
+// attributes of an existing one (and moves it under parent, if given).
+//
+//	op [id=...] [pool=...] [type=...] jobs=N [slots=... cpu=... ...]
+//	   [duration=S] [weight=...] [preemption_mode=normal|graceful] [gang=BOOL]
+//	   [resource_limits=LIST] [allocation_preemption_timeout=S]
+//	   [allocation_graceful_preemption_timeout=S]
+//	   [fair_share_starvation_tolerance=...] [fair_share_starvation_timeout=S]
+//	   [non_preemptible_resource_usage_threshold=LIST] [t=...]
+//
+// Starts an operation of one task of N jobs, each of the given resources
+// (components not given: slots=1 cpu=1 memory=1G). Jobs with a duration
+// complete that many seconds after they start; others run until stopped.
+// Prints "ID: STATE", with the pool and limit a pending operation waits
+// behind.
+//
+//	node name=...|count=N [slots=... cpu=... ...] [stop_delay=S|never] [t=...]
+//
+// Adds a simulated node (count=N adds N nodes named n000, n001, … after
+// those already there) with the given resources (by default slots=10 cpu=10
+// memory=100G), each registering with a heartbeat at once; prints the
+// heartbeats' decisions. A node stops a preempted allocation stop_delay
+// seconds after being told (default 0: at its next heartbeat; never: not
+// before the scheduler aborts it). On an existing node, name= changes its
+// limits (reported from its next heartbeat) and stop delay.
+//
+//	heartbeat [node=NAME,...] [t=...]
+//
+// Sends the heartbeat of the named nodes (all nodes, in the order they were
+// added, by default) and prints the events (below).
+//
+//	update [t=...] [resource=...]
+//
+// Runs a fair-share update and prints the tree: every pool and every
+// operation that is not finished, indented under its pool, with its fair
+// share, usage and demand shares, status (normal or below_fair_share),
+// starvation state and, for operations, preemption priority. Shares are the
+// largest component unless resource= names one.
+//
+//	run until=T dt=S [heartbeats=BOOL] [quiet]
+//
+// The harness loop: while the time plus dt does not pass until, advances the
+// time by dt and runs a fair-share update and (unless heartbeats=false) a
+// heartbeat of every node. Prints the events, or nothing when quiet.
+//
+//	complete op=ID [t=...]
+//	abort op=ID [t=...]
+//
+// Completes or aborts an operation by the API.
+//
+//	info op=ID... pool=NAME... node=NAME...|node=* [resource=...]
+//
+// Prints the views (Scheduler.Operation, Pool and Node) in argument order:
+// an operation's state, allocations (running ones, and those preempted but
+// still running), jobs, shares, satisfaction, status, starvation, priority
+// and its running, not preempted allocations per preemption status; a pool's
+// operation counts and limits, shares, status, starvation, the fair share's
+// decomposition and an integral pool's volume; a node's limits, usage,
+// preempted usage and allocations with their start, status and, once
+// preempted, deadline.
+//
+//	stats
+//
+// Prints, per operation, how many events of each kind the log holds since
+// the start, with the preemption reasons.
+//
+//	check gates [backoff=S]
+//
+// Fails unless every node preempted for a starving operation (a preemption
+// that made room for an allocation) at most once per backoff (default: the
+// configured preemptive_scheduling_backoff), spec.md §5.4.
+//
+// # Events
+//
+// Heartbeats log what the simulated nodes report (completed: a job finished;
+// stopped: a preempted allocation stopped) and the scheduler's decisions
+// (start, preempt, abort), one line each:
+//
+//	TIME NODE KIND ALLOCATION op=OP [task=N]
+//	    [status=S timeout=S reason="..." [for=ALLOCATION/OP]] [reason="..." [state=S]]
+//
+// Allocations are written node-index:sequence (0:1 is the first allocation
+// of the first node registered); events that differ only in consecutive
+// allocations are merged into one line with a range such as 0:1..0:10 (or
+// 0:10..0:8 when descending).
+//
+// # Example
+//
+//	node count=1 slots=10 cpu=10 memory=100G
+//	----
+//	ok
+//
+//	op id=a jobs=1000
+//	----
+//	a: running
+//
+//	update
+//	----
+//	<Root>: fair_share=1 usage=0 demand=100
+//	  a: fair_share=1 usage=0 demand=100 status=below_fair_share starvation=non_starving priority=none
+//
+//	heartbeat
+//	----
+//	0 n000 start 0:1..0:10 op=a task=0
+//
+// Command outputs are deterministic: the scheduler is, and the Cluster runs
+// heartbeats in one goroutine in a fixed order.
+package scenario
