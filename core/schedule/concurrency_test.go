@@ -121,6 +121,9 @@ func TestConcurrentHeartbeatsKeepInvariants(t *testing.T) {
 				}
 				preempted[p.Allocation] = true
 				preemptions[p.Reason]++
+				if p.ForOperation != "" && p.ForOperation == p.Operation {
+					t.Errorf("allocation %d of %s preempted to start allocation %d of the same operation", p.Allocation, p.Operation, p.ForAllocation)
+				}
 			}
 			mu.Unlock()
 			ws.held[i] = kept

@@ -64,6 +64,10 @@ type Config struct {
 	// MaxUnpreemptibleRunningAllocationCount fills the threshold's
 	// user_slots when that is unspecified (spec.md §8.1; unset by default).
 	MaxUnpreemptibleRunningAllocationCount tree.OptInt
+	// AllowPreemptionFromStarvingOperations lets the preemptive stages take
+	// allocations of an operation that is itself starving (spec.md §5.4;
+	// false: a starving operation's allocations are no victims).
+	AllowPreemptionFromStarvingOperations bool
 	// AllowAggressivePreemption is the root's allow_aggressive_preemption,
 	// inherited by pools that set none (spec.md §4; docs: true).
 	AllowAggressivePreemption bool

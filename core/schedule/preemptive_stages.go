@@ -50,19 +50,22 @@ func (s *Scheduler) schedulePreemptive(now clock.Time, sh *shard, n *node, snap 
 }
 
 // blockedByAncestor is spec.md §5.4's blocked_by_ancestor: graceful
-// operations are never victims of the preemptive stages (§7), and the
-// normal stage may not preempt below a pool (or operation) with
-// allow_normal_preemption = false.
-func blockedByAncestor(o *operation, st *stage) bool {
+// operations are never victims of the preemptive stages (§7), the normal
+// stage may not preempt below a pool (or operation) with
+// allow_normal_preemption = false, and an operation that is starving itself
+// is no victim unless allow_preemption_from_starving_operations.
+func (s *Scheduler) blockedByAncestor(o *operation, st *stage) bool {
 	if o.graceful() {
 		return true
 	}
-	if st.target == PriorityNormal {
-		if v := o.view.Load(); v != nil && v.normalBlocked {
-			return true
-		}
+	v := o.view.Load()
+	if v == nil {
+		return false
 	}
-	return false
+	if st.target == PriorityNormal && v.normalBlocked {
+		return true
+	}
+	return v.starvation != starvation.NonStarving && !s.cfg.AllowPreemptionFromStarvingOperations
 }
 
 // startPreemptively starts at most one allocation of an operation with the
@@ -74,7 +77,7 @@ func (s *Scheduler) startPreemptively(now clock.Time, sh *shard, n *node, snap *
 		return nil
 	}
 	free := n.limits.Sub(usage).Add(discount)
-	v, t := bestTarget(snap, free, target)
+	v, t := bestTarget(snap, free, target, sh.victims)
 	if v == nil {
 		return nil
 	}

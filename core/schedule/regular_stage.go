@@ -48,8 +48,10 @@ func (s *Scheduler) scheduleRegular(now clock.Time, sh *shard, n *node, snap *Sn
 // job's task (spec.md §5.2; with composite satisfaction the minimum over
 // children, descending the tree by least satisfaction reaches the least
 // satisfied active operation). The preemptive stages use it: only their
-// target operations are active, usually few, so it scans them.
-func bestTarget(snap *Snapshot, free resource.Vec, target PreemptionPriority) (*opView, int) {
+// target operations are active, usually few, so it scans them. free counts
+// the victims' resources as free; an operation never preempts itself, so
+// its own victims are taken out of free for it.
+func bestTarget(snap *Snapshot, free resource.Vec, target PreemptionPriority, victims []victim) (*opView, int) {
 	var best *opView
 	bestTask := -1
 	bestSat := 0.0
@@ -66,12 +68,28 @@ func bestTarget(snap *Snapshot, free resource.Vec, target PreemptionPriority) (*
 		if t < 0 {
 			continue
 		}
+		if own := victimsOf(victims, o); !own.IsZero() {
+			if t, _ = o.fittingTask(free.Sub(own)); t < 0 {
+				continue
+			}
+		}
 		sat := satisfaction(v, snap.Total)
 		if best == nil || sat < bestSat {
 			best, bestTask, bestSat = v, t, sat
 		}
 	}
 	return best, bestTask
+}
+
+// victimsOf sums the resources of o's allocations among the victims.
+func victimsOf(victims []victim, o *operation) resource.Vec {
+	var own resource.Vec
+	for i := range victims {
+		if victims[i].a.op == o {
+			own = own.Add(victims[i].a.resources)
+		}
+	}
+	return own
 }
 
 // start claims one pending job of task t and starts it on n; it returns the

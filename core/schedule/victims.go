@@ -17,7 +17,7 @@ func (s *Scheduler) collectVictims(sh *shard, n *node, st *stage) resource.Vec {
 	var discount resource.Vec
 	n.idxMu.Lock()
 	for a := n.buckets[Preemptible]; a != nil; a = a.bnext {
-		if blockedByAncestor(a.op, st) {
+		if s.blockedByAncestor(a.op, st) {
 			continue
 		}
 		sh.victims = append(sh.victims, victim{a: a, status: Preemptible})
@@ -27,7 +27,7 @@ func (s *Scheduler) collectVictims(sh *shard, n *node, st *stage) resource.Vec {
 		for a := n.buckets[AggressivelyPreemptible]; a != nil; a = a.bnext {
 			// Without allow_aggressive_preemption the level of an
 			// AggressivelyPreemptible allocation is NonPreemptible (§4).
-			if v := a.op.view.Load(); v == nil || !v.allowAggressive || blockedByAncestor(a.op, st) {
+			if v := a.op.view.Load(); v == nil || !v.allowAggressive || s.blockedByAncestor(a.op, st) {
 				continue
 			}
 			sh.victims = append(sh.victims, victim{a: a, status: AggressivelyPreemptible})
@@ -74,6 +74,9 @@ func (s *Scheduler) preemptAfterScheduling(now clock.Time, sh *shard, n *node, s
 			break
 		}
 		a := vs[i].a
+		if started != nil && a.op == started.op {
+			continue // an operation is never its own victim (bestTarget left them out)
+		}
 		s.preempt(now, n, a, reason, a.op.preemptionTimeout(&s.cfg), forAlloc, forOp, false, resp)
 	}
 	for ; i < len(vs); i++ {

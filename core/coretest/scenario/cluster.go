@@ -180,6 +180,12 @@ func (c *Cluster) heartbeat(i int) error {
 		c.log(Event{Kind: EventStart, Node: n.name, Allocation: st.Allocation, Operation: st.Operation, Start: st})
 	}
 	for _, p := range c.resp.Preempt {
+		// A property of every scenario: no operation is preempted to make
+		// room for itself (spec.md §5.4–§5.5).
+		if p.ForOperation != "" && p.ForOperation == p.Operation {
+			return errorf("heartbeat of %s at %g preempted allocation %d of %s to start allocation %d of the same operation",
+				n.name, c.now, p.Allocation, p.Operation, p.ForAllocation)
+		}
 		c.log(Event{Kind: EventPreempt, Node: n.name, Allocation: p.Allocation, Operation: p.Operation, Preempt: p})
 		for j := range n.allocs {
 			if n.allocs[j].ID == p.Allocation {

@@ -28,22 +28,10 @@
 //
 //	config key=value...
 //
-// Changes the scheduler's configuration (Scheduler.SetConfig), keys named as
-// in spec.md §8 with durations in seconds: fair_share_starvation_timeout,
-// fair_share_aggressive_starvation_timeout, fair_share_starvation_tolerance,
-// enable_aggressive_starvation, enable_pool_starvation,
-// allocation_count_preemption_timeout_coefficient,
-// preemption_satisfaction_threshold,
-// aggressive_preemption_satisfaction_threshold,
-// preemptive_scheduling_backoff, allocation_preemption_timeout,
-// allocation_graceful_preemption_timeout, allow_aggressive_preemption,
-// allowed_node_resources_overcommit_duration, node_heartbeat_timeout,
-// non_preemptible_resource_usage_threshold (a list),
-// max_unpreemptible_running_allocation_count,
-// max_started_allocations_per_heartbeat, scheduling_preemption_priority_scope
-// (operation_and_ancestors or operation_only), min_spare_allocation_resources
-// (a list), max_operation_count, max_running_operation_count,
-// max_operation_count_per_pool, max_running_operation_count_per_pool and
+// Changes the scheduler's configuration (Scheduler.SetConfig). The keys are
+// those of the settings table (schedule.Settings, docs/configuration.md),
+// durations without their _s and in seconds (fair_share_starvation_timeout=30),
+// resource lists as LIST, null for a nullable setting's null, plus
 // integral_guarantees_smooth_period. The scheduler starts with
 // schedule.DefaultConfig.
 //
