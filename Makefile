@@ -41,7 +41,7 @@ PGO_PROFILES    ?= $(sort $(wildcard $(PROFILE_DIR)/load-cpu*.pprof))
 PGO_AB_RUNS     ?= 3
 COMMIT          := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)$(shell test -n "$$(git status --porcelain --untracked-files=no 2>/dev/null)" && echo +dirty)
 
-.PHONY: help build binary test test-race lint fuzz bench bench-scaling bench-compare solve conformance run serve clean \
+.PHONY: help build binary test test-invariants test-race lint fuzz bench bench-scaling bench-compare solve conformance run serve clean \
 	loadgen-binary load load-pipelined soak profile pgo pgo-ab
 
 help: ## print the targets with one line each (default)
@@ -55,9 +55,13 @@ build: ## go build ./... and build bin/fairsched from ./cmd/fairsched
 binary: ## build only bin/fairsched
 	$(GO) build -o $(BIN) ./cmd/fairsched
 
-test: ## go test ./... (TEST_TIMEOUT, default 5m), then the conformance check
+test: ## go test ./... (TEST_TIMEOUT, default 5m), the core again with -tags invariants, then the conformance check
 	$(GO) test -timeout=$(TEST_TIMEOUT) ./...
+	$(GO) test -tags invariants -timeout=$(TEST_TIMEOUT) ./core/...
 	@$(MAKE) --no-print-directory conformance
+
+test-invariants: ## go test -tags invariants ./... (every package, with the consistency checks of core/internal/invariants)
+	$(GO) test -tags invariants -timeout=$(TEST_TIMEOUT) ./...
 
 test-race: ## go test -race ./core/... ./facade/...
 	$(GO) test -race -timeout=$(TEST_TIMEOUT) ./core/... ./facade/...
