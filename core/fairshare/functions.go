@@ -92,6 +92,27 @@ func (u *Updater) prepareTemporary(p int32, guarantee, limits resource.Share) *p
 	return &ps.tmpFsbs
 }
 
+// sizeTmpArena makes room for the next update's temporary functions: what
+// this update's took, or twice the integral pools' own fair shares by
+// suggestion (which have about as many points), whichever is more. It
+// allocates only when that grows, so the update after the first one that
+// has integral volume does not allocate for them either.
+func (u *Updater) sizeTmpArena() {
+	need := u.tmpNeed
+	est := 0
+	for _, ids := range [2][]tree.ID{u.burst, u.relaxed} {
+		for _, id := range ids {
+			est += 2 * len(u.fsbs(id).X)
+		}
+	}
+	need = max(need, est)
+	if cap(u.tmpArena.X) < need {
+		need += need / 4
+		u.tmpArena.X = make([]float64, 0, need)
+		u.tmpArena.V = make([]plf.Value, 0, need)
+	}
+}
+
 // prepareFSBFF rebuilds pool p's fair share by fit factor if its children
 // changed.
 func (u *Updater) prepareFSBFF(p int32) {
