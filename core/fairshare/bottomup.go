@@ -29,8 +29,8 @@ func (u *Updater) updateOperations() {
 	u.opTotal, u.opStepGang, u.opValid = total, stepGang, true
 	for _, id := range u.opIDs {
 		raw := &u.opRaw[id]
-		spec := u.t.Operation(id)
-		demand, usage := u.t.Demand(id), u.t.Usage(id)
+		spec := u.tree.Operation(id)
+		demand, usage := u.tree.Demand(id), u.tree.Usage(id)
 		if !raw.valid || raw.weight != spec.Weight {
 			raw.weight = spec.Weight
 			u.setWeight(id, spec.Weight.Or(1))
@@ -85,7 +85,7 @@ func (u *Updater) cumulative(p int32) {
 	id := ps.id
 	a := &u.attrs[id]
 	total := u.total
-	c := u.t.Pool(id)
+	c := u.tree.Pool(id)
 	ps.burstRatio, ps.flowRatio = 0, 0
 	if id != tree.Root && c.Integral.Type != tree.GuaranteeNone {
 		ps.flowRatio = resource.GetMaxResourceRatio(c.Integral.ResourceFlow.OrZero(), total)
@@ -133,12 +133,12 @@ func (u *Updater) cumulative(p int32) {
 func (u *Updater) sortFifo(id tree.ID) {
 	kids := u.fifoOrder(id)
 	copy(kids, u.children(id))
-	params := u.t.Pool(id).SortParameters()
+	params := u.tree.Pool(id).SortParameters()
 	slices.SortStableFunc(kids, func(a, b tree.ID) int {
 		for _, p := range params {
 			switch p {
 			case tree.FifoWeight:
-				wa, wb := u.t.Operation(a).Weight.Or(1), u.t.Operation(b).Weight.Or(1)
+				wa, wb := u.tree.Operation(a).Weight.Or(1), u.tree.Operation(b).Weight.Or(1)
 				if wa != wb {
 					if wa > wb {
 						return -1
@@ -146,7 +146,7 @@ func (u *Updater) sortFifo(id tree.ID) {
 					return 1
 				}
 			case tree.FifoStartTime:
-				sa, sb := u.t.Operation(a).StartTime, u.t.Operation(b).StartTime
+				sa, sb := u.tree.Operation(a).StartTime, u.tree.Operation(b).StartTime
 				if sa != sb {
 					if sa < sb {
 						return -1
@@ -154,7 +154,7 @@ func (u *Updater) sortFifo(id tree.ID) {
 					return 1
 				}
 			case tree.FifoPendingJobCount:
-				pa, pb := u.t.PendingJobCount(a), u.t.PendingJobCount(b)
+				pa, pb := u.tree.PendingJobCount(a), u.tree.PendingJobCount(b)
 				if pa != pb {
 					if pa < pb {
 						return -1

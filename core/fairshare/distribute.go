@@ -27,7 +27,7 @@ const (
 
 // distribute is the classic top-down pass with a scalar suggestion.
 func (u *Updater) distribute(id tree.ID, s float64, t shareType) {
-	e := u.nd(id)
+	e := u.nodeOf(id)
 	if t == regular {
 		st := resource.Uniform(s)
 		if e.distValid && e.distTarget == st && e.distGen == e.fnGen {
@@ -35,7 +35,7 @@ func (u *Updater) distribute(id tree.ID, s float64, t shareType) {
 		}
 		e.distValid, e.distTarget, e.distGen = true, st, e.fnGen
 	}
-	if u.el[id].kind == tree.KindOperation {
+	if u.elems[id].kind == tree.KindOperation {
 		u.setDetailed(id, u.fsbs(id).ValueAt(s), t)
 		return
 	}
@@ -44,7 +44,7 @@ func (u *Updater) distribute(id tree.ID, s float64, t shareType) {
 		u.setDetailed(id, resource.Share{}, t)
 		return
 	}
-	fifo := u.t.Pool(id).Mode == tree.ModeFIFO
+	fifo := u.tree.Pool(id).Mode == tree.ModeFIFO
 	if fifo {
 		kids = u.fifoOrder(id)
 	}
@@ -70,14 +70,14 @@ func (u *Updater) distribute(id tree.ID, s float64, t shareType) {
 
 // distributeVec is the improved top-down pass with a vector target.
 func (u *Updater) distributeVec(id tree.ID, target resource.Share, t shareType) {
-	e := u.nd(id)
+	e := u.nodeOf(id)
 	if t == regular {
 		if e.distValid && e.distTarget == target && e.distGen == e.fnGen && u.attrs[id].FairShare.Total == target {
 			return
 		}
 		e.distValid, e.distTarget, e.distGen = true, target, e.fnGen
 	}
-	if u.el[id].kind == tree.KindOperation {
+	if u.elems[id].kind == tree.KindOperation {
 		u.setDetailed(id, target, t)
 		return
 	}
@@ -96,7 +96,7 @@ func (u *Updater) distributeVec(id tree.ID, target resource.Share, t shareType) 
 	} else {
 		u.stack = append(u.stack, u.childShares(id, ff, u.spare(depth)))
 	}
-	fifo := u.t.Pool(id).Mode == tree.ModeFIFO
+	fifo := u.tree.Pool(id).Mode == tree.ModeFIFO
 	if fifo {
 		kids = u.fifoOrder(id)
 	}
@@ -106,7 +106,7 @@ func (u *Updater) distributeVec(id tree.ID, target resource.Share, t shareType) 
 		if fifo {
 			pos = u.pos[c]
 		}
-		if ce := &u.node[pos]; ce.op {
+		if ce := &u.node[pos]; ce.isOp {
 			// An operation takes its share (distributeVec, inlined).
 			share := u.stack[depth][i]
 			if t == regular {
@@ -148,7 +148,7 @@ func (u *Updater) childSuggestion(fifo bool, i int, c tree.ID, ff, wmin float64)
 // improved fit factor ff (the reference's child fair shares by fit factor).
 func (u *Updater) childShares(id tree.ID, ff float64, dst []resource.Share) []resource.Share {
 	dst = dst[:0]
-	if u.t.Pool(id).Mode == tree.ModeFIFO {
+	if u.tree.Pool(id).Mode == tree.ModeFIFO {
 		kids := u.fifoOrder(id)
 		sat := int(ff)
 		frac := ff - float64(sat)
@@ -167,21 +167,21 @@ func (u *Updater) childShares(id tree.ID, ff float64, dst []resource.Share) []re
 	e := u.pool(id)
 	kids := u.children(id)
 	wmin := u.minChildWeight(id)
-	n := len(e.cpS)
+	n := len(e.critSuggestion)
 	k := int(ff)
 	if k >= n-1 {
 		k = n - 1
 	}
 	frac := ff - float64(k)
-	fs, ws := u.kidFs(id), u.kidW(id)
+	fs, ws := u.kidFsbs(id), u.kidWeights(id)
 	for j := range kids {
 		f := &fs[j]
 		scale := ws[j] / wmin
-		l, r := scaledLimits(f, scale, e.cpS[k])
+		l, r := scaledLimits(f, scale, e.critSuggestion[k])
 		// Value at k from the left: children before the jump's owner already
 		// took their right limit.
 		atK := l
-		if j < int(e.cpIdx[k]) {
+		if j < int(e.critOwner[k]) {
 			atK = r
 		}
 		if frac == 0 {
@@ -189,12 +189,12 @@ func (u *Updater) childShares(id tree.ID, ff float64, dst []resource.Share) []re
 			continue
 		}
 		from := l
-		if j <= int(e.cpIdx[k]) {
+		if j <= int(e.critOwner[k]) {
 			from = r
 		}
-		l2, r2 := scaledLimits(f, scale, e.cpS[k+1])
+		l2, r2 := scaledLimits(f, scale, e.critSuggestion[k+1])
 		to := l2
-		if j < int(e.cpIdx[k+1]) {
+		if j < int(e.critOwner[k+1]) {
 			to = r2
 		}
 		dst = append(dst, plf.Interpolate(float64(k), float64(k+1), from, to, ff))
@@ -229,7 +229,7 @@ func (u *Updater) spare(d int) []resource.Share {
 func (u *Updater) fitFactorFor(id tree.ID, target resource.Share) (ff float64, piece int) {
 	f := &u.pool(id).fsbff
 	hi := f.RightBound()
-	fifo := u.t.Pool(id).Mode == tree.ModeFIFO
+	fifo := u.tree.Pool(id).Mode == tree.ModeFIFO
 	tol := u.fitTolerance(len(u.children(id)), fifo, target)
 	bound := target.Add(tol)
 	pred := func(ff float64) bool {
@@ -321,26 +321,26 @@ func (u *Updater) pieceLimits(id tree.ID, k int) {
 	e := u.pool(id)
 	kids := u.children(id)
 	wmin := u.minChildWeight(id)
-	n := len(e.cpS)
+	n := len(e.critSuggestion)
 	from, to, atK := u.pieceFrom[:0], u.pieceTo[:0], u.pieceAt[:0]
-	fs, ws := u.kidFs(id), u.kidW(id)
+	fs, ws := u.kidFsbs(id), u.kidWeights(id)
 	for j := range kids {
 		f := &fs[j]
 		scale := ws[j] / wmin
-		l, r := scaledLimits(f, scale, e.cpS[k])
+		l, r := scaledLimits(f, scale, e.critSuggestion[k])
 		v, w := l, l
-		if j < int(e.cpIdx[k]) {
+		if j < int(e.critOwner[k]) {
 			v = r
 		}
-		if j <= int(e.cpIdx[k]) {
+		if j <= int(e.critOwner[k]) {
 			w = r
 		}
 		atK, from = append(atK, v), append(from, w)
 		t := v
 		if k+1 < n {
-			l2, r2 := scaledLimits(f, scale, e.cpS[k+1])
+			l2, r2 := scaledLimits(f, scale, e.critSuggestion[k+1])
 			t = l2
-			if j < int(e.cpIdx[k+1]) {
+			if j < int(e.critOwner[k+1]) {
 				t = r2
 			}
 		}

@@ -105,7 +105,7 @@
 //   - Position (pos): an element's index in the children list, by which
 //     functions and node states are stored; pool slot: a pool's index in the
 //     pool table (see Layout above).
-//   - Generation (gen, fnGen, ffGen): a counter bumped whenever a function is
+//   - Generation (gen, fnGen, fsbffGen): a counter bumped whenever a function is
 //     rebuilt; parents key their own functions on their children's
 //     generations so that unchanged functions are kept across updates.
 package fairshare

@@ -25,7 +25,7 @@ func (u *Updater) inferStrongGuarantees() {
 		var explicit resource.Vec
 		for _, c := range kids {
 			ce := &u.pools[c]
-			ce.inferred = u.t.Pool(ce.id).StrongGuarantee.OrZero()
+			ce.inferred = u.tree.Pool(ce.id).StrongGuarantee.OrZero()
 			explicit = explicit.Add(ce.inferred)
 		}
 		pe := &u.pools[p]
@@ -39,7 +39,7 @@ func (u *Updater) inferStrongGuarantees() {
 			totalImplicit := 0.0
 			for _, c := range kids {
 				ce := &u.pools[c]
-				if u.t.Pool(ce.id).StrongGuarantee.Set[r] {
+				if u.tree.Pool(ce.id).StrongGuarantee.Set[r] {
 					continue
 				}
 				ratio := 0.0
@@ -54,7 +54,7 @@ func (u *Updater) inferStrongGuarantees() {
 			}
 			for _, c := range kids {
 				ce := &u.pools[c]
-				if u.t.Pool(ce.id).StrongGuarantee.Set[r] {
+				if u.tree.Pool(ce.id).StrongGuarantee.Set[r] {
 					continue
 				}
 				ratio := 0.0
@@ -74,7 +74,7 @@ func (u *Updater) inferStrongGuarantees() {
 // ---- guarantee adjustment (spec.md §2.3–2.4) ----
 
 func (u *Updater) adjustGuarantees() {
-	rootSlot := u.el[tree.Root].pool
+	rootSlot := u.elems[tree.Root].pool
 	root := &u.pools[rootSlot]
 	ra := &u.attrs[tree.Root]
 	flow := u.total.Mul(root.totalFlowRatio)
@@ -115,7 +115,7 @@ func (u *Updater) tiers(p int32) {
 	}
 	e := &u.pools[p]
 	id := e.id
-	c := u.t.Pool(id)
+	c := u.tree.Pool(id)
 	strong := u.attrs[id].StrongGuaranteeShare
 	switch {
 	case id != tree.Root && c.EnablePriorityStrongGuaranteeAdjustment && u.hasDonorAncestor(id):
@@ -190,14 +190,14 @@ func (u *Updater) computeWeights() {
 			u.setWeight(id, 1)
 			continue
 		}
-		c := u.t.Pool(id)
+		c := u.tree.Pool(id)
 		if c.Weight.Set {
 			u.setWeight(id, c.Weight.V)
 			continue
 		}
 		w := 1.0
 		if m.Set {
-			parent := u.t.Parent(id)
+			parent := u.tree.Parent(id)
 			pp := u.pool(parent)
 			own := u.attrs[id].StrongGuaranteeShare.MaxComponent() + ps.totalFlowRatio
 			par := u.attrs[parent].StrongGuaranteeShare.MaxComponent() + pp.totalFlowRatio

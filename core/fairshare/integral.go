@@ -32,7 +32,7 @@ func (u *Updater) consumeAndRefill() {
 	for _, id := range u.relaxed {
 		u.refill(id)
 	}
-	root := u.el[tree.Root].pool
+	root := u.elems[tree.Root].pool
 	u.overflowAndAcceptable(root)
 	u.distributeFreeVolume(root)
 }
@@ -41,7 +41,7 @@ func (u *Updater) canAcceptFreeVolume(id tree.ID) bool {
 	if id == tree.Root {
 		return false
 	}
-	return u.t.Pool(id).Integral.CanAcceptFreeVolume.Or(true)
+	return u.tree.Pool(id).Integral.CanAcceptFreeVolume.Or(true)
 }
 
 func (u *Updater) capacity(ps *poolState) [resource.Count]float64 {
@@ -77,7 +77,7 @@ func (u *Updater) refill(id tree.ID) {
 }
 
 func (u *Updater) isIntegral(id tree.ID) bool {
-	return u.t.Kind(id) == tree.KindPool && u.t.Pool(id).Integral.Type != tree.GuaranteeNone
+	return u.tree.Kind(id) == tree.KindPool && u.tree.Pool(id).Integral.Type != tree.GuaranteeNone
 }
 
 func (u *Updater) overflowAndAcceptable(p int32) {
@@ -112,7 +112,7 @@ func (u *Updater) overflowAndAcceptable(p int32) {
 
 func (u *Updater) shouldDistributeFreeVolume(id tree.ID) bool {
 	if id != tree.Root {
-		if o := u.t.Pool(id).Integral.ShouldDistributeFreeVolume; o.Set {
+		if o := u.tree.Pool(id).Integral.ShouldDistributeFreeVolume; o.Set {
 			return o.V
 		}
 	}
@@ -212,7 +212,7 @@ func adjustProposedIntegralShare(limits, strong, proposed resource.Share) resour
 
 func (u *Updater) hierarchicalAvailableLimits(id tree.ID) resource.Share {
 	res := resource.Ones()
-	for cur := id; cur != tree.Root; cur = u.t.Parent(cur) {
+	for cur := id; cur != tree.Root; cur = u.tree.Parent(cur) {
 		a := &u.attrs[cur]
 		res = res.Min(a.LimitsShare.Sub(a.StrongGuaranteeShare.Add(a.ProposedIntegralShare)))
 	}
@@ -220,7 +220,7 @@ func (u *Updater) hierarchicalAvailableLimits(id tree.ID) resource.Share {
 }
 
 func (u *Updater) increaseHierarchicalIntegralShare(id tree.ID, delta resource.Share) {
-	for cur := id; cur != tree.None; cur = u.t.Parent(cur) {
+	for cur := id; cur != tree.None; cur = u.tree.Parent(cur) {
 		a := &u.attrs[cur]
 		inc := a.ProposedIntegralShare.Add(delta)
 		if cur != tree.Root {
@@ -237,7 +237,7 @@ func (u *Updater) burstIntegralShares() {
 		ratio := min(ps.burstRatio, u.volumeRatio(ps))
 		proposed := resource.Uniform(ratio).Min(u.hierarchicalAvailableLimits(id))
 		proposed = adjustProposedIntegralShare(a.LimitsShare, a.StrongGuaranteeShare, proposed)
-		fs := u.prepareTemporary(u.el[id].pool, a.StrongGuaranteeShare.Add(proposed), a.LimitsShare)
+		fs := u.prepareTemporary(u.elems[id].pool, a.StrongGuaranteeShare.Add(proposed), a.LimitsShare)
 		within := fs.ValueAt(0)
 		integral := within.Sub(a.StrongGuaranteeShare).Max(resource.Share{})
 		u.increaseHierarchicalIntegralShare(id, integral)
@@ -250,7 +250,7 @@ func (u *Updater) relaxedIntegralShares() {
 		return
 	}
 	avail := resource.Ones()
-	for _, c := range u.kids(u.el[tree.Root].pool) {
+	for _, c := range u.kids(u.elems[tree.Root].pool) {
 		a := &u.attrs[u.pools[c].id]
 		avail = avail.Sub(a.StrongGuaranteeShare.Add(a.ProposedIntegralShare).Min(a.DemandShare))
 	}
@@ -265,10 +265,10 @@ func (u *Updater) relaxedIntegralShares() {
 		a := &u.attrs[id]
 		pools = append(pools, id)
 		weights = append(weights, r)
-		mult := u.t.Pool(id).Integral.RelaxedShareMultiplierLimit.Or(u.cfg.RelaxedShareMultiplierLimit)
+		mult := u.tree.Pool(id).Integral.RelaxedShareMultiplierLimit.Or(u.cfg.RelaxedShareMultiplierLimit)
 		lim := resource.Uniform(r).Min(resource.Uniform(ps.flowRatio * mult)).Add(a.StrongGuaranteeShare)
 		lim = a.LimitsShare.Min(lim)
-		u.prepareTemporary(u.el[id].pool, a.StrongGuaranteeShare.Add(a.ProposedIntegralShare), lim)
+		u.prepareTemporary(u.elems[id].pool, a.StrongGuaranteeShare.Add(a.ProposedIntegralShare), lim)
 	}
 	u.relaxedPools, u.relaxedW = pools, weights
 	if len(pools) == 0 {
@@ -307,7 +307,7 @@ func (u *Updater) integralAttributes() {
 			*ia = IntegralAttributes{}
 			continue
 		}
-		ia.Type = u.t.Pool(id).Integral.Type
+		ia.Type = u.tree.Pool(id).Integral.Type
 		for r := range resource.Count {
 			ia.AccumulatedVolume[r] = e.volume[r]
 		}

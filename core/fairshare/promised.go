@@ -9,7 +9,7 @@ package fairshare
 // subtree (they do not nest).
 func (u *Updater) promisedFairShare(p int32) {
 	id := u.pools[p].id
-	if u.t.Pool(id).ComputePromisedGuaranteeFairShare {
+	if u.tree.Pool(id).ComputePromisedGuaranteeFairShare {
 		if u.cfg.EnableImprovedFitFactor {
 			u.distributeVec(id, u.fsbs(id).ValueAt(0), promisedGuarantee)
 		} else {

@@ -19,7 +19,7 @@ type elem struct {
 // nodeState is the per-element state of the function building and the
 // top-down pass, indexed by position (see Updater.pos).
 type nodeState struct {
-	// fnGen changes whenever the fair share by suggestion (Updater.fs) is
+	// fnGen changes whenever the fair share by suggestion (Updater.fsbsByPos) is
 	// rebuilt, so that parents notice.
 	fnGen uint64
 	// The last top-down visit: skipped when target and functions are unchanged.
@@ -27,7 +27,7 @@ type nodeState struct {
 	distTarget resource.Share
 	built      bool
 	distValid  bool
-	op         bool // an operation
+	isOp       bool // an operation
 }
 
 // opRaw is an operation's input from the tree as of the last update,
@@ -76,22 +76,23 @@ type poolState struct {
 	acceptedFree   [resource.Count]float64
 
 	// Fair share by fit factor and (classic mode) max fit factor by
-	// suggestion. ffKey records what fsbff was built from and ffGen counts
-	// its rebuilds; sugKey records what fsbs and mffbs were built from.
-	fsbff   plf.Vec
-	mffbs   plf.Scalar
-	ffKey   ffKey
-	ffGen   uint64
-	ffValid bool
-	sugKey  sugKey
+	// suggestion. fsbffKey records what fsbff was built from and fsbffGen
+	// counts its rebuilds; fsbsKey records what fsbs and mffbs were built
+	// from.
+	fsbff      plf.Vec
+	mffbs      plf.Scalar
+	fsbffKey   fsbffKey
+	fsbffGen   uint64
+	fsbffValid bool
+	fsbsKey    fsbsKey
 	// kidsDirty: an operation child's function or weight, or the list of
 	// children, changed since fsbff was built.
 	kidsDirty bool
 	kidsSig   uint64 // signature of the children list
 	// Improved-mode critical points of a fair-share-mode pool: suggestion and
 	// the child whose jump it is, one per unit of the fit factor.
-	cpS   []float64
-	cpIdx []int32
+	critSuggestion []float64
+	critOwner      []int32
 
 	// The fair share by suggestion under the integral passes' temporary
 	// guarantee or limits (spec.md §2.6–2.7), rebuilt each update in
@@ -104,21 +105,23 @@ type poolState struct {
 }
 
 // fsbs returns element id's fair share by suggestion.
-func (u *Updater) fsbs(id tree.ID) *plf.Vec { return &u.fs[u.pos[id]] }
+func (u *Updater) fsbs(id tree.ID) *plf.Vec { return &u.fsbsByPos[u.pos[id]] }
 
-// nd returns element id's node state.
-func (u *Updater) nd(id tree.ID) *nodeState { return &u.node[u.pos[id]] }
+// nodeOf returns element id's node state.
+func (u *Updater) nodeOf(id tree.ID) *nodeState { return &u.node[u.pos[id]] }
 
-// kidFs returns the fair shares by suggestion of id's children, in tree order.
-func (u *Updater) kidFs(id tree.ID) []plf.Vec { return u.fs[u.childStart[id]:u.childEnd[id]] }
+// kidFsbs returns the fair shares by suggestion of id's children, in tree order.
+func (u *Updater) kidFsbs(id tree.ID) []plf.Vec { return u.fsbsByPos[u.childStart[id]:u.childEnd[id]] }
 
-// kidW returns the weights of id's children, in tree order.
-func (u *Updater) kidW(id tree.ID) []float64 { return u.kw[u.childStart[id]:u.childEnd[id]] }
+// kidWeights returns the weights of id's children, in tree order.
+func (u *Updater) kidWeights(id tree.ID) []float64 {
+	return u.weightByPos[u.childStart[id]:u.childEnd[id]]
+}
 
 // setWeight sets element id's weight.
 func (u *Updater) setWeight(id tree.ID, w float64) {
 	u.attrs[id].Weight = w
-	u.kw[u.pos[id]] = w
+	u.weightByPos[u.pos[id]] = w
 }
 
 // children returns id's children in tree order.
@@ -138,4 +141,4 @@ func (u *Updater) kids(p int32) []int32 {
 }
 
 // pool returns id's pool state; id must be a pool or the root.
-func (u *Updater) pool(id tree.ID) *poolState { return &u.pools[u.el[id].pool] }
+func (u *Updater) pool(id tree.ID) *poolState { return &u.pools[u.elems[id].pool] }

@@ -12,7 +12,7 @@ import (
 // weight (spec.md §2.8: at the pool's argument s the child gets suggestion
 // s·w/w_min, so the child's point x sits at x/scale).
 type sweepChild struct {
-	f     *plf.Vec
+	fn    *plf.Vec
 	scale float64
 	// next is the index of the child's next critical point (the first of
 	// its points whose scaled argument is nextS); seg is the first point of
@@ -29,12 +29,12 @@ type sweepChild struct {
 	moving bool
 }
 
-func (c *sweepChild) bound(i int) float64 { return c.f.X[i] / c.scale }
+func (c *sweepChild) bound(i int) float64 { return c.fn.X[i] / c.scale }
 
 // valueAt returns the child's value at s ∈ [segS, nextS], on its current
 // segment.
 func (c *sweepChild) valueAt(s float64) plf.Value {
-	f := c.f
+	f := c.fn
 	i := c.seg
 	if i+1 >= len(f.X) {
 		return f.V[len(f.V)-1]
@@ -55,7 +55,7 @@ func (c *sweepChild) valueAt(s float64) plf.Value {
 // critical point. A function that ends before 1 is extended by its last
 // value, with one more critical point at 1 (where the limits are nil).
 func (c *sweepChild) event() (l, r *plf.Value, jump bool) {
-	f := c.f
+	f := c.fn
 	n := len(f.X)
 	s := c.nextS
 	if c.next >= n {
@@ -109,12 +109,14 @@ const exactChildren = 24
 
 // sweepKey is a heap entry: a child's next critical point.
 type sweepKey struct {
-	s float64
-	j int32
+	arg   float64
+	child int32
 }
 
 // less orders critical points by argument, then by child.
-func (a sweepKey) less(b sweepKey) bool { return a.s < b.s || (a.s == b.s && a.j < b.j) }
+func (a sweepKey) less(b sweepKey) bool {
+	return a.arg < b.arg || (a.arg == b.arg && a.child < b.child)
+}
 
 // siftDown restores the heap property of u.heap from position i.
 func (u *Updater) siftDown(i int) {
@@ -143,8 +145,8 @@ func (u *Updater) siftDown(i int) {
 // resource, and the number of children with a nonzero slope, which makes
 // the sum exactly zero when every child is flat.
 type slopeSum struct {
-	hi, lo  resource.Share
-	nonFlat [resource.Count]int32
+	sum, comp resource.Share
+	nonFlat   [resource.Count]int32
 }
 
 func neumaier(hi, lo *float64, x float64) {
@@ -166,20 +168,20 @@ func (ss *slopeSum) swap(old, new *resource.Share) {
 		}
 		if o != 0 {
 			ss.nonFlat[k]--
-			neumaier(&ss.hi[k], &ss.lo[k], -o)
+			neumaier(&ss.sum[k], &ss.comp[k], -o)
 		}
 		if n != 0 {
 			ss.nonFlat[k]++
-			neumaier(&ss.hi[k], &ss.lo[k], n)
+			neumaier(&ss.sum[k], &ss.comp[k], n)
 		}
 		if ss.nonFlat[k] == 0 {
-			ss.hi[k], ss.lo[k] = 0, 0
+			ss.sum[k], ss.comp[k] = 0, 0
 		}
 	}
 }
 
 // at returns the summed slope of resource k.
-func (ss *slopeSum) at(k int) float64 { return ss.hi[k] + ss.lo[k] }
+func (ss *slopeSum) at(k int) float64 { return ss.sum[k] + ss.comp[k] }
 
 // sweepFSBFF builds a fair-share-mode pool's fair share by fit factor f from
 // its children's fair shares by suggestion (spec.md §2.8–2.9). The
@@ -218,7 +220,7 @@ func (u *Updater) sweepFSBFF(f *plf.Vec, kids []plf.Vec, weights []float64, wmin
 	var sum resource.Share
 	for j := range kids {
 		fs := &kids[j]
-		st = append(st, sweepChild{f: fs, scale: weights[j] / wmin})
+		st = append(st, sweepChild{fn: fs, scale: weights[j] / wmin})
 		sc := &st[j]
 		sc.nextS = sc.bound(0)
 		sc.segS = sc.nextS
@@ -242,7 +244,7 @@ func (u *Updater) sweepFSBFF(f *plf.Vec, kids []plf.Vec, weights []float64, wmin
 	sinceSync := 0
 	ff := 0.0
 	for len(u.heap) > 0 {
-		j := u.heap[0].j
+		j := u.heap[0].child
 		c := &u.sweep[j]
 		s := c.nextS
 		if !improved && s > 1 {
@@ -303,7 +305,7 @@ func (u *Updater) sweepFSBFF(f *plf.Vec, kids []plf.Vec, weights []float64, wmin
 				u.heap[0] = u.heap[end]
 				u.heap = u.heap[:end]
 			} else {
-				u.heap[0].s = c.nextS
+				u.heap[0].arg = c.nextS
 			}
 			if len(u.heap) > 0 {
 				u.siftDown(0)
@@ -316,7 +318,7 @@ func (u *Updater) sweepFSBFF(f *plf.Vec, kids []plf.Vec, weights []float64, wmin
 			if len(u.heap) == 0 {
 				break
 			}
-			j = u.heap[0].j
+			j = u.heap[0].child
 			c = &u.sweep[j]
 			if c.nextS != s {
 				break

@@ -13,11 +13,11 @@ import (
 
 // Updater runs fair-share updates over a tree. See the package documentation.
 type Updater struct {
-	t   *tree.Tree
-	cfg Config
+	tree *tree.Tree
+	cfg  Config
 
 	attrs []Attributes
-	el    []elem
+	elems []elem
 	opRaw []opRaw   // by ID
 	opIn  []opInput // by position
 	opIDs []tree.ID // the operations, ascending
@@ -26,14 +26,14 @@ type Updater struct {
 	// State by position: an element's position is its index in childBuf
 	// (the root's is len(childBuf)), so a pool's children are adjacent, in
 	// the order the pool reads them, and operations are visited in order.
-	pos       []int32
-	fs        []plf.Vec // fair shares by suggestion
-	fsSpare   []plf.Vec
-	kw        []float64 // weights
-	node      []nodeState
-	nodeSpare []nodeState
-	opInSpare []opInput
-	opPos     []int32 // the operations' positions, ascending
+	pos         []int32
+	fsbsByPos   []plf.Vec // fair shares by suggestion
+	fsbsSpare   []plf.Vec
+	weightByPos []float64 // weights
+	node        []nodeState
+	nodeSpare   []nodeState
+	opInSpare   []opInput
+	opPos       []int32 // the operations' positions, ascending
 
 	pools     []poolState
 	freePools []int32
@@ -84,7 +84,7 @@ type Updater struct {
 
 // New returns an Updater for t with configuration cfg.
 func New(t *tree.Tree, cfg Config) *Updater {
-	return &Updater{t: t, cfg: cfg}
+	return &Updater{tree: t, cfg: cfg}
 }
 
 // Update runs one fair-share update at virtual time now with the cluster's
@@ -111,7 +111,7 @@ func (u *Updater) Update(total resource.Vec, now float64) {
 	// 3. The burst and relaxed pool lists: kept by layout (layout.go).
 	// 4. Per-element attributes bottom-up (bottomup.go).
 	u.updateOperations()
-	u.cumulative(u.el[tree.Root].pool)
+	u.cumulative(u.elems[tree.Root].pool)
 	// 5. Integral volumes consumed, refilled and overflowing (integral.go).
 	u.consumeAndRefill()
 	// 6. Guarantee adjustment (guarantees.go), and the weights inferred
@@ -125,14 +125,14 @@ func (u *Updater) Update(total resource.Vec, now float64) {
 	u.relaxedIntegralShares()
 	// 9. Fair-share functions bottom-up (functions.go, sweep.go,
 	// envelope.go), distributed top-down from the root (distribute.go).
-	u.prepare(u.el[tree.Root].pool)
+	u.prepare(u.elems[tree.Root].pool)
 	if u.cfg.EnableImprovedFitFactor {
 		u.distributeVec(tree.Root, u.fsbs(tree.Root).ValueAt(1), regular)
 	} else {
 		u.distribute(tree.Root, 1, regular)
 	}
 	// 10. Promised-guarantee fair share (promised.go).
-	u.promisedFairShare(u.el[tree.Root].pool)
+	u.promisedFairShare(u.elems[tree.Root].pool)
 	// 11. The root's fair share (detailed.go).
 	u.rootFairShare()
 	// The integral pools' orchid attributes (integral.go).
@@ -148,7 +148,7 @@ func (u *Updater) Config() Config { return u.cfg }
 func (u *Updater) SetConfig(cfg Config) { u.cfg = cfg }
 
 // Tree returns the tree the Updater works on.
-func (u *Updater) Tree() *tree.Tree { return u.t }
+func (u *Updater) Tree() *tree.Tree { return u.tree }
 
 // Attributes returns element id's attributes after the last update. The
 // pointer stays valid until the next update.
@@ -170,7 +170,7 @@ func (u *Updater) ForgetPreviousUpdate() { u.hasPrev = false }
 // resource·seconds (cpu in centi-core·seconds), e.g. restored after a restart.
 func (u *Updater) SetAccumulatedVolume(id tree.ID, v [resource.Count]float64) {
 	u.layout()
-	if p := u.el[id].pool; p >= 0 {
+	if p := u.elems[id].pool; p >= 0 {
 		u.pools[p].volume = v
 	}
 }
@@ -186,7 +186,7 @@ func (u *Updater) Invalidate() {
 		u.node[i].distValid = false
 	}
 	for i := range u.pools {
-		u.pools[i].ffValid = false
+		u.pools[i].fsbffValid = false
 	}
 }
 

@@ -10,24 +10,24 @@ func (u *Updater) validatePoolConfigs() {
 	// Nested promised-guarantee pools and priority pools without a donor.
 	for _, p := range u.prePools {
 		id := u.pools[p].id
-		c := u.t.Pool(id)
+		c := u.tree.Pool(id)
 		if c.ComputePromisedGuaranteeFairShare {
-			for p := u.t.Parent(id); p != tree.None; p = u.t.Parent(p) {
-				if u.t.Pool(p).ComputePromisedGuaranteeFairShare {
-					u.alertf("pool %q computes promised guarantee fair share inside pool %q that does too", u.t.Name(id), u.t.Name(p))
+			for p := u.tree.Parent(id); p != tree.None; p = u.tree.Parent(p) {
+				if u.tree.Pool(p).ComputePromisedGuaranteeFairShare {
+					u.alertf("pool %q computes promised guarantee fair share inside pool %q that does too", u.tree.Name(id), u.tree.Name(p))
 					break
 				}
 			}
 		}
 		if c.EnablePriorityStrongGuaranteeAdjustment && !u.hasDonorAncestor(id) {
-			u.alertf("pool %q has priority strong guarantee adjustment but no donor ancestor", u.t.Name(id))
+			u.alertf("pool %q has priority strong guarantee adjustment but no donor ancestor", u.tree.Name(id))
 		}
 	}
 }
 
 func (u *Updater) hasDonorAncestor(id tree.ID) bool {
-	for p := u.t.Parent(id); p != tree.None; p = u.t.Parent(p) {
-		c := u.t.Pool(p)
+	for p := u.tree.Parent(id); p != tree.None; p = u.tree.Parent(p) {
+		c := u.tree.Pool(p)
 		if c.EnablePriorityStrongGuaranteeAdjustmentDonorship {
 			return true
 		}
