@@ -3,6 +3,7 @@ package fairshare
 import (
 	"fmt"
 
+	"github.com/fairsched/fairsched/core/internal/invariants"
 	"github.com/fairsched/fairsched/core/plf"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/tree"
@@ -139,6 +140,9 @@ func (u *Updater) Update(total resource.Vec, now float64) {
 	u.integralAttributes()
 	u.sizeTmpArena()
 	u.prev, u.hasPrev = now, true
+	if invariants.Enabled {
+		u.checkFairShares() // invariants.go
+	}
 }
 
 // Config returns the configuration.
