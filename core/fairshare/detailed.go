@@ -25,6 +25,27 @@ func (u *Updater) setDetailed(id tree.ID, total resource.Share, t shareType) {
 	d.WeightProportional = total.Sub(d.StrongGuarantee).Sub(d.IntegralGuarantee)
 }
 
+// detailPools decomposes every pool's fair share again (spec.md §2.10; the
+// root's is rootFairShare's). The top-down pass decomposes what it visits,
+// but it skips a subtree whose target and functions are unchanged, and a
+// pool's decomposition depends on its strong-guarantee and proposed integral
+// shares, which can change without changing its functions (they depend on
+// the sum of the two) or its fair share: a pool whose strong guarantee grows
+// by what its integral share shrinks (issue 19). An operation's
+// decomposition needs nothing: it has neither share, so it changes only with
+// its fair share, which the top-down pass visits.
+//
+// NB: checking each pool's two shares against those it was last decomposed
+// with costs about as much as decomposing it again, so every pool is: one
+// pass over the pools, as the bottom-up passes make anyway.
+func (u *Updater) detailPools() {
+	for _, p := range u.prePools {
+		if id := u.pools[p].id; id != tree.Root {
+			u.setDetailed(id, u.attrs[id].FairShare.Total, regular)
+		}
+	}
+}
+
 // rootFairShare sets the root's fair share to the sum of its children's and
 // its strong part to the sum of theirs.
 func (u *Updater) rootFairShare() {

@@ -30,10 +30,10 @@ func (u *Updater) distribute(id tree.ID, s float64, t shareType) {
 	e := u.nodeOf(id)
 	if t == regular {
 		st := resource.Uniform(s)
-		if e.distValid && e.distTarget == st && e.distGen == e.fnGen {
+		if e.distMode == distClassic && e.distTarget == st && e.distGen == e.fnGen {
 			return
 		}
-		e.distValid, e.distTarget, e.distGen = true, st, e.fnGen
+		e.distMode, e.distTarget, e.distGen = distClassic, st, e.fnGen
 	}
 	if u.elems[id].kind == tree.KindOperation {
 		u.setDetailed(id, u.fsbs(id).ValueAt(s), t)
@@ -72,10 +72,10 @@ func (u *Updater) distribute(id tree.ID, s float64, t shareType) {
 func (u *Updater) distributeVec(id tree.ID, target resource.Share, t shareType) {
 	e := u.nodeOf(id)
 	if t == regular {
-		if e.distValid && e.distTarget == target && e.distGen == e.fnGen && u.attrs[id].FairShare.Total == target {
+		if e.distMode == distImproved && e.distTarget == target && e.distGen == e.fnGen && u.attrs[id].FairShare.Total == target {
 			return
 		}
-		e.distValid, e.distTarget, e.distGen = true, target, e.fnGen
+		e.distMode, e.distTarget, e.distGen = distImproved, target, e.fnGen
 	}
 	if u.elems[id].kind == tree.KindOperation {
 		u.setDetailed(id, target, t)
@@ -110,10 +110,10 @@ func (u *Updater) distributeVec(id tree.ID, target resource.Share, t shareType) 
 			// An operation takes its share (distributeVec, inlined).
 			share := u.stack[depth][i]
 			if t == regular {
-				if ce.distValid && ce.distTarget == share && ce.distGen == ce.fnGen && u.attrs[c].FairShare.Total == share {
+				if ce.distMode == distImproved && ce.distTarget == share && ce.distGen == ce.fnGen && u.attrs[c].FairShare.Total == share {
 					continue
 				}
-				ce.distValid, ce.distTarget, ce.distGen = true, share, ce.fnGen
+				ce.distMode, ce.distTarget, ce.distGen = distImproved, share, ce.fnGen
 			}
 			u.setDetailed(c, share, t)
 			continue

@@ -22,13 +22,25 @@ type nodeState struct {
 	// fnGen changes whenever the fair share by suggestion (Updater.fsbsByPos) is
 	// rebuilt, so that parents notice.
 	fnGen uint64
-	// The last top-down visit: skipped when target and functions are unchanged.
+	// The last top-down visit: skipped when the pass's mode, the target and
+	// the functions are unchanged.
 	distGen    uint64
 	distTarget resource.Share
 	built      bool
-	distValid  bool
+	distMode   distMode
 	isOp       bool // an operation
 }
+
+// distMode is the pass of an element's last top-down visit, if any. The
+// modes' targets are not comparable (the classic pass's is a suggestion,
+// the improved pass's a share), so a visit of the other mode never counts.
+type distMode uint8
+
+const (
+	distNone distMode = iota // not visited, or invalidated
+	distClassic
+	distImproved
+)
 
 // opRaw is an operation's input from the tree as of the last update,
 // indexed by tree.ID (read in ID order, as the tree stores it).

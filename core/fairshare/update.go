@@ -132,6 +132,9 @@ func (u *Updater) Update(total resource.Vec, now float64) {
 	} else {
 		u.distribute(tree.Root, 1, regular)
 	}
+	// The pools' detailed decomposition, whether the top-down pass visited
+	// them or not (detailed.go).
+	u.detailPools()
 	// 10. Promised-guarantee fair share (promised.go).
 	u.promisedFairShare(u.elems[tree.Root].pool)
 	// 11. The root's fair share (detailed.go).
@@ -187,7 +190,7 @@ func (u *Updater) SetAccumulatedVolume(id tree.ID, v [resource.Count]float64) {
 func (u *Updater) Invalidate() {
 	for i := range u.node {
 		u.node[i].built = false
-		u.node[i].distValid = false
+		u.node[i].distMode = distNone
 	}
 	for i := range u.pools {
 		u.pools[i].fsbffValid = false
