@@ -17,10 +17,14 @@ import (
 // integral share) in refill, called for every burst and relaxed pool by
 // consumeAndRefill; overflow moves between pools in overflowAndAcceptable and
 // distributeFreeVolume. Nothing else changes a volume, except
-// Updater.SetAccumulatedVolume.
+// Updater.SetAccumulatedVolume (and a new pool starts with none).
 
 // ---- integral volumes (spec.md §2.5) ----
 
+// consumeAndRefill is one update's volume accounting: every burst and
+// relaxed pool's volume is refilled and consumed (refill), overflow and room
+// are summed up the tree (overflowAndAcceptable) and free volume is handed
+// down (distributeFreeVolume).
 func (u *Updater) consumeAndRefill() {
 	for _, p := range u.prePools {
 		ps := &u.pools[p]
@@ -53,6 +57,11 @@ func (u *Updater) capacity(ps *poolState) [resource.Count]float64 {
 	return v
 }
 
+// refill adds to integral pool id's volume what its resource flow brought
+// since the previous update and takes what its last integral share used,
+// and records the overflow above its capacity and its room below it. The
+// first update after start (no previous update) and an update with no
+// resources change nothing.
 func (u *Updater) refill(id tree.ID) {
 	if u.total.IsZero() || !u.hasPrev {
 		return

@@ -89,7 +89,8 @@ func New(t *tree.Tree, cfg Config) *Updater {
 }
 
 // Update runs one fair-share update at virtual time now with the cluster's
-// total resources.
+// total resources. Under the invariants build tag and -race it then checks
+// the fair shares (checkFairShares) and panics on a violation.
 func (u *Updater) Update(total resource.Vec, now float64) {
 	u.alerts = u.alerts[:0]
 	u.layout()
