@@ -6,11 +6,149 @@ import (
 	"github.com/fairsched/fairsched/core/tree"
 )
 
+// The top-down distribution (spec.md §2.9, step 9 of §2.1), in its two
+// modes side by side: distribute is the classic pass, which hands every
+// child a scalar suggestion found with the pool's max fit factor by
+// suggestion; distributeVec is the improved pass (Config.EnableImprovedFitFactor),
+// which hands every child a vector target found on the pool's fair share by
+// fit factor, jumps laid out one child at a time. Both also compute the
+// promised-guarantee fair share (shareType promisedGuarantee, spec.md §2.11).
+// The helpers of each pass follow the two passes.
+
+// shareType selects the attribute a top-down pass writes: the fair share, or
+// the promised-guarantee fair share (spec.md §2.11), which never skips an
+// unchanged subtree.
+type shareType int
+
+const (
+	regular shareType = iota
+	promisedGuarantee
+)
+
+// distribute is the classic top-down pass with a scalar suggestion.
+func (u *Updater) distribute(id tree.ID, s float64, t shareType) {
+	e := u.nodeOf(id)
+	if t == regular {
+		st := resource.Uniform(s)
+		if e.distMode == distClassic && e.distTarget == st && e.distGen == e.fnGen {
+			return
+		}
+		e.distMode, e.distTarget, e.distGen = distClassic, st, e.fnGen
+	}
+	if u.elems[id].kind == tree.KindOperation {
+		u.setDetailed(id, u.fsbs(id).ValueAt(s), t)
+		return
+	}
+	kids := u.children(id)
+	if len(kids) == 0 {
+		u.setDetailed(id, resource.Share{}, t)
+		return
+	}
+	fifo := u.tree.Pool(id).Mode == tree.ModeFIFO
+	if fifo {
+		kids = u.fifoOrder(id)
+	}
+	wmin := u.minChildWeight(id)
+	target := u.fsbs(id).ValueAt(s)
+	bound := target.Add(resource.EpsilonShare())
+	check := func(ff float64) bool {
+		var sum resource.Share
+		for i, c := range kids {
+			sum = sum.Add(u.fsbs(c).ValueAt(u.childSuggestion(fifo, i, c, ff, wmin)))
+		}
+		return bound.Dominates(sum)
+	}
+	ff := u.pool(id).mffbs.ValueAt(s)
+	if !check(ff) {
+		ff = plf.InverseLowerBound(0, ff, check)
+	}
+	for i, c := range kids {
+		u.distribute(c, u.childSuggestion(fifo, i, c, ff, wmin), t)
+	}
+	u.setDetailed(id, target, t)
+}
+
+// distributeVec is the improved top-down pass with a vector target.
+func (u *Updater) distributeVec(id tree.ID, target resource.Share, t shareType) {
+	e := u.nodeOf(id)
+	if t == regular {
+		if e.distMode == distImproved && e.distTarget == target && e.distGen == e.fnGen && u.attrs[id].FairShare.Total == target {
+			return
+		}
+		e.distMode, e.distTarget, e.distGen = distImproved, target, e.fnGen
+	}
+	if u.elems[id].kind == tree.KindOperation {
+		u.setDetailed(id, target, t)
+		return
+	}
+	kids := u.children(id)
+	if len(kids) == 0 {
+		u.setDetailed(id, resource.Share{}, t)
+		return
+	}
+	ff, piece := u.fitFactorFor(id, target)
+	if ff < resource.Epsilon {
+		ff = 0
+	}
+	depth := len(u.stack)
+	if k := float64(piece); piece >= 0 && ff >= k && ff <= k+1 {
+		u.stack = append(u.stack, u.pieceShares(k, ff, u.spare(depth)))
+	} else {
+		u.stack = append(u.stack, u.childShares(id, ff, u.spare(depth)))
+	}
+	fifo := u.tree.Pool(id).Mode == tree.ModeFIFO
+	if fifo {
+		kids = u.fifoOrder(id)
+	}
+	start := u.childStart[id]
+	for i, c := range kids {
+		pos := start + int32(i)
+		if fifo {
+			pos = u.pos[c]
+		}
+		if ce := &u.node[pos]; ce.isOp {
+			// An operation takes its share (distributeVec, inlined).
+			share := u.stack[depth][i]
+			if t == regular {
+				if ce.distMode == distImproved && ce.distTarget == share && ce.distGen == ce.fnGen && u.attrs[c].FairShare.Total == share {
+					continue
+				}
+				ce.distMode, ce.distTarget, ce.distGen = distImproved, share, ce.fnGen
+			}
+			u.setDetailed(c, share, t)
+			continue
+		}
+		u.distributeVec(c, u.stack[depth][i], t)
+	}
+	for len(u.stackSpare) <= depth {
+		u.stackSpare = append(u.stackSpare, nil)
+	}
+	u.stackSpare[depth] = u.stack[depth]
+	u.stack = u.stack[:depth]
+	u.setDetailed(id, target, t)
+}
+
+// childSuggestion is the suggestion child i (in the pool's child order: tree
+// order, or FIFO order for FIFO pools) receives at fit factor ff.
+func (u *Updater) childSuggestion(fifo bool, i int, c tree.ID, ff, wmin float64) float64 {
+	if fifo {
+		sat := int(ff)
+		switch {
+		case i < sat:
+			return 1
+		case i == sat:
+			return ff - float64(sat)
+		}
+		return 0
+	}
+	return min(1, ff*(u.attrs[c].Weight/wmin))
+}
+
 // childShares fills u.shares with the shares the children of id receive at
 // improved fit factor ff (the reference's child fair shares by fit factor).
 func (u *Updater) childShares(id tree.ID, ff float64, dst []resource.Share) []resource.Share {
 	dst = dst[:0]
-	if u.t.Pool(id).Mode == tree.ModeFIFO {
+	if u.tree.Pool(id).Mode == tree.ModeFIFO {
 		kids := u.fifoOrder(id)
 		sat := int(ff)
 		frac := ff - float64(sat)
@@ -29,21 +167,21 @@ func (u *Updater) childShares(id tree.ID, ff float64, dst []resource.Share) []re
 	e := u.pool(id)
 	kids := u.children(id)
 	wmin := u.minChildWeight(id)
-	n := len(e.cpS)
+	n := len(e.critSuggestion)
 	k := int(ff)
 	if k >= n-1 {
 		k = n - 1
 	}
 	frac := ff - float64(k)
-	fs, ws := u.kidFs(id), u.kidW(id)
+	fs, ws := u.kidFsbs(id), u.kidWeights(id)
 	for j := range kids {
 		f := &fs[j]
 		scale := ws[j] / wmin
-		l, r := scaledLimits(f, scale, e.cpS[k])
+		l, r := scaledLimits(f, scale, e.critSuggestion[k])
 		// Value at k from the left: children before the jump's owner already
 		// took their right limit.
 		atK := l
-		if j < int(e.cpIdx[k]) {
+		if j < int(e.critOwner[k]) {
 			atK = r
 		}
 		if frac == 0 {
@@ -51,12 +189,12 @@ func (u *Updater) childShares(id tree.ID, ff float64, dst []resource.Share) []re
 			continue
 		}
 		from := l
-		if j <= int(e.cpIdx[k]) {
+		if j <= int(e.critOwner[k]) {
 			from = r
 		}
-		l2, r2 := scaledLimits(f, scale, e.cpS[k+1])
+		l2, r2 := scaledLimits(f, scale, e.critSuggestion[k+1])
 		to := l2
-		if j < int(e.cpIdx[k+1]) {
+		if j < int(e.critOwner[k+1]) {
 			to = r2
 		}
 		dst = append(dst, plf.Interpolate(float64(k), float64(k+1), from, to, ff))
@@ -91,7 +229,7 @@ func (u *Updater) spare(d int) []resource.Share {
 func (u *Updater) fitFactorFor(id tree.ID, target resource.Share) (ff float64, piece int) {
 	f := &u.pool(id).fsbff
 	hi := f.RightBound()
-	fifo := u.t.Pool(id).Mode == tree.ModeFIFO
+	fifo := u.tree.Pool(id).Mode == tree.ModeFIFO
 	tol := u.fitTolerance(len(u.children(id)), fifo, target)
 	bound := target.Add(tol)
 	pred := func(ff float64) bool {
@@ -183,26 +321,26 @@ func (u *Updater) pieceLimits(id tree.ID, k int) {
 	e := u.pool(id)
 	kids := u.children(id)
 	wmin := u.minChildWeight(id)
-	n := len(e.cpS)
+	n := len(e.critSuggestion)
 	from, to, atK := u.pieceFrom[:0], u.pieceTo[:0], u.pieceAt[:0]
-	fs, ws := u.kidFs(id), u.kidW(id)
+	fs, ws := u.kidFsbs(id), u.kidWeights(id)
 	for j := range kids {
 		f := &fs[j]
 		scale := ws[j] / wmin
-		l, r := scaledLimits(f, scale, e.cpS[k])
+		l, r := scaledLimits(f, scale, e.critSuggestion[k])
 		v, w := l, l
-		if j < int(e.cpIdx[k]) {
+		if j < int(e.critOwner[k]) {
 			v = r
 		}
-		if j <= int(e.cpIdx[k]) {
+		if j <= int(e.critOwner[k]) {
 			w = r
 		}
 		atK, from = append(atK, v), append(from, w)
 		t := v
 		if k+1 < n {
-			l2, r2 := scaledLimits(f, scale, e.cpS[k+1])
+			l2, r2 := scaledLimits(f, scale, e.critSuggestion[k+1])
 			t = l2
-			if j < int(e.cpIdx[k+1]) {
+			if j < int(e.critOwner[k+1]) {
 				t = r2
 			}
 		}
@@ -248,64 +386,4 @@ func (u *Updater) pieceShares(k, ff float64, dst []resource.Share) []resource.Sh
 		dst = append(dst, plf.Interpolate(k, k+1, v, to[j], ff))
 	}
 	return dst
-}
-
-// distributeVec is the improved top-down pass with a vector target.
-func (u *Updater) distributeVec(id tree.ID, target resource.Share, t shareType) {
-	e := u.nd(id)
-	if t == regular {
-		if e.distValid && e.distTarget == target && e.distGen == e.fnGen && u.attrs[id].FairShare.Total == target {
-			return
-		}
-		e.distValid, e.distTarget, e.distGen = true, target, e.fnGen
-	}
-	if u.el[id].kind == tree.KindOperation {
-		u.setDetailed(id, target, t)
-		return
-	}
-	kids := u.children(id)
-	if len(kids) == 0 {
-		u.setDetailed(id, resource.Share{}, t)
-		return
-	}
-	ff, piece := u.fitFactorFor(id, target)
-	if ff < resource.Epsilon {
-		ff = 0
-	}
-	depth := len(u.stack)
-	if k := float64(piece); piece >= 0 && ff >= k && ff <= k+1 {
-		u.stack = append(u.stack, u.pieceShares(k, ff, u.spare(depth)))
-	} else {
-		u.stack = append(u.stack, u.childShares(id, ff, u.spare(depth)))
-	}
-	fifo := u.t.Pool(id).Mode == tree.ModeFIFO
-	if fifo {
-		kids = u.fifoOrder(id)
-	}
-	start := u.childStart[id]
-	for i, c := range kids {
-		pos := start + int32(i)
-		if fifo {
-			pos = u.pos[c]
-		}
-		if ce := &u.node[pos]; ce.op {
-			// An operation takes its share (distributeVec, inlined).
-			share := u.stack[depth][i]
-			if t == regular {
-				if ce.distValid && ce.distTarget == share && ce.distGen == ce.fnGen && u.attrs[c].FairShare.Total == share {
-					continue
-				}
-				ce.distValid, ce.distTarget, ce.distGen = true, share, ce.fnGen
-			}
-			u.setDetailed(c, share, t)
-			continue
-		}
-		u.distributeVec(c, u.stack[depth][i], t)
-	}
-	for len(u.stackSpare) <= depth {
-		u.stackSpare = append(u.stackSpare, nil)
-	}
-	u.stackSpare[depth] = u.stack[depth]
-	u.stack = u.stack[:depth]
-	u.setDetailed(id, target, t)
 }

@@ -45,13 +45,13 @@ func bySuggestion(f *plf.Vec, guarantee, limits resource.Share, dst *plf.Vec, mf
 	for r := range resource.Count {
 		lo, hi := first[r], last[r]
 		lim := min(max(limits[r], lo), hi)
-		b.g[r] = min(max(guarantee[r], lo), lim)
-		b.lim[r] = lim
+		b.guarantee[r] = min(max(guarantee[r], lo), lim)
+		b.limit[r] = lim
 		if lim < hi {
 			b.capped[b.nCapped] = int8(r)
 			b.nCapped++
 		}
-		if lo == 0 && hi == 0 && b.g[r] == 0 {
+		if lo == 0 && hi == 0 && b.guarantee[r] == 0 {
 			// A resource the element does not use: its line is zero
 			// everywhere, and one such line stands for all of them.
 			if zero {
@@ -91,7 +91,7 @@ type envBuilder struct {
 	dst *plf.Vec
 	mff *plf.Scalar
 
-	g, lim [resource.Count]float64
+	guarantee, limit [resource.Count]float64
 	// The resources whose limit is below the function's range (they cap the
 	// fit factor), and those that count in the requirement: all but
 	// duplicates of a line that is zero everywhere, which change nothing.
@@ -113,9 +113,9 @@ type envBuilder struct {
 // req returns max_r (v_r − g_r).
 func (b *envBuilder) req(v *plf.Value) float64 {
 	r := b.active[0]
-	s := v[r] - b.g[r]
+	s := v[r] - b.guarantee[r]
 	for _, r := range b.active[1:b.nActive] {
-		s = max(s, v[r]-b.g[r])
+		s = max(s, v[r]-b.guarantee[r])
 	}
 	return s
 }
@@ -124,7 +124,7 @@ func (b *envBuilder) req(v *plf.Value) float64 {
 // to v that is followed by a segment to next: then the cap is at the jump.
 func (b *envBuilder) exceeds(v, next *plf.Value) bool {
 	for _, r := range b.capped[:b.nCapped] {
-		if v[r] > b.lim[r] || v[r] == b.lim[r] && next[r] > b.lim[r] {
+		if v[r] > b.limit[r] || v[r] == b.limit[r] && next[r] > b.limit[r] {
 			return true
 		}
 	}
@@ -169,9 +169,9 @@ func (b *envBuilder) jump(x float64, v0, v1 *plf.Value) {
 func (b *envBuilder) segment(x0, x1 float64, v0, v1 *plf.Value) {
 	tEnd := 1.0
 	for _, r := range b.capped[:b.nCapped] {
-		if v1[r] > b.lim[r] {
+		if v1[r] > b.limit[r] {
 			// v0[r] ≤ lim < v1[r]: the cap is inside the segment.
-			if t := (b.lim[r] - v0[r]) / (v1[r] - v0[r]); t < tEnd {
+			if t := (b.limit[r] - v0[r]) / (v1[r] - v0[r]); t < tEnd {
 				tEnd = t
 			}
 			b.capHit = true
@@ -181,7 +181,7 @@ func (b *envBuilder) segment(x0, x1 float64, v0, v1 *plf.Value) {
 	act := b.active[:b.nActive]
 	var a, d [resource.Count]float64 // line r: a[r] + t·d[r], t ∈ [0, 1]
 	for _, r := range act {
-		a[r] = v0[r] - b.g[r]
+		a[r] = v0[r] - b.guarantee[r]
 		d[r] = v1[r] - v0[r]
 	}
 	// The maximising line at t = 0 (ties: the steeper one).
@@ -208,13 +208,13 @@ func (b *envBuilder) segment(x0, x1 float64, v0, v1 *plf.Value) {
 		var s float64
 		switch {
 		case next == 1:
-			s = v1[cur] - b.g[cur]
+			s = v1[cur] - b.guarantee[cur]
 		case d[cur] == 0:
 			s = a[cur]
 		case next < 0.5:
 			s = a[cur] + d[cur]*next
 		default:
-			s = (v1[cur] - b.g[cur]) - d[cur]*(1-next)
+			s = (v1[cur] - b.guarantee[cur]) - d[cur]*(1-next)
 		}
 		b.piece(x0, x1, v0, v1, t, next, max(s, b.lastS))
 		if nr < 0 || b.done {
@@ -230,9 +230,9 @@ func (b *envBuilder) segment(x0, x1 float64, v0, v1 *plf.Value) {
 	}
 }
 
-// at returns t ∈ [ta, tb] where the requirement, linear from sa at ta to sb
-// at tb, is s ∈ [sa, sb].
-func at(ta, tb, sa, sb, s float64) float64 {
+// paramAtRequirement returns the segment parameter t ∈ [ta, tb] where the
+// requirement, linear from sa at ta to sb at tb, is s ∈ [sa, sb].
+func paramAtRequirement(ta, tb, sa, sb, s float64) float64 {
 	if sb <= sa {
 		return tb
 	}
@@ -250,14 +250,14 @@ func (b *envBuilder) piece(x0, x1 float64, v0, v1 *plf.Value, ta, tb, sb float64
 			return
 		}
 		b.started = true
-		if t0 := at(ta, tb, sa, sb, 0); t0 > ta {
+		if t0 := paramAtRequirement(ta, tb, sa, sb, 0); t0 > ta {
 			b.add(0, plf.LerpScalar(x0, x1, t0), plf.Lerp(v0, v1, t0))
 		} else {
 			b.add(0, b.lastX, b.lastV)
 		}
 	}
 	if sb >= 1 {
-		t1 := at(ta, tb, sa, sb, 1)
+		t1 := paramAtRequirement(ta, tb, sa, sb, 1)
 		b.add(1, plf.LerpScalar(x0, x1, t1), plf.Lerp(v0, v1, t1))
 		b.done = true
 		return

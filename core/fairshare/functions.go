@@ -11,17 +11,17 @@ import (
 // compressEpsilon bounds the error of function compression (spec.md §2.8).
 const compressEpsilon = 1e-15
 
-// ffKey is everything a pool's fair share by fit factor is built from
+// fsbffKey is everything a pool's fair share by fit factor is built from
 // besides what kidsDirty tracks (its operation children).
-type ffKey struct {
+type fsbffKey struct {
 	children uint64 // signature of the pool children's functions and weights
 	flags    uint8
 }
 
-// sugKey is everything a fair share by suggestion is built from besides the
+// fsbsKey is everything a fair share by suggestion is built from besides the
 // fair share by fit factor (identified by its generation).
-type sugKey struct {
-	ffGen     uint64
+type fsbsKey struct {
+	fsbffGen  uint64
 	guarantee resource.Share
 	limits    resource.Share
 	flags     uint8
@@ -37,8 +37,8 @@ const (
 // (spec.md §2.8; the reference's PrepareFairShareFunctions), and before them
 // the functions of its operation children that updateOperations marked.
 // Functions whose inputs are unchanged since they were built are kept: the
-// fair share by fit factor is keyed on the children (ffKey, kidsDirty), the
-// fair share by suggestion on that and the guarantee and limits (sugKey).
+// fair share by fit factor is keyed on the children (fsbffKey, kidsDirty), the
+// fair share by suggestion on that and the guarantee and limits (fsbsKey).
 func (u *Updater) prepare(p int32) {
 	for _, c := range u.kids(p) {
 		u.prepare(c)
@@ -48,12 +48,12 @@ func (u *Updater) prepare(p int32) {
 	id := ps.id
 	a := &u.attrs[id]
 	u.prepareFSBFF(p)
-	k := sugKey{ffGen: ps.ffGen, guarantee: a.StrongGuaranteeShare.Add(a.ProposedIntegralShare), limits: a.LimitsShare}
+	k := fsbsKey{fsbffGen: ps.fsbffGen, guarantee: a.StrongGuaranteeShare.Add(a.ProposedIntegralShare), limits: a.LimitsShare}
 	if u.cfg.EnableImprovedFitFactor {
 		k.flags |= flagImproved
 	}
-	e := u.nd(id)
-	if e.built && ps.sugKey == k {
+	e := u.nodeOf(id)
+	if e.built && ps.fsbsKey == k {
 		return
 	}
 	var mff *plf.Scalar
@@ -62,7 +62,7 @@ func (u *Updater) prepare(p int32) {
 	}
 	bySuggestion(&ps.fsbff, k.guarantee, k.limits, &u.scratchVec, mff)
 	compress(u.fsbs(id), &u.scratchVec, compressEpsilon)
-	ps.sugKey = k
+	ps.fsbsKey = k
 	e.built = true
 	u.gen++
 	e.fnGen = u.gen
@@ -92,13 +92,34 @@ func (u *Updater) prepareTemporary(p int32, guarantee, limits resource.Share) *p
 	return &ps.tmpFsbs
 }
 
+// sizeTmpArena makes room for the next update's temporary functions: what
+// this update's took, or twice the integral pools' own fair shares by
+// suggestion (which have about as many points), whichever is more. It
+// allocates only when that grows, so the update after the first one that
+// has integral volume does not allocate for them either.
+func (u *Updater) sizeTmpArena() {
+	need := u.tmpNeed
+	est := 0
+	for _, ids := range [2][]tree.ID{u.burst, u.relaxed} {
+		for _, id := range ids {
+			est += 2 * len(u.fsbs(id).X)
+		}
+	}
+	need = max(need, est)
+	if cap(u.tmpArena.X) < need {
+		need += need / 4
+		u.tmpArena.X = make([]float64, 0, need)
+		u.tmpArena.V = make([]plf.Value, 0, need)
+	}
+}
+
 // prepareFSBFF rebuilds pool p's fair share by fit factor if its children
 // changed.
 func (u *Updater) prepareFSBFF(p int32) {
 	ps := &u.pools[p]
 	id := ps.id
-	fifo := u.t.Pool(id).Mode == tree.ModeFIFO
-	var k ffKey
+	fifo := u.tree.Pool(id).Mode == tree.ModeFIFO
+	var k fsbffKey
 	if u.cfg.EnableImprovedFitFactor {
 		k.flags |= flagImproved
 	}
@@ -108,19 +129,19 @@ func (u *Updater) prepareFSBFF(p int32) {
 		k.flags |= flagFIFO
 		for _, c := range u.fifoOrder(id) {
 			h = mix(h, uint64(c))
-			h = mix(h, u.nd(c).fnGen)
+			h = mix(h, u.nodeOf(c).fnGen)
 			h = mix(h, math.Float64bits(u.attrs[c].Weight))
 		}
 	} else {
 		for _, c := range u.kids(p) {
 			cid := u.pools[c].id
 			h = mix(h, uint64(cid))
-			h = mix(h, u.nd(cid).fnGen)
+			h = mix(h, u.nodeOf(cid).fnGen)
 			h = mix(h, math.Float64bits(u.attrs[cid].Weight))
 		}
 	}
 	k.children = h
-	if ps.ffValid && !ps.kidsDirty && ps.ffKey == k {
+	if ps.fsbffValid && !ps.kidsDirty && ps.fsbffKey == k {
 		return
 	}
 	if fifo {
@@ -128,9 +149,9 @@ func (u *Updater) prepareFSBFF(p int32) {
 	} else {
 		u.normalFSBFF(p)
 	}
-	ps.ffKey, ps.kidsDirty, ps.ffValid = k, false, true
+	ps.fsbffKey, ps.kidsDirty, ps.fsbffValid = k, false, true
 	u.gen++
-	ps.ffGen = u.gen
+	ps.fsbffGen = u.gen
 }
 
 // prepareOperations builds the functions of pool p's operation children that
@@ -143,7 +164,7 @@ func (u *Updater) prepareOperations(p int32) {
 			continue
 		}
 		in.pending = false
-		u.prepareOperation(in, &u.fs[pos])
+		u.prepareOperation(in, &u.fsbsByPos[pos])
 		e := &u.node[pos]
 		e.built = true
 		u.gen++
@@ -228,16 +249,16 @@ func (u *Updater) fifoFSBFF(p int32) {
 // the function extended to the right by its last value: the child's part of
 // its parent's fit factor (spec.md §2.8).
 type scaledCursor struct {
-	f     *plf.Vec
+	fn    *plf.Vec
 	scale float64
-	i     int
+	seg   int
 }
 
 // bound returns point i's argument in the scaled function.
-func (c *scaledCursor) bound(i int) float64 { return c.f.X[i] / c.scale }
+func (c *scaledCursor) bound(i int) float64 { return c.fn.X[i] / c.scale }
 
 func (c *scaledCursor) limits(x float64) (plf.Value, plf.Value) {
-	f := c.f
+	f := c.fn
 	n := len(f.X)
 	if n == 1 || x >= c.bound(n-1) {
 		v := f.V[n-1]
@@ -246,10 +267,10 @@ func (c *scaledCursor) limits(x float64) (plf.Value, plf.Value) {
 		}
 		return v, v
 	}
-	for c.i+1 < n-1 && c.bound(c.i+1) < x {
-		c.i++
+	for c.seg+1 < n-1 && c.bound(c.seg+1) < x {
+		c.seg++
 	}
-	i := c.i
+	i := c.seg
 	if i+2 < n && f.X[i+1] == f.X[i+2] && c.bound(i+1) == x {
 		return f.V[i+1], f.V[i+2]
 	}
@@ -261,9 +282,9 @@ func (c *scaledCursor) limits(x float64) (plf.Value, plf.Value) {
 	return v, v
 }
 
-// limitsAt is limits without a cursor (random access).
+// scaledLimits is scaledCursor.limits without a cursor (random access).
 func scaledLimits(f *plf.Vec, scale, x float64) (plf.Value, plf.Value) {
-	c := scaledCursor{f: f, scale: scale}
+	c := scaledCursor{fn: f, scale: scale}
 	n := len(f.X)
 	if n > 2 && x > c.bound(1) && x < c.bound(n-1) {
 		// Binary search for the first point j ≥ 1 with bound(j) ≥ x.
@@ -276,7 +297,7 @@ func scaledLimits(f *plf.Vec, scale, x float64) (plf.Value, plf.Value) {
 				hi = mid
 			}
 		}
-		c.i = lo - 1
+		c.seg = lo - 1
 	}
 	return c.limits(x)
 }
@@ -284,7 +305,7 @@ func scaledLimits(f *plf.Vec, scale, x float64) (plf.Value, plf.Value) {
 // minChildWeight is the smallest child weight above Epsilon.
 func (u *Updater) minChildWeight(id tree.ID) float64 {
 	m := math.MaxFloat64
-	for _, w := range u.kidW(id) {
+	for _, w := range u.kidWeights(id) {
 		if w > resource.Epsilon {
 			m = min(m, w)
 		}
@@ -302,13 +323,13 @@ func (u *Updater) normalFSBFF(p int32) {
 	f := &e.fsbff
 	f.Reset()
 	kids := u.children(id)
-	e.cpS, e.cpIdx = e.cpS[:0], e.cpIdx[:0]
+	e.critSuggestion, e.critOwner = e.critSuggestion[:0], e.critOwner[:0]
 	if len(kids) == 0 {
 		f.Add(0, resource.Share{})
 		f.Add(1, resource.Share{})
 		return
 	}
-	e.cpS, e.cpIdx = u.sweepFSBFF(f, u.kidFs(id), u.kidW(id), u.minChildWeight(id), u.cfg.EnableImprovedFitFactor, e.cpS, e.cpIdx)
+	e.critSuggestion, e.critOwner = u.sweepFSBFF(f, u.kidFsbs(id), u.kidWeights(id), u.minChildWeight(id), u.cfg.EnableImprovedFitFactor, e.critSuggestion, e.critOwner)
 }
 
 // compress copies src into dst merging segments that stay within eps of the

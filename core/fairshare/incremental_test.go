@@ -3,6 +3,9 @@ package fairshare_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/fairsched/fairsched/core/clock"
@@ -95,61 +98,235 @@ func randomUsage(r *rand.Rand, d resource.Vec) resource.Vec {
 	return d.Mul(f).Min(d)
 }
 
-// TestIncrementalEqualsFull runs seeded random sequences of changes and
-// checks that the incremental update gives exactly the attributes a full
-// update gives.
+// TestIncrementalEqualsFull runs seeded random sequences of changes (incChanges)
+// on random trees and checks, after every update, that the incremental
+// update gives exactly, bit for bit and in every field of every element's
+// Attributes, what an update that recomputes everything (Invalidate) gives.
+// The two Updaters run in lockstep on the same tree, driven as
+// snapshot.Solve drives its updates: the update's config, then its changes,
+// then the previous update's time (or none), then Update. Rerun one sequence
+// with -run 'TestIncrementalEqualsFull/seed=N'.
 func TestIncrementalEqualsFull(t *testing.T) {
-	for seed := uint64(1); seed <= 20; seed++ {
-		for _, improved := range []bool{true, false} {
-			t.Run(fmt.Sprintf("seed=%d/improved=%v", seed, improved), func(t *testing.T) {
-				r := rand.New(rand.NewPCG(seed, 7))
-				tr, pools, ops := randomTree(r, 8+r.IntN(12), 10+r.IntN(30))
-				cfg := fairshare.DefaultConfig()
-				cfg.EnableImprovedFitFactor = improved
-				cfg.EnableStepFunctionForGangOperations = seed%3 == 0
-				inc, full := fairshare.New(tr, cfg), fairshare.New(tr, cfg)
-				total := resource.Vec{200, resource.Cores(200), 0, 400 << 30, 0}
-				now := 0.0
-				for step := range 40 {
-					id, _ := tr.Lookup(ops[r.IntN(len(ops))])
-					switch r.IntN(6) {
-					case 0, 1:
-						d := randomDemand(r)
-						tr.SetDemandUsage(id, d, randomUsage(r, d))
-					case 2:
-						if err := tr.SetOperationWeight(id, tree.Some(float64(1+r.IntN(5)))); err != nil {
-							t.Fatal(err)
-						}
-					case 3:
-						p := pools[r.IntN(len(pools))]
-						pid, _ := tr.Lookup(p)
-						c := *tr.Pool(pid)
-						c.Weight = tree.Some(float64(1 + r.IntN(5)))
-						if _, err := tr.Apply(tree.Mutation{Kind: tree.SetPool, Name: p, Pool: c}); err != nil {
-							t.Fatal(err)
-						}
-					case 4:
-						name := fmt.Sprintf("new%d", step)
-						d := randomDemand(r)
-						if _, err := tr.Apply(tree.Mutation{Kind: tree.AddOperation, Name: name, Parent: pools[r.IntN(len(pools))], Demand: d}); err != nil {
-							t.Fatal(err)
-						}
-						ops = append(ops, name)
-					case 5:
-						// no change: only time passes
-					}
-					now += 0.2 + float64(r.IntN(100))
-					inc.Update(total, now)
-					full.Invalidate()
-					full.Update(total, now)
-					tr.Walk(func(id tree.ID) {
-						a, b := inc.Attributes(id), full.Attributes(id)
-						if *a != *b {
-							t.Fatalf("step %d: %s differs:\nincremental %+v\nfull        %+v", step, tr.Name(id), a.FairShare, b.FairShare)
-						}
-					})
-				}
-			})
+	seeds := uint64(150)
+	if testing.Short() {
+		seeds = 30
+	}
+	for seed := uint64(1); seed <= seeds; seed++ {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			incCheckSequence(t, seed, 40)
+		})
+	}
+}
+
+// incCheckSequence runs one random sequence of steps updates.
+func incCheckSequence(t *testing.T, seed uint64, steps int) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 7))
+	tr, pools, ops := randomTree(r, 4+r.IntN(12), 5+r.IntN(30))
+	seq := &incSequence{r: r, tr: tr, pools: pools, ops: ops}
+	cfg := fairshare.DefaultConfig()
+	cfg.EnableImprovedFitFactor = r.IntN(2) == 0
+	cfg.EnableStepFunctionForGangOperations = r.IntN(3) == 0
+	cfg.ShouldDistributeFreeVolumeAmongChildren = r.IntN(2) == 0
+	if r.IntN(3) == 0 {
+		cfg.InferWeightFromGuaranteesShareMultiplier = tree.Some(float64(1 + r.IntN(3)))
+	}
+	inc, full := fairshare.New(tr, cfg), fairshare.New(tr, cfg)
+	// Accumulated volumes as a snapshot restores them (snapshot.Build).
+	for _, p := range pools {
+		id, _ := tr.Lookup(p)
+		if tr.Pool(id).Integral.Type != tree.GuaranteeNone && r.IntN(3) > 0 {
+			var v [resource.Count]float64
+			v[resource.CPU] = float64(resource.Cores(float64(r.IntN(20000))))
+			inc.SetAccumulatedVolume(id, v)
+			full.SetAccumulatedVolume(id, v)
 		}
 	}
+	total := resource.Vec{200, resource.Cores(200), 0, 400 << 30, 0}
+	now := 0.0
+	for step := range steps {
+		what := "first update"
+		if step > 0 {
+			what = seq.change(&cfg, &total)
+		}
+		seq.log = append(seq.log, fmt.Sprintf("step %d: %s", step, what))
+		elapsed := -1.0 // elapsed_s null
+		if step > 0 && r.IntN(4) > 0 {
+			elapsed = 0.2 + float64(r.IntN(200))
+		}
+		for _, u := range []*fairshare.Updater{inc, full} {
+			u.SetConfig(cfg)
+			if elapsed >= 0 {
+				u.SetPreviousUpdate(now)
+			} else {
+				u.ForgetPreviousUpdate()
+			}
+		}
+		if elapsed >= 0 {
+			now += elapsed
+		}
+		inc.Update(total, now)
+		full.Invalidate()
+		full.Update(total, now)
+		fail := func(format string, args ...any) {
+			t.Helper()
+			t.Fatalf("seed %d, step %d (improved=%v, elapsed %v): %s\nchanges:\n  %s", seed, step, cfg.EnableImprovedFitFactor, elapsed,
+				fmt.Sprintf(format, args...), strings.Join(seq.log, "\n  "))
+		}
+		tr.Walk(func(id tree.ID) {
+			if d := attrDiff(reflect.ValueOf(*inc.Attributes(id)), reflect.ValueOf(*full.Attributes(id)), ""); d != "" {
+				fail("%s: %s", tr.Name(id), d)
+			}
+		})
+		if a, b := inc.Alerts(), full.Alerts(); !slices.Equal(a, b) {
+			fail("alerts differ: incremental %q, full %q", a, b)
+		}
+	}
+}
+
+// incSequence draws the changes of one random sequence.
+type incSequence struct {
+	r     *rand.Rand
+	tr    *tree.Tree
+	pools []string // the pools (not the root)
+	ops   []string // the operations, removed ones included
+	log   []string // every step's changes, for the failure message
+	added int
+}
+
+// change applies one to three random changes before an update and describes
+// them. The changes go through the calls snapshot.Solve makes for an
+// update's "set" (core/snapshot's apply: Tree.SetDemandUsage for demand and
+// usage, Tree.SetOperationWeight and Tree.SetOperationLimits for an
+// operation's weight and resource_limits, an Apply of tree.SetPool with the
+// pool's whole config otherwise), and through the same tree.SetPool for the
+// pool attributes no "set" path reaches (integral guarantees, mode,
+// promised guarantee); the update's config and total resources are changed
+// as an update's "config" and "total_resources" change them.
+func (s *incSequence) change(cfg *fairshare.Config, total *resource.Vec) string {
+	r, tr := s.r, s.tr
+	var done []string
+	for range 1 + r.IntN(3) {
+		op, opOK := s.pickOp()
+		pool := s.pools[r.IntN(len(s.pools))]
+		pid, _ := tr.Lookup(pool)
+		c := *tr.Pool(pid)
+		setPool := func(what string) {
+			if _, err := tr.Apply(tree.Mutation{Kind: tree.SetPool, Name: pool, Pool: c}); err != nil {
+				done = append(done, fmt.Sprintf("%s %s: rejected (%v)", pool, what, err))
+				return
+			}
+			done = append(done, fmt.Sprintf("%s %s", pool, what))
+		}
+		cores := func(lo, hi int) tree.PartialVec {
+			return tree.PartialVec{V: resource.Vec{resource.CPU: resource.Cores(float64(lo + r.IntN(hi-lo+1)))}, Set: [5]bool{resource.CPU: true}}
+		}
+		switch k := r.IntN(20); {
+		case k < 2 && opOK: // demand
+			id, _ := tr.Lookup(op)
+			d := randomDemand(r)
+			tr.SetDemandUsage(id, d, tr.Usage(id))
+			done = append(done, fmt.Sprintf("%s.demand %v", op, d))
+		case k < 3 && opOK: // usage
+			id, _ := tr.Lookup(op)
+			u := randomUsage(r, tr.Demand(id))
+			tr.SetDemandUsage(id, tr.Demand(id), u)
+			done = append(done, fmt.Sprintf("%s.usage %v", op, u))
+		case k < 4 && opOK: // operation weight
+			id, _ := tr.Lookup(op)
+			w := tree.Some(float64(1 + r.IntN(5)))
+			if err := tr.SetOperationWeight(id, w); err != nil {
+				panic(err)
+			}
+			done = append(done, fmt.Sprintf("%s.weight %v", op, w.V))
+		case k < 5 && opOK: // operation resource_limits
+			id, _ := tr.Lookup(op)
+			var l tree.PartialVec
+			if r.IntN(3) > 0 {
+				l = cores(5, 60)
+			}
+			if err := tr.SetOperationLimits(id, l); err != nil {
+				panic(err)
+			}
+			done = append(done, fmt.Sprintf("%s.resource_limits %v", op, l))
+		case k < 6: // pool weight
+			c.Weight = tree.Some(float64(1 + r.IntN(5)))
+			setPool(fmt.Sprintf(".weight %v", c.Weight.V))
+		case k < 8: // pool resource_limits
+			c.ResourceLimits = tree.PartialVec{}
+			if r.IntN(4) > 0 {
+				c.ResourceLimits = cores(10, 120)
+			}
+			setPool(fmt.Sprintf(".resource_limits %v", c.ResourceLimits))
+		case k < 12: // strong_guarantee_resources
+			c.StrongGuarantee = tree.PartialVec{}
+			if r.IntN(5) > 0 {
+				c.StrongGuarantee = cores(0, 60)
+				if r.IntN(3) == 0 {
+					c.StrongGuarantee.V[resource.Memory] = int64(r.IntN(100)) << 30
+					c.StrongGuarantee.Set[resource.Memory] = true
+				}
+			}
+			setPool(fmt.Sprintf(".strong_guarantee_resources %v", c.StrongGuarantee))
+		case k < 15: // integral guarantees: type, burst guarantee, resource flow
+			ig := &c.Integral
+			switch r.IntN(4) {
+			case 0:
+				ig.Type = tree.GuaranteeType(r.IntN(3))
+			case 1:
+				ig.BurstGuarantee = cores(0, 80)
+			case 2:
+				ig.ResourceFlow = cores(0, 30)
+			case 3:
+				ig.Type = tree.GuaranteeType(1 + r.IntN(2))
+				ig.BurstGuarantee, ig.ResourceFlow = cores(0, 80), cores(0, 30)
+			}
+			setPool(fmt.Sprintf(".integral_guarantees %v burst %v flow %v", ig.Type, ig.BurstGuarantee, ig.ResourceFlow))
+		case k < 16: // pool mode
+			c.Mode = 1 - c.Mode
+			setPool(fmt.Sprintf(".mode %v", c.Mode))
+		case k < 17: // promised guarantee fair share
+			c.ComputePromisedGuaranteeFairShare = !c.ComputePromisedGuaranteeFairShare
+			setPool(fmt.Sprintf(".compute_promised_guarantee_fair_share %v", c.ComputePromisedGuaranteeFairShare))
+		case k < 18: // the fit-factor mode and the gang step function (config)
+			if r.IntN(2) == 0 {
+				cfg.EnableImprovedFitFactor = !cfg.EnableImprovedFitFactor
+				done = append(done, fmt.Sprintf("config improved %v", cfg.EnableImprovedFitFactor))
+			} else {
+				cfg.EnableStepFunctionForGangOperations = !cfg.EnableStepFunctionForGangOperations
+				done = append(done, fmt.Sprintf("config gang step function %v", cfg.EnableStepFunctionForGangOperations))
+			}
+		case k < 19: // operations come and go
+			if opOK && r.IntN(2) == 0 {
+				if _, err := tr.Apply(tree.Mutation{Kind: tree.RemoveOperation, Name: op}); err != nil {
+					panic(err)
+				}
+				done = append(done, fmt.Sprintf("remove %s", op))
+				break
+			}
+			name := fmt.Sprintf("new%d", s.added)
+			s.added++
+			d := randomDemand(r)
+			if _, err := tr.Apply(tree.Mutation{Kind: tree.AddOperation, Name: name, Parent: pool, Demand: d, Usage: randomUsage(r, d)}); err != nil {
+				panic(err)
+			}
+			s.ops = append(s.ops, name)
+			done = append(done, fmt.Sprintf("add %s to %s", name, pool))
+		default: // total resources
+			total[resource.CPU] = resource.Cores(float64(100 + 50*r.IntN(4)))
+			done = append(done, fmt.Sprintf("total %v", *total))
+		}
+	}
+	return strings.Join(done, "; ")
+}
+
+// pickOp returns a random operation that still exists.
+func (s *incSequence) pickOp() (string, bool) {
+	for range 4 {
+		op := s.ops[s.r.IntN(len(s.ops))]
+		if _, ok := s.tr.Lookup(op); ok {
+			return op, true
+		}
+	}
+	return "", false
 }

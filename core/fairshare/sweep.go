@@ -12,7 +12,7 @@ import (
 // weight (spec.md §2.8: at the pool's argument s the child gets suggestion
 // s·w/w_min, so the child's point x sits at x/scale).
 type sweepChild struct {
-	f     *plf.Vec
+	fn    *plf.Vec
 	scale float64
 	// next is the index of the child's next critical point (the first of
 	// its points whose scaled argument is nextS); seg is the first point of
@@ -29,12 +29,12 @@ type sweepChild struct {
 	moving bool
 }
 
-func (c *sweepChild) bound(i int) float64 { return c.f.X[i] / c.scale }
+func (c *sweepChild) bound(i int) float64 { return c.fn.X[i] / c.scale }
 
 // valueAt returns the child's value at s ∈ [segS, nextS], on its current
 // segment.
 func (c *sweepChild) valueAt(s float64) plf.Value {
-	f := c.f
+	f := c.fn
 	i := c.seg
 	if i+1 >= len(f.X) {
 		return f.V[len(f.V)-1]
@@ -55,7 +55,7 @@ func (c *sweepChild) valueAt(s float64) plf.Value {
 // critical point. A function that ends before 1 is extended by its last
 // value, with one more critical point at 1 (where the limits are nil).
 func (c *sweepChild) event() (l, r *plf.Value, jump bool) {
-	f := c.f
+	f := c.fn
 	n := len(f.X)
 	s := c.nextS
 	if c.next >= n {
@@ -109,12 +109,14 @@ const exactChildren = 24
 
 // sweepKey is a heap entry: a child's next critical point.
 type sweepKey struct {
-	s float64
-	j int32
+	arg   float64
+	child int32
 }
 
 // less orders critical points by argument, then by child.
-func (a sweepKey) less(b sweepKey) bool { return a.s < b.s || (a.s == b.s && a.j < b.j) }
+func (a sweepKey) less(b sweepKey) bool {
+	return a.arg < b.arg || (a.arg == b.arg && a.child < b.child)
+}
 
 // siftDown restores the heap property of u.heap from position i.
 func (u *Updater) siftDown(i int) {
@@ -143,8 +145,8 @@ func (u *Updater) siftDown(i int) {
 // resource, and the number of children with a nonzero slope, which makes
 // the sum exactly zero when every child is flat.
 type slopeSum struct {
-	hi, lo  resource.Share
-	nonFlat [resource.Count]int32
+	sum, comp resource.Share
+	nonFlat   [resource.Count]int32
 }
 
 func neumaier(hi, lo *float64, x float64) {
@@ -166,59 +168,55 @@ func (ss *slopeSum) swap(old, new *resource.Share) {
 		}
 		if o != 0 {
 			ss.nonFlat[k]--
-			neumaier(&ss.hi[k], &ss.lo[k], -o)
+			neumaier(&ss.sum[k], &ss.comp[k], -o)
 		}
 		if n != 0 {
 			ss.nonFlat[k]++
-			neumaier(&ss.hi[k], &ss.lo[k], n)
+			neumaier(&ss.sum[k], &ss.comp[k], n)
 		}
 		if ss.nonFlat[k] == 0 {
-			ss.hi[k], ss.lo[k] = 0, 0
+			ss.sum[k], ss.comp[k] = 0, 0
 		}
 	}
 }
 
 // at returns the summed slope of resource k.
-func (ss *slopeSum) at(k int) float64 { return ss.hi[k] + ss.lo[k] }
+func (ss *slopeSum) at(k int) float64 { return ss.sum[k] + ss.comp[k] }
 
 // sweepFSBFF builds a fair-share-mode pool's fair share by fit factor f from
 // its children's fair shares by suggestion (spec.md §2.8–2.9). The
 // children's critical points are merged by a heap keyed by (argument,
-// child). For a pool of at most exactChildren children the sum at every
-// point is the children's values added left to right, as the reference
-// does (O(C) per point, on cached values: only moving children are
-// interpolated again). For a larger one the sum is carried along between
-// points by its slope, changing at a critical point by its owner's jump and
-// slope: O(P log C) for P critical points.
+// child). A pool of at most exactChildren children is swept by sweepExact,
+// which adds the children's values at every point; a larger one by
+// sweepSlope, which carries the sum along by its slope.
 //
 // In the improved mode every critical point takes one unit of the fit
-// factor, children before the owner at their right limits (cpS and cpIdx
-// receive the points' suggestions and owners); otherwise points with equal
-// arguments are merged, every child switches there, and points beyond 1 are
-// dropped.
-//
-// NB (large pools): the summed slope is a compensated sum (slopeSum): a child's
-// near-vertical segment has a huge slope, and adding and later subtracting
-// it in a plain running sum would cancel the others' slopes. A component in
-// which every child is flat has slope exactly zero, and flat pieces of the
-// sum stay exactly flat (they become exact jumps of the max fit factor by
-// suggestion, and the parent's layout of jumps depends on them, spec.md
-// §2.9). The running sum is recomputed exactly every syncEvery·C points, in
-// the moving components only (a resync would put a step into a flat piece),
-// and clamped to stay non-decreasing. The values at the critical points are
-// therefore the exact sums only up to rounding drift; the top-down pass
-// allows for that (fitFactorFor).
+// factor, children before the owner at their right limits (critSuggestion
+// and critOwner receive the points' suggestions and owners); otherwise
+// points with equal arguments are merged, every child switches there, and
+// points beyond 1 are dropped.
 //
 // Sampling every child at every critical point (the reference's way, exact
 // sums) costs O(P·C): 65 million child evaluations per update of the
 // 100,000-operation benchmark tree against 0.7 million critical points.
-func (u *Updater) sweepFSBFF(f *plf.Vec, kids []plf.Vec, weights []float64, wmin float64, improved bool, cpS []float64, cpIdx []int32) ([]float64, []int32) {
+func (u *Updater) sweepFSBFF(f *plf.Vec, kids []plf.Vec, weights []float64, wmin float64, improved bool, critSuggestion []float64, critOwner []int32) ([]float64, []int32) {
+	sum := u.startSweep(kids, weights, wmin)
+	if len(kids) <= exactChildren {
+		return u.sweepExact(f, sum, improved, critSuggestion, critOwner)
+	}
+	return u.sweepSlope(f, sum, improved, critSuggestion, critOwner)
+}
+
+// startSweep puts every child at its first critical point (u.sweep, u.heap)
+// and returns the children's sum there: their first values added left to
+// right.
+func (u *Updater) startSweep(kids []plf.Vec, weights []float64, wmin float64) resource.Share {
 	st := u.sweep[:0]
 	h := u.heap[:0]
 	var sum resource.Share
 	for j := range kids {
 		fs := &kids[j]
-		st = append(st, sweepChild{f: fs, scale: weights[j] / wmin})
+		st = append(st, sweepChild{fn: fs, scale: weights[j] / wmin})
 		sc := &st[j]
 		sc.nextS = sc.bound(0)
 		sc.segS = sc.nextS
@@ -229,47 +227,142 @@ func (u *Updater) sweepFSBFF(f *plf.Vec, kids []plf.Vec, weights []float64, wmin
 	for i := len(h)/2 - 1; i >= 0; i-- {
 		u.siftDown(i)
 	}
-	exact := len(kids) <= exactChildren
-	nMoving := 0 // exact mode: children whose value changes with s
-	if exact {
-		for j := range st {
-			st[j].val = kids[j].V[0]
+	return sum
+}
+
+// advanceSweep moves child c, the heap's top, whose critical point was just
+// processed, to its next critical point, or out of the heap when it has
+// none left.
+func (u *Updater) advanceSweep(c *sweepChild) {
+	if c.done {
+		end := len(u.heap) - 1
+		u.heap[0] = u.heap[end]
+		u.heap = u.heap[:end]
+	} else {
+		u.heap[0].arg = c.nextS
+	}
+	if len(u.heap) > 0 {
+		u.siftDown(0)
+	}
+}
+
+// sweepExact is sweepFSBFF for a pool of at most exactChildren children:
+// the sum at every point is the children's values added left to right, as
+// the reference does (O(C) per point, on cached values: only moving
+// children are interpolated again). sum is the children's sum at the start.
+func (u *Updater) sweepExact(f *plf.Vec, sum resource.Share, improved bool, critSuggestion []float64, critOwner []int32) ([]float64, []int32) {
+	for j := range u.sweep {
+		u.sweep[j].val = u.sweep[j].fn.V[0]
+	}
+	nMoving := 0 // children whose value changes with s
+	var last resource.Share
+	prevS := 0.0
+	ff := 0.0
+	for len(u.heap) > 0 {
+		j := u.heap[0].child
+		c := &u.sweep[j]
+		s := c.nextS
+		if !improved && s > 1 {
+			break
+		}
+		if s != prevS {
+			if nMoving > 0 {
+				for k := range u.sweep {
+					if ck := &u.sweep[k]; ck.moving {
+						ck.val = ck.valueAt(s)
+					}
+				}
+				sum = u.valueSum()
+			}
+			prevS = s
+		}
+		left := sum.Max(last)
+		moved := false // the sum changed at s
+		// Owners switching here: one in the improved mode, every child with
+		// a critical point at s otherwise.
+		for {
+			_, r, jump := c.event()
+			if jump {
+				c.val = *r
+				moved = true
+			}
+			if m := c.slope != (resource.Share{}); m != c.moving {
+				c.moving = m
+				if m {
+					nMoving++
+				} else {
+					nMoving--
+				}
+			}
+			u.advanceSweep(c)
+			if improved {
+				critSuggestion, critOwner = append(critSuggestion, s), append(critOwner, j)
+				break
+			}
+			if len(u.heap) == 0 {
+				break
+			}
+			j = u.heap[0].child
+			c = &u.sweep[j]
+			if c.nextS != s {
+				break
+			}
+		}
+		if moved {
+			sum = u.valueSum()
+		}
+		x := s
+		if improved {
+			x = ff
+			ff++
+		}
+		f.Add(x, left)
+		last = left
+		if moved {
+			// Otherwise the right limit is left (and adding it again is a no-op).
+			last = sum.Max(left)
+			f.Add(x, last)
 		}
 	}
+	return critSuggestion, critOwner
+}
+
+// sweepSlope is sweepFSBFF for a pool of more than exactChildren children:
+// the sum is carried along between points by its slope, changing at a
+// critical point by its owner's jump and slope: O(P log C) for P critical
+// points. sum is the children's sum at the start.
+//
+// NB: the summed slope is a compensated sum (slopeSum): a child's
+// near-vertical segment has a huge slope, and adding and later subtracting
+// it in a plain running sum would cancel the others' slopes. A component in
+// which every child is flat has slope exactly zero, and flat pieces of the
+// sum stay exactly flat (they become exact jumps of the max fit factor by
+// suggestion, and the parent's layout of jumps depends on them, spec.md
+// §2.9). The running sum is recomputed exactly every syncEvery·C points, in
+// the moving components only (a resync would put a step into a flat piece),
+// and clamped to stay non-decreasing. The values at the critical points are
+// therefore the exact sums only up to rounding drift; the top-down pass
+// allows for that (fitFactorFor).
+func (u *Updater) sweepSlope(f *plf.Vec, sum resource.Share, improved bool, critSuggestion []float64, critOwner []int32) ([]float64, []int32) {
 	var slope slopeSum
 	var last resource.Share
 	prevS := 0.0
 	sinceSync := 0
 	ff := 0.0
 	for len(u.heap) > 0 {
-		j := u.heap[0].j
+		j := u.heap[0].child
 		c := &u.sweep[j]
 		s := c.nextS
 		if !improved && s > 1 {
 			break
 		}
-		stale := false // exact mode: sum is not the children's sum at s
 		if s != prevS {
-			if exact {
-				if nMoving > 0 {
-					for k := range u.sweep {
-						if ck := &u.sweep[k]; ck.moving {
-							ck.val = ck.valueAt(s)
-						}
-					}
-					stale = true
-				}
-			} else {
-				for r := range resource.Count {
-					if slope.nonFlat[r] != 0 {
-						sum[r] += slope.at(r) * (s - prevS)
-					}
+			for r := range resource.Count {
+				if slope.nonFlat[r] != 0 {
+					sum[r] += slope.at(r) * (s - prevS)
 				}
 			}
 			prevS = s
-		}
-		if stale {
-			sum = u.valueSum()
 		}
 		left := sum.Max(last)
 		moved := false // the sum changed at s
@@ -278,55 +371,27 @@ func (u *Updater) sweepFSBFF(f *plf.Vec, kids []plf.Vec, weights []float64, wmin
 		for {
 			old := c.slope
 			l, r, jump := c.event()
-			if exact {
-				if jump {
-					c.val = *r
-					moved = true
-				}
-				if m := c.slope != (resource.Share{}); m != c.moving {
-					c.moving = m
-					if m {
-						nMoving++
-					} else {
-						nMoving--
-					}
-				}
-			} else {
-				if jump {
-					sum = sum.Add((*r).Sub(*l))
-					moved = true
-				}
-				slope.swap(&old, &c.slope)
+			if jump {
+				sum = sum.Add((*r).Sub(*l))
+				moved = true
 			}
-			if c.done {
-				end := len(u.heap) - 1
-				u.heap[0] = u.heap[end]
-				u.heap = u.heap[:end]
-			} else {
-				u.heap[0].s = c.nextS
-			}
-			if len(u.heap) > 0 {
-				u.siftDown(0)
-			}
+			slope.swap(&old, &c.slope)
+			u.advanceSweep(c)
 			sinceSync++
 			if improved {
-				cpS, cpIdx = append(cpS, s), append(cpIdx, j)
+				critSuggestion, critOwner = append(critSuggestion, s), append(critOwner, j)
 				break
 			}
 			if len(u.heap) == 0 {
 				break
 			}
-			j = u.heap[0].j
+			j = u.heap[0].child
 			c = &u.sweep[j]
 			if c.nextS != s {
 				break
 			}
 		}
-		if exact {
-			if moved {
-				sum = u.valueSum()
-			}
-		} else if sinceSync >= syncEvery*len(kids) {
+		if sinceSync >= syncEvery*len(u.sweep) {
 			// Resynchronise the moving components; a flat one keeps its
 			// value, or the resync would put a step into a flat piece.
 			sinceSync = 0
@@ -351,7 +416,7 @@ func (u *Updater) sweepFSBFF(f *plf.Vec, kids []plf.Vec, weights []float64, wmin
 			f.Add(x, last)
 		}
 	}
-	return cpS, cpIdx
+	return critSuggestion, critOwner
 }
 
 // valueSum is the children's exact sum in the exact mode: their values at

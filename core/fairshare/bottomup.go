@@ -1,0 +1,168 @@
+package fairshare
+
+import (
+	"slices"
+
+	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/tree"
+)
+
+// Per-element attributes bottom-up (step 4 of spec.md §2.1): operations'
+// inputs and shares (updateOperations, which also decides which operations'
+// functions are rebuilt), the pools' subtree totals, burst and flow ratios,
+// limits, strong-guarantee, usage and demand shares (cumulative), and the
+// FIFO pools' child order (§2.14).
+
+// ---- operations (spec.md §2.1 step 4, §2.8) ----
+
+// updateOperations visits every operation twice. First in ID order, the
+// order of the tree's and the attributes' storage: it detects changed inputs
+// and refreshes those operations' attributes. Then in position order (by
+// parent): it marks the functions that need rebuilding (prepareOperations
+// rebuilds them when the parent is prepared, while they are hot in cache)
+// and sums usage and demand into the parents, telling them whether a child's
+// function or weight changed.
+func (u *Updater) updateOperations() {
+	total := u.total
+	stepGang := u.cfg.EnableStepFunctionForGangOperations
+	sameEnv := u.opValid && u.opTotal == total && u.opStepGang == stepGang
+	u.opTotal, u.opStepGang, u.opValid = total, stepGang, true
+	for _, id := range u.opIDs {
+		raw := &u.opRaw[id]
+		spec := u.tree.Operation(id)
+		demand, usage := u.tree.Demand(id), u.tree.Usage(id)
+		if !raw.valid || raw.weight != spec.Weight {
+			raw.weight = spec.Weight
+			u.setWeight(id, spec.Weight.Or(1))
+			u.opIn[u.pos[id]].weightChanged = true
+		}
+		if raw.valid && sameEnv && raw.demand == demand && raw.usage == usage &&
+			raw.limits == spec.ResourceLimits && raw.gang == spec.IsGang {
+			continue
+		}
+		raw.demand, raw.usage, raw.limits, raw.gang, raw.valid = demand, usage, spec.ResourceLimits, spec.IsGang, true
+		in := &u.opIn[u.pos[id]]
+		in.usage, in.demand = usage, demand.Max(usage)
+		in.gang, in.changed = spec.IsGang, true
+		a := &u.attrs[id]
+		a.LimitsShare = resource.FromResources(spec.ResourceLimits.OrInfinite().Min(total), total)
+		a.StrongGuaranteeShare = resource.Share{}
+		if usage.IsZero() {
+			a.DominantResource = resource.DominantResource(in.demand, total)
+		} else {
+			a.DominantResource = resource.DominantResource(usage, total)
+		}
+		a.UsageShare = resource.FromResources(usage, total)
+		a.DemandShare = resource.FromResources(in.demand, total)
+		in.usageShare, in.demandShare, in.limitsShare = a.UsageShare, a.DemandShare, a.LimitsShare
+	}
+	for _, p := range u.prePools {
+		ps := &u.pools[p]
+		ps.opUsage, ps.opDemand = resource.Vec{}, resource.Vec{}
+	}
+	for _, pos := range u.opPos {
+		in := &u.opIn[pos]
+		e := &u.node[pos]
+		ps := &u.pools[in.parent]
+		if in.weightChanged {
+			in.weightChanged = false
+			ps.kidsDirty = true
+		}
+		if in.changed || !e.built {
+			// Built by the parent's prepare, right before the parent reads it.
+			in.changed, in.pending = false, true
+			ps.kidsDirty = true
+		}
+		ps.opUsage = ps.opUsage.Add(in.usage)
+		ps.opDemand = ps.opDemand.Add(in.demand)
+	}
+}
+
+// ---- bottom-up attributes (spec.md §2.1 step 4) ----
+
+func (u *Updater) cumulative(p int32) {
+	ps := &u.pools[p]
+	id := ps.id
+	a := &u.attrs[id]
+	total := u.total
+	c := u.tree.Pool(id)
+	ps.burstRatio, ps.flowRatio = 0, 0
+	if id != tree.Root && c.Integral.Type != tree.GuaranteeNone {
+		ps.flowRatio = resource.GetMaxResourceRatio(c.Integral.ResourceFlow.OrZero(), total)
+		ps.burstRatio = resource.GetMaxResourceRatio(c.Integral.BurstGuarantee.OrZero(), total)
+	}
+	ps.totalBurstRatio, ps.totalFlowRatio = ps.burstRatio, ps.flowRatio
+	usage, demand := ps.opUsage, ps.opDemand
+	for _, k := range u.kids(p) {
+		u.cumulative(k)
+		ce := &u.pools[k]
+		ps.totalBurstRatio += ce.totalBurstRatio
+		ps.totalFlowRatio += ce.totalFlowRatio
+		usage = usage.Add(ce.usage)
+		demand = demand.Add(ce.demand)
+	}
+	ps.usage, ps.demand = usage, demand
+	limits := resource.InfiniteVec()
+	if id != tree.Root {
+		limits = c.ResourceLimits.OrInfinite()
+	}
+	a.LimitsShare = resource.FromResources(limits.Min(total), total)
+	if c.Mode == tree.ModeFIFO {
+		u.sortFifo(id)
+	}
+	a.StrongGuaranteeShare = resource.FromResources(ps.inferred, total)
+	if usage.IsZero() {
+		a.DominantResource = resource.DominantResource(demand, total)
+	} else {
+		a.DominantResource = resource.DominantResource(usage, total)
+	}
+	a.UsageShare = resource.FromResources(usage, total)
+	a.DemandShare = resource.FromResources(demand, total)
+	if id == tree.Root {
+		// Σ children's strong guarantee shares; operations have none.
+		var s resource.Share
+		for _, k := range u.kids(p) {
+			s = s.Add(u.attrs[u.pools[k].id].StrongGuaranteeShare)
+		}
+		a.StrongGuaranteeShare = s
+	}
+}
+
+// sortFifo orders a FIFO pool's children by its fifo_sort_parameters
+// (spec.md §2.14); ties keep tree order.
+func (u *Updater) sortFifo(id tree.ID) {
+	kids := u.fifoOrder(id)
+	copy(kids, u.children(id))
+	params := u.tree.Pool(id).SortParameters()
+	slices.SortStableFunc(kids, func(a, b tree.ID) int {
+		for _, p := range params {
+			switch p {
+			case tree.FifoWeight:
+				wa, wb := u.tree.Operation(a).Weight.Or(1), u.tree.Operation(b).Weight.Or(1)
+				if wa != wb {
+					if wa > wb {
+						return -1
+					}
+					return 1
+				}
+			case tree.FifoStartTime:
+				sa, sb := u.tree.Operation(a).StartTime, u.tree.Operation(b).StartTime
+				if sa != sb {
+					if sa < sb {
+						return -1
+					}
+					return 1
+				}
+			case tree.FifoPendingJobCount:
+				pa, pb := u.tree.PendingJobCount(a), u.tree.PendingJobCount(b)
+				if pa != pb {
+					if pa < pb {
+						return -1
+					}
+					return 1
+				}
+			}
+		}
+		return 0
+	})
+}

@@ -1,0 +1,210 @@
+package fairshare
+
+import (
+	"math"
+
+	"github.com/fairsched/fairsched/core/plf"
+	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/tree"
+)
+
+// Strong guarantees and weights: inference top-down (spec.md §2.2, step 2 of
+// §2.1), the overcommit adjustment at the root and the tiered adjustment
+// top-down (§2.3–2.4, step 6), and the pools' weights, inferred from their
+// guarantees when the tree says so (§2.13).
+
+// ---- strong guarantee inference (spec.md §2.2) ----
+
+// inferStrongGuarantees infers the pools' strong guarantees; operations have
+// none (their inferred guarantee is zero).
+func (u *Updater) inferStrongGuarantees() {
+	u.pool(tree.Root).inferred = u.total
+	main := u.cfg.MainResource
+	for _, p := range u.prePools {
+		kids := u.kids(p)
+		var explicit resource.Vec
+		for _, c := range kids {
+			ce := &u.pools[c]
+			ce.inferred = u.tree.Pool(ce.id).StrongGuarantee.OrZero()
+			explicit = explicit.Add(ce.inferred)
+		}
+		pe := &u.pools[p]
+		residual := pe.inferred.Sub(explicit).Max(resource.Vec{})
+		parentMain := float64(pe.inferred[main])
+		for r := range resource.Count {
+			if resource.Kind(r) == main {
+				continue
+			}
+			parentR := float64(pe.inferred[r])
+			totalImplicit := 0.0
+			for _, c := range kids {
+				ce := &u.pools[c]
+				if u.tree.Pool(ce.id).StrongGuarantee.Set[r] {
+					continue
+				}
+				ratio := 0.0
+				if parentMain > 0 {
+					ratio = float64(ce.inferred[main]) / parentMain
+				}
+				totalImplicit += ratio * parentR
+			}
+			scale := 1.0
+			if pe.id != tree.Root && totalImplicit > float64(residual[r]) {
+				scale = float64(residual[r]) / totalImplicit
+			}
+			for _, c := range kids {
+				ce := &u.pools[c]
+				if u.tree.Pool(ce.id).StrongGuarantee.Set[r] {
+					continue
+				}
+				ratio := 0.0
+				if parentMain > 0 {
+					ratio = float64(ce.inferred[main]) / parentMain
+				}
+				v := ratio * parentR
+				if scale != 1 {
+					v *= scale
+				}
+				ce.inferred[r] = int64(math.Round(v))
+			}
+		}
+	}
+}
+
+// ---- guarantee adjustment (spec.md §2.3–2.4) ----
+
+func (u *Updater) adjustGuarantees() {
+	rootSlot := u.elems[tree.Root].pool
+	root := &u.pools[rootSlot]
+	ra := &u.attrs[tree.Root]
+	flow := u.total.Mul(root.totalFlowRatio)
+	burst := u.total.Mul(root.totalBurstRatio)
+	var strong resource.Vec
+	for _, c := range u.kids(rootSlot) {
+		strong = strong.Add(u.pools[c].inferred)
+	}
+	if !u.total.Dominates(strong.Add(flow)) {
+		u.alertf("strong guarantees %v and resource flows %v exceed total resources %v", strong, flow, u.total)
+	}
+	if !u.total.Dominates(strong.Add(burst)) {
+		u.alertf("strong guarantees %v and burst guarantees %v exceed total resources %v", strong, burst, u.total)
+		ones := resource.Ones()
+		k := plf.InverseLowerBound(0, 1, func(k float64) bool {
+			sum := ra.StrongGuaranteeShare.Mul(k)
+			for _, p := range u.burst {
+				sum = sum.Add(resource.Uniform(u.pool(p).burstRatio).Mul(k))
+			}
+			return ones.Dominates(sum)
+		})
+		ra.StrongGuaranteeShare = ra.StrongGuaranteeShare.Mul(k)
+		for _, p := range u.burst {
+			u.pool(p).burstRatio *= k
+		}
+	}
+	u.tiers(rootSlot)
+	u.adjustStrong(rootSlot)
+}
+
+// tiers splits strong guarantees into the priority and regular tiers.
+// Operations have no guarantee: both their tiers are zero.
+func (u *Updater) tiers(p int32) {
+	var childPriority resource.Share
+	for _, c := range u.kids(p) {
+		u.tiers(c)
+		childPriority = childPriority.Add(u.pools[c].tierPriority)
+	}
+	e := &u.pools[p]
+	id := e.id
+	c := u.tree.Pool(id)
+	strong := u.attrs[id].StrongGuaranteeShare
+	switch {
+	case id != tree.Root && c.EnablePriorityStrongGuaranteeAdjustment && u.hasDonorAncestor(id):
+		e.tierPriority, e.tierRegular = strong, resource.Share{}
+	case id != tree.Root && c.EnablePriorityStrongGuaranteeAdjustmentDonorship:
+		e.tierPriority, e.tierRegular = resource.Share{}, strong
+	default:
+		e.tierPriority = childPriority
+		e.tierRegular = strong.Sub(childPriority)
+	}
+}
+
+func (u *Updater) adjustStrong(p int32) {
+	e := &u.pools[p]
+	a := &u.attrs[e.id]
+	a.StrongGuaranteeShare = a.StrongGuaranteeShare.Min(a.LimitsShare)
+	kids := u.kids(p)
+	var fixed resource.Share
+	tier := func(c int32, t int) *resource.Share {
+		if t == 0 {
+			return &u.pools[c].tierPriority
+		}
+		return &u.pools[c].tierRegular
+	}
+	for t := 0; t < 2; t++ {
+		var sum resource.Share
+		for _, c := range kids {
+			sum = sum.Add(*tier(c, t))
+		}
+		avail := a.StrongGuaranteeShare.Sub(fixed).Max(resource.Share{})
+		if !avail.Dominates(sum) {
+			check := func(k float64) bool {
+				var s resource.Share
+				for _, c := range kids {
+					s = s.Add(tier(c, t).Mul(k))
+				}
+				return avail.Dominates(s)
+			}
+			k := 0.0
+			if check(0) {
+				k = plf.InverseLowerBound(0, 1, check)
+			}
+			for _, c := range kids {
+				*tier(c, t) = tier(c, t).Mul(k)
+				if t == 0 {
+					u.pools[c].tierRegular = resource.Share{}
+				}
+			}
+			break
+		}
+		fixed = fixed.Add(sum)
+	}
+	for _, c := range kids {
+		ce := &u.pools[c]
+		u.attrs[ce.id].StrongGuaranteeShare = ce.tierPriority.Add(ce.tierRegular)
+	}
+	for _, c := range kids {
+		u.adjustStrong(c)
+	}
+}
+
+// ---- weights (spec.md §2.13) ----
+
+// computeWeights sets every pool's weight (spec.md §2.13); operations'
+// weights are set by updateOperations.
+func (u *Updater) computeWeights() {
+	m := u.cfg.InferWeightFromGuaranteesShareMultiplier
+	for _, p := range u.prePools {
+		ps := &u.pools[p]
+		id := ps.id
+		if id == tree.Root {
+			u.setWeight(id, 1)
+			continue
+		}
+		c := u.tree.Pool(id)
+		if c.Weight.Set {
+			u.setWeight(id, c.Weight.V)
+			continue
+		}
+		w := 1.0
+		if m.Set {
+			parent := u.tree.Parent(id)
+			pp := u.pool(parent)
+			own := u.attrs[id].StrongGuaranteeShare.MaxComponent() + ps.totalFlowRatio
+			par := u.attrs[parent].StrongGuaranteeShare.MaxComponent() + pp.totalFlowRatio
+			if own > resource.Epsilon && par > resource.Epsilon {
+				w = m.V * own / par
+			}
+		}
+		u.setWeight(id, w)
+	}
+}

@@ -1,0 +1,23 @@
+package fairshare
+
+// The promised-guarantee fair share (spec.md §2.11, step 10 of §2.1): what
+// pools with compute_promised_guarantee_fair_share and their descendants
+// receive from their guarantees alone, by a second top-down pass from
+// suggestion 0.
+
+// promisedFairShare runs that pass for every such pool in pool slot p's
+// subtree (they do not nest).
+func (u *Updater) promisedFairShare(p int32) {
+	id := u.pools[p].id
+	if u.tree.Pool(id).ComputePromisedGuaranteeFairShare {
+		if u.cfg.EnableImprovedFitFactor {
+			u.distributeVec(id, u.fsbs(id).ValueAt(0), promisedGuarantee)
+		} else {
+			u.distribute(id, 0, promisedGuarantee)
+		}
+		return
+	}
+	for _, c := range u.kids(p) {
+		u.promisedFairShare(c)
+	}
+}
