@@ -3,6 +3,7 @@ package bench
 import (
 	"testing"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/coretest"
 	"github.com/fairsched/fairsched/core/fairshare"
 )
@@ -28,11 +29,11 @@ func BenchmarkFairShareUpdate(b *testing.B) {
 			b.Run(s.ops, func(b *testing.B) {
 				t, total := coretest.GenTree(fairShareSeed, s.p, s.o)
 				u := fairshare.New(t, fairshare.DefaultConfig())
-				now := 0.0
+				now := clock.Time(0)
 				u.Update(total, now)
 				b.ReportAllocs()
 				for b.Loop() {
-					now += 0.2
+					now = now.Add(200 * clock.Millisecond)
 					u.Invalidate()
 					u.Update(total, now)
 				}
@@ -53,13 +54,13 @@ func BenchmarkFairShareUpdateIncremental(b *testing.B) {
 			t, total := coretest.GenTree(fairShareSeed, 10000, 100000)
 			u := fairshare.New(t, fairshare.DefaultConfig())
 			changes := coretest.NewDemandChanges(t, fairShareSeed+1)
-			now := 0.0
+			now := clock.Time(0)
 			u.Update(total, now)
 			b.ReportAllocs()
 			for b.Loop() {
 				id, demand, usage := changes.Next()
 				t.SetDemandUsage(id, demand, usage)
-				now += 0.2
+				now = now.Add(200 * clock.Millisecond)
 				u.Update(total, now)
 			}
 		})

@@ -157,7 +157,7 @@ func incCheckSequence(t *testing.T, seed uint64, steps int) {
 		for _, u := range []*fairshare.Updater{inc, full} {
 			u.SetConfig(cfg)
 			if elapsed >= 0 {
-				u.SetPreviousUpdate(now)
+				u.SetPreviousUpdate(clock.FromSeconds(now))
 			} else {
 				u.ForgetPreviousUpdate()
 			}
@@ -165,9 +165,9 @@ func incCheckSequence(t *testing.T, seed uint64, steps int) {
 		if elapsed >= 0 {
 			now += elapsed
 		}
-		inc.Update(total, now)
+		inc.Update(total, clock.FromSeconds(now))
 		full.Invalidate()
-		full.Update(total, now)
+		full.Update(total, clock.FromSeconds(now))
 		fail := func(format string, args ...any) {
 			t.Helper()
 			t.Fatalf("seed %d, step %d (improved=%v, elapsed %v): %s\nchanges:\n  %s", seed, step, cfg.EnableImprovedFitFactor, elapsed,

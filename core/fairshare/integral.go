@@ -67,7 +67,7 @@ func (u *Updater) refill(id tree.ID) {
 		return
 	}
 	e := u.pool(id)
-	dt := u.now - u.prev
+	dt := u.now.Sub(u.prev).Seconds()
 	capacity := u.capacity(e)
 	old := e.volume
 	accept := u.canAcceptFreeVolume(id)

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/fairshare"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/snapshot"
@@ -58,7 +59,7 @@ func TestIssue19DetailedFollowsGuarantees(t *testing.T) {
 			Set: []snapshot.Assignment{{Element: "P", Attr: snapshot.AttrStrongGuarantee, Vec: semCPU(20)}},
 		}
 		if elapsed >= 0 {
-			second.Elapsed, second.HasElapsed = elapsed, true
+			second.Elapsed, second.HasElapsed = clock.DurationFromSeconds(elapsed), true
 		}
 		res, err := snapshot.Solve(build(improved, typ, 10, []snapshot.Update{first, second}))
 		if err != nil {

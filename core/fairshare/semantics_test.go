@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/fairshare"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/tree"
@@ -448,8 +449,8 @@ func TestBurstPoolIntegralShare(t *testing.T) {
 				v[r] = max(volumeRatio*60-0.1*dt, 0) * float64(semCluster[r])
 			}
 			u.SetAccumulatedVolume(id, v)
-			u.SetPreviousUpdate(100)
-			u.Update(semCluster, 100+dt)
+			u.SetPreviousUpdate(clock.FromSeconds(100))
+			u.Update(semCluster, clock.FromSeconds(100+dt))
 			s := (1 - 0.1 - integral) / 2
 			a := u.Attributes(id)
 			if got, want := a.FairShare.Total, semShare(0.1+integral+s, 0.1+integral+s); !got.Near(want, semEps) {
@@ -500,8 +501,8 @@ func TestDecompositionSumsToTotal(t *testing.T) {
 		id, _ := tr.Lookup("burst")
 		u.SetAccumulatedVolume(id, [resource.Count]float64{0, 6 * float64(semCluster[resource.CPU]), 0, 6 * float64(semCluster[resource.Memory]), 0})
 		u.Update(semCluster, 0)
-		u.SetPreviousUpdate(0)
-		u.Update(semCluster, 5)
+		u.SetPreviousUpdate(clock.FromSeconds(0))
+		u.Update(semCluster, clock.FromSeconds(5))
 		semCheckDecomposition(t, tr, u)
 		tr.Walk(func(id tree.ID) {
 			if tr.IsOperation(id) {

@@ -3,6 +3,7 @@ package fairshare
 import (
 	"fmt"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/internal/invariants"
 	"github.com/fairsched/fairsched/core/plf"
 	"github.com/fairsched/fairsched/core/resource"
@@ -51,8 +52,8 @@ type Updater struct {
 	relaxed       []tree.ID
 
 	total    resource.Vec
-	now      float64
-	prev     float64
+	now      clock.Time
+	prev     clock.Time
 	hasPrev  bool
 	promised []tree.ID // elements whose promised fair share is set
 
@@ -91,7 +92,7 @@ func New(t *tree.Tree, cfg Config) *Updater {
 // Update runs one fair-share update at virtual time now with the cluster's
 // total resources. Under the invariants build tag and -race it then checks
 // the fair shares (checkFairShares) and panics on a violation.
-func (u *Updater) Update(total resource.Vec, now float64) {
+func (u *Updater) Update(total resource.Vec, now clock.Time) {
 	u.alerts = u.alerts[:0]
 	u.layout()
 	u.total = total
@@ -168,7 +169,7 @@ func (u *Updater) Alerts() []string { return u.alerts }
 
 // SetPreviousUpdate sets the time of the previous update, from which the
 // next update measures the integral refill (spec.md §2.5).
-func (u *Updater) SetPreviousUpdate(t float64) { u.prev, u.hasPrev = t, true }
+func (u *Updater) SetPreviousUpdate(t clock.Time) { u.prev, u.hasPrev = t, true }
 
 // ForgetPreviousUpdate makes the next update the first after start: no
 // integral volume is refilled or consumed.

@@ -88,7 +88,7 @@ func (s *Scheduler) UpdateFairShare(now clock.Time) {
 			t.SetDemandUsage(o.treeID, resource.Vec{}, resource.Vec{})
 		}
 	}
-	s.fs.Update(total, now.Seconds())
+	s.fs.Update(total, now)
 	s.fsGen++
 	for _, o := range s.ops {
 		if !o.retired {

@@ -5,6 +5,7 @@
 package snapshot
 
 import (
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/fairshare"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/tree"
@@ -44,7 +45,7 @@ type Element struct {
 type Update struct {
 	// Elapsed is the virtual time since the previous update; HasElapsed is
 	// false for the first update after start (no integral refill).
-	Elapsed    float64
+	Elapsed    clock.Duration
 	HasElapsed bool
 	Label      string
 	// Config, when non-nil, is the tree config of this update only: the

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/fairsched/fairsched/core/apierr"
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/fairshare"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/tree"
@@ -82,7 +83,7 @@ func Solve(s *Snapshot) (*Result, error) {
 		}
 	}
 	res := &Result{Updates: make([]UpdateResult, 0, len(s.Updates))}
-	now := 0.0
+	var now clock.Time
 	for _, up := range s.Updates {
 		// An update's config and total resources apply to that update only.
 		cfg, total := s.Config, s.Total
@@ -100,7 +101,7 @@ func Solve(s *Snapshot) (*Result, error) {
 		}
 		if up.HasElapsed {
 			u.SetPreviousUpdate(now)
-			now += up.Elapsed
+			now = now.Add(up.Elapsed)
 		} else {
 			u.ForgetPreviousUpdate()
 		}

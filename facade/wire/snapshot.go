@@ -479,7 +479,9 @@ func (d *snapDecoder) updates(path string, v any, cfg fairshare.Config) ([]snaps
 			switch k {
 			case "elapsed_s":
 				if x != nil {
-					u.Elapsed, e = jsonpath.Range(p, x, 0, math.MaxFloat64, "null or a non-negative number of seconds")
+					var elapsed float64
+					elapsed, e = jsonpath.Range(p, x, 0, math.MaxFloat64, "null or a non-negative number of seconds")
+					u.Elapsed = clock.DurationFromSeconds(elapsed)
 					u.HasElapsed = true
 				}
 			case "label":

@@ -283,12 +283,12 @@ func TestDecodeSnapshotValues(t *testing.T) {
 	}
 	cfg1 := wantCfg
 	cfg1.EnableStepFunctionForGangOperations = true
-	if !u1.HasElapsed || u1.Elapsed != 60 || u1.Config == nil || *u1.Config != cfg1 {
+	if !u1.HasElapsed || u1.Elapsed != 60*clock.Second || u1.Config == nil || *u1.Config != cfg1 {
 		t.Errorf("update 1 %+v config %+v, want %+v", u1, u1.Config, cfg1)
 	}
 	cfg2 := wantCfg // an update's config applies to that update only
 	cfg2.MainResource = resource.CPU
-	if !u2.HasElapsed || u2.Elapsed != 0.5 || u2.Config == nil || *u2.Config != cfg2 || u2.Total == nil || u2.Total[resource.CPU] != 2000 {
+	if !u2.HasElapsed || u2.Elapsed != 500*clock.Millisecond || u2.Config == nil || *u2.Config != cfg2 || u2.Total == nil || u2.Total[resource.CPU] != 2000 {
 		t.Errorf("update 2 %+v config %+v, want %+v", u2, u2.Config, cfg2)
 	}
 	// Assignments are sorted by key.
@@ -503,7 +503,7 @@ func revalidate(t *testing.T, s *snapshot.Snapshot) {
 	}
 	for i := range s.Updates {
 		u := &s.Updates[i]
-		if u.HasElapsed && (!(u.Elapsed >= 0) || math.IsInf(u.Elapsed, 0)) || !u.HasElapsed && u.Elapsed != 0 {
+		if u.HasElapsed && u.Elapsed < 0 || !u.HasElapsed && u.Elapsed != 0 {
 			t.Errorf("update %d: elapsed %v (set %v)", i, u.Elapsed, u.HasElapsed)
 		}
 		if u.Config != nil {
