@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -770,5 +771,31 @@ func TestShutdownRacingServe(t *testing.T) {
 				t.Fatal("the listener still accepts after Shutdown")
 			}
 		})
+	}
+}
+
+// TestGuaranteeChangeUpdatesBreakdown: a PATCH of a pool's strong guarantee
+// that leaves its total fair share alone still moves the split of the fair
+// share into its parts at the next update (spec.md §2.10).
+func TestGuaranteeChangeUpdatesBreakdown(t *testing.T) {
+	ts := startServer(t, `{"pools": [{"name": "P", "strong_guarantee_resources": {"cpu": 10}}]}`, nil)
+	ts.must(200, "POST", "/api/v1/nodes/n1/heartbeat", `{"resource_limits": {"user_slots": 100, "cpu": 100, "memory": 1099511627776}}`)
+	ts.must(201, "POST", "/api/v1/operations", `{"id": "op", "pool": "P", "tasks": [{"job_count": 30, "resources": {"cpu": 1}}]}`)
+	detailed := func() (strong, weight float64) {
+		t.Helper()
+		ts.clock.advanceAndUpdate(ts.srv)
+		p := ts.must(200, "GET", "/api/v1/orchid/pools/P", "")
+		d := obj(p["detailed"])
+		if total := num(obj(p["fair_share"])["cpu"]); math.Abs(total-0.3) > 1e-9 {
+			t.Fatalf("P's fair share %v, want 0.3 cpu", p["fair_share"])
+		}
+		return num(obj(d["strong_guarantee"])["cpu"]), num(obj(d["weight_proportional"])["cpu"])
+	}
+	if s, w := detailed(); math.Abs(s-0.1) > 1e-9 || math.Abs(w-0.2) > 1e-9 {
+		t.Fatalf("before: strong %v, weight-proportional %v; want 0.1 and 0.2", s, w)
+	}
+	ts.must(200, "PATCH", "/api/v1/pools/P", `{"strong_guarantee_resources": {"cpu": 20}}`)
+	if s, w := detailed(); math.Abs(s-0.2) > 1e-9 || math.Abs(w-0.1) > 1e-9 {
+		t.Fatalf("after the PATCH: strong %v, weight-proportional %v; want 0.2 and 0.1", s, w)
 	}
 }
