@@ -799,3 +799,37 @@ func TestGuaranteeChangeUpdatesBreakdown(t *testing.T) {
 		t.Fatalf("after the PATCH: strong %v, weight-proportional %v; want 0.2 and 0.1", s, w)
 	}
 }
+
+// TestSatisfactionAndSchedulingPriorityOrchid: a pool's satisfaction_ratio
+// is the minimum over its schedulable children (an empty pool's is 1e9),
+// beside its own local_satisfaction_ratio (spec.md §3.1); with
+// enable_guarantee_priority_scheduling an operation below its promised
+// guarantee is in the high scheduling class (§3.6).
+func TestSatisfactionAndSchedulingPriorityOrchid(t *testing.T) {
+	ts := startServer(t, `{"config": {"enable_guarantee_priority_scheduling": true}, "pools": [
+		{"name": "a"}, {"name": "empty"},
+		{"name": "g", "strong_guarantee_resources": {"cpu": 50}, "compute_promised_guarantee_fair_share": true}]}`, nil)
+	ts.must(200, "POST", "/api/v1/nodes/n1/heartbeat", `{"resource_limits": {"user_slots": 100, "cpu": 100, "memory": 1099511627776}}`)
+	ts.must(201, "POST", "/api/v1/operations", `{"id": "busy", "pool": "a", "tasks": [{"job_count": 20, "resources": {"cpu": 1}}]}`)
+	ts.clock.advanceAndUpdate(ts.srv)
+	ts.must(200, "POST", "/api/v1/nodes/n1/heartbeat", `{"resource_limits": {"user_slots": 100, "cpu": 100, "memory": 1099511627776}}`)
+	ts.must(201, "POST", "/api/v1/operations", `{"id": "idle", "pool": "a", "tasks": [{"job_count": 20, "resources": {"cpu": 1}}]}`)
+	ts.must(201, "POST", "/api/v1/operations", `{"id": "guaranteed", "pool": "g", "tasks": [{"job_count": 20, "resources": {"cpu": 1}}]}`)
+	ts.clock.advanceAndUpdate(ts.srv)
+	a := ts.must(200, "GET", "/api/v1/orchid/pools/a", "")
+	if num(a["satisfaction_ratio"]) != 0 || num(a["local_satisfaction_ratio"]) <= 0 {
+		t.Fatalf("pool a: satisfaction %v, local %v; want 0 (its idle operation's) and its own positive ratio", a["satisfaction_ratio"], a["local_satisfaction_ratio"])
+	}
+	if e := ts.must(200, "GET", "/api/v1/orchid/pools/empty", ""); num(e["satisfaction_ratio"]) != 1e9 {
+		t.Fatalf("empty pool: satisfaction %v, want 1e9", e["satisfaction_ratio"])
+	}
+	for id, want := range map[string]string{"busy": "medium", "idle": "medium", "guaranteed": "high"} {
+		o := ts.must(200, "GET", "/api/v1/orchid/operations/"+id, "")
+		if o["scheduling_priority"] != want {
+			t.Errorf("operation %s: scheduling_priority %v, want %s", id, o["scheduling_priority"], want)
+		}
+		if _, ok := o["scheduling_satisfaction_ratio"]; !ok {
+			t.Errorf("operation %s: no scheduling_satisfaction_ratio in %v", id, o)
+		}
+	}
+}

@@ -68,6 +68,11 @@ type Config struct {
 	// allocations of an operation that is itself starving (spec.md §5.4;
 	// false: a starving operation's allocations are no victims).
 	AllowPreemptionFromStarvingOperations bool
+	// EnableGuaranteePriorityScheduling puts operations whose
+	// promised-guarantee fair share strictly dominates their usage on
+	// non-blocked resources in the high scheduling priority class, which
+	// the regular stage serves first (spec.md §3.6, §8.1; false).
+	EnableGuaranteePriorityScheduling bool
 	// AllowAggressivePreemption is the root's allow_aggressive_preemption,
 	// inherited by pools that set none (spec.md §4; docs: true).
 	AllowAggressivePreemption bool

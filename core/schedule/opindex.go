@@ -7,9 +7,10 @@ import (
 
 // opIndex is a shard's index of the snapshot's operations for the regular
 // stage's search (spec.md §5.2: the least satisfied operation with a
-// pending job that fits): a binary min-heap keyed by (satisfaction with
-// live usage, snapshot pre-order index), so that ties go to the operation
-// first in the tree as with a scan. Shard mutex.
+// pending job that fits): a binary min-heap keyed by (scheduling priority
+// class, satisfaction with live usage, snapshot pre-order index), so that
+// the high class (§3.6) goes first and ties go to the operation first in
+// the tree as with a scan. Shard mutex.
 //
 // Keys are refreshed lazily. A start raises an operation's satisfaction;
 // this shard's starts re-key at once, other shards' are found when the
@@ -36,10 +37,16 @@ type opIndex struct {
 type heapItem struct {
 	key float64
 	idx int32
+	// high: the operation is in the high scheduling priority class, which
+	// comes before every operation of the medium class (spec.md §3.6).
+	high bool
 }
 
 func (h *opIndex) less(i, j int) bool {
 	a, b := &h.items[i], &h.items[j]
+	if a.high != b.high {
+		return a.high
+	}
 	return a.key < b.key || a.key == b.key && a.idx < b.idx
 }
 
@@ -106,7 +113,7 @@ func (h *opIndex) set(idx int32, key float64) {
 		}
 		return
 	}
-	h.items = append(h.items, heapItem{key: key, idx: idx})
+	h.items = append(h.items, heapItem{key: key, idx: idx, high: h.snap.ops[idx].highPriority})
 	h.pos[idx] = int32(len(h.items) - 1)
 	h.up(len(h.items) - 1)
 }
@@ -137,7 +144,7 @@ func (h *opIndex) sync(snap *Snapshot) {
 			continue // not schedulable in this snapshot (spec.md §7)
 		}
 		h.pos[i] = int32(len(h.items))
-		h.items = append(h.items, heapItem{key: satisfaction(v, snap.Total), idx: int32(i)})
+		h.items = append(h.items, heapItem{key: satisfaction(v, snap.Total), idx: int32(i), high: v.highPriority})
 	}
 	for i := len(h.items)/2 - 1; i >= 0; i-- {
 		h.down(i)

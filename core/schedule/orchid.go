@@ -24,8 +24,15 @@ type OperationInfo struct {
 	Attrs              fairshare.Attributes // as of the last update
 	BelowFairShare     bool
 	Starvation         starvation.State
-	Satisfaction       float64
-	RunningAllocations int64
+	// Satisfaction is the satisfaction ratio of the last update (an
+	// operation's is its local one); SchedulingSatisfaction is the one the
+	// regular stage orders by now, with the live usage (spec.md §3.1, §5.2).
+	Satisfaction           float64
+	SchedulingSatisfaction float64
+	// HighSchedulingPriority: the operation is in the high scheduling
+	// priority class (spec.md §3.6).
+	HighSchedulingPriority bool
+	RunningAllocations     int64
 	PendingJobs        int64
 	CompletedJobs      int64
 	// WaitingPool and WaitingLimit say why a pending operation waits: the
@@ -85,8 +92,12 @@ func (s *Scheduler) operationInfo(o *operation) OperationInfo {
 	info.AllocationsByStatus = o.pre.counts()
 	o.pre.mu.Unlock()
 	info.PreemptedAllocations = o.preemptedCount.Load()
-	if v := o.view.Load(); v != nil && !o.retired && inSnapshot(s.snap.Load(), v) {
-		info.PreemptionPriority = v.priority
+	if snap := s.snap.Load(); snap != nil {
+		if v := o.view.Load(); v != nil && !o.retired && inSnapshot(snap, v) {
+			info.PreemptionPriority = v.priority
+			info.HighSchedulingPriority = v.highPriority
+			info.SchedulingSatisfaction = satisfaction(v, snap.Total)
+		}
 	}
 	if !o.retired {
 		info.BelowFairShare = o.starvation.belowFairShare
@@ -107,8 +118,11 @@ type PoolInfo struct {
 	Attrs                            fairshare.Attributes
 	BelowFairShare                   bool
 	Starvation                       starvation.State
-	Satisfaction                     float64
-	OperationCount                   int64
+	// Satisfaction is the minimum over the pool's schedulable children at
+	// the last update (infinite without any); LocalSatisfaction is the
+	// pool's own local ratio (spec.md §3.1).
+	Satisfaction, LocalSatisfaction float64
+	OperationCount                  int64
 	RunningOperationCount            int64
 	LightweightRunningOperationCount int64
 	PendingOperationCount            int64
@@ -155,8 +169,13 @@ func (s *Scheduler) poolInfo(id tree.ID) PoolInfo {
 	if s.fsGen > 0 && s.poolsAtUpdate == t.StructureVersion() {
 		info.Attrs = *s.fs.Attributes(id)
 	}
-	if st := s.poolStarvation[info.Name]; st != nil {
-		info.BelowFairShare, info.Starvation, info.Satisfaction = st.belowFairShare, st.tracker.State, st.satisfaction
+	st := s.poolStarvation[info.Name]
+	if id == tree.Root {
+		st = &s.rootStatus
+	}
+	if st != nil {
+		info.BelowFairShare, info.Starvation = st.belowFairShare, st.tracker.State
+		info.Satisfaction, info.LocalSatisfaction = st.satisfaction, st.localSatisfaction
 	}
 	return info
 }

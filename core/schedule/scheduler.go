@@ -48,6 +48,8 @@ type Scheduler struct {
 	idSeq    uint64                    // server-chosen ids op-<n>
 	counters map[tree.ID]*limitCounter // pools with resource limits
 	lastNow  clock.Time
+	// rootStatus holds the root's satisfaction (the root never starves).
+	rootStatus starvationState
 	total    resource.Vec
 
 	shards   []shard

@@ -131,6 +131,8 @@ var settings = []Setting{
 		0, 0, maxSeconds, "How long a node's usage may exceed its limits before allocations are aborted."),
 	boolean("allow_aggressive_preemption", func(c *Config) *bool { return &c.AllowAggressivePreemption },
 		true, "The root's allow_aggressive_preemption, inherited by pools that set none."),
+	boolean("enable_guarantee_priority_scheduling", func(c *Config) *bool { return &c.EnableGuaranteePriorityScheduling },
+		false, "Whether operations below their promised-guarantee fair share are scheduled before all others."),
 	boolean("allow_preemption_from_starving_operations", func(c *Config) *bool { return &c.AllowPreemptionFromStarvingOperations },
 		false, "Whether the preemptive stages may take allocations of an operation that is starving itself."),
 	{Key: "scheduling_preemption_priority_scope", Kind: KindChoice, Choices: []string{"operation_and_ancestors", "operation_only"},

@@ -30,6 +30,9 @@ type opView struct {
 	starvation     starvation.State
 	// priority is the operation's preemption priority (spec.md §3.5).
 	priority PreemptionPriority
+	// highPriority puts the operation in the high scheduling priority
+	// class (spec.md §3.6, enable_guarantee_priority_scheduling).
+	highPriority bool
 	// allowAggressive is the effective allow_aggressive_preemption (§4).
 	allowAggressive bool
 	// normalBlocked: allow_normal_preemption = false on the path (§5.4).
@@ -43,7 +46,11 @@ type opView struct {
 type starvationState struct {
 	tracker        starvation.Tracker
 	belowFairShare bool
-	satisfaction   float64
+	// satisfaction is the element's satisfaction ratio at the last update
+	// (spec.md §3.1): an operation's own; a pool's the minimum over its
+	// schedulable children, infinite when it has none.
+	// localSatisfaction is the element's own local ratio.
+	satisfaction, localSatisfaction float64
 }
 
 // effective holds an element's inherited parameters.
@@ -122,11 +129,17 @@ func (s *Scheduler) UpdateFairShare(now clock.Time) {
 		below := starvation.OperationBelowFairShare(a.FairShare.Total, a.DemandShare, a.UsageShare, e.tolerance)
 		o.starvation.belowFairShare = below
 		state := o.starvation.tracker.Observe(now, below, p)
-		o.starvation.satisfaction = starvation.LocalSatisfaction(a.FairShare.Total, a.DemandShare, a.UsageShare)
+		o.starvation.localSatisfaction = starvation.LocalSatisfaction(a.FairShare.Total, a.DemandShare, a.UsageShare)
+		o.starvation.satisfaction = o.starvation.localSatisfaction
+		high := s.cfg.EnableGuaranteePriorityScheduling &&
+			starvation.StrictlyDominatesNonBlocked(a.PromisedGuaranteeFairShare.Total, a.UsageShare, a.FairShare.Total, a.DemandShare)
 		snap.ops = append(snap.ops, opView{op: o, fairShare: a.FairShare.Total, demandShare: a.DemandShare,
-			belowFairShare: below, starvation: state, priority: s.preemptionPriority(state, &e),
+			belowFairShare: below, starvation: state, priority: s.preemptionPriority(state, &e), highPriority: high,
 			allowAggressive: e.allowAggressive, normalBlocked: e.normalBlocked})
 	})
+	a := s.fs.Attributes(tree.Root)
+	s.rootStatus.localSatisfaction = starvation.LocalSatisfaction(a.FairShare.Total, a.DemandShare, a.UsageShare)
+	s.rootStatus.satisfaction = s.poolSatisfaction(tree.Root)
 	s.forgetPools(pools)
 	for i := range snap.ops {
 		v := &snap.ops[i]
@@ -260,14 +273,36 @@ func (s *Scheduler) poolStarvationAt(now clock.Time, id tree.ID, a *fairshare.At
 		st = &starvationState{}
 		s.poolStarvation[name] = st
 	}
-	st.satisfaction = starvation.LocalSatisfaction(a.FairShare.Total, a.DemandShare, a.UsageShare)
+	st.localSatisfaction = starvation.LocalSatisfaction(a.FairShare.Total, a.DemandShare, a.UsageShare)
 	if !s.cfg.EnablePoolStarvation {
-		*st = starvationState{satisfaction: st.satisfaction}
+		*st = starvationState{localSatisfaction: st.localSatisfaction}
 		return st
 	}
 	st.belowFairShare = starvation.BelowFairShare(a.FairShare.Total, a.DemandShare, a.UsageShare, e.tolerance)
 	st.tracker.Observe(now, st.belowFairShare, e.params)
 	return st
+}
+
+// poolSatisfaction sets and returns the satisfaction ratio of every pool of
+// the subtree of id after an update (spec.md §3.1): a composite's is the
+// minimum over its schedulable children — running operations and pools —
+// and infinite when it has none. Operations' are set already.
+func (s *Scheduler) poolSatisfaction(id tree.ID) float64 {
+	t := s.tree
+	sat := resource.InfiniteSatisfactionRatio
+	for c := t.FirstChild(id); c != tree.None; c = t.NextSibling(c) {
+		if t.IsOperation(c) {
+			if o := s.byTree[c]; o != nil && o.State() == StateRunning {
+				sat = min(sat, o.starvation.satisfaction)
+			}
+			continue
+		}
+		sat = min(sat, s.poolSatisfaction(c))
+	}
+	if st := s.poolStarvation[t.Name(id)]; st != nil && id != tree.Root {
+		st.satisfaction = sat
+	}
+	return sat
 }
 
 // forgetPools drops the starvation state of removed pools.

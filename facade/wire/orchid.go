@@ -38,6 +38,8 @@ func AppendPoolOrchid(dst []byte, p *schedule.PoolInfo) []byte {
 	dst = append(dst, '"')
 	dst = appendShares(append(dst, ','), &p.Attrs)
 	dst = appendStatus(dst, p.BelowFairShare, p.Starvation.String(), p.Satisfaction)
+	dst = append(dst, `,"local_satisfaction_ratio":`...)
+	dst = appendFloat(dst, p.LocalSatisfaction)
 	for _, c := range [...]struct {
 		k string
 		v int64
@@ -87,6 +89,19 @@ func AppendOperation(dst []byte, o *schedule.OperationInfo, detailed bool) []byt
 		dst = appendShare(dst, &o.Attrs.DemandShare)
 	}
 	dst = appendStatus(dst, o.BelowFairShare, o.Starvation.String(), o.Satisfaction)
+	// An operation's satisfaction is its local one; the scheduling one is
+	// what the regular stage orders by now, with the live usage.
+	dst = append(dst, `,"local_satisfaction_ratio":`...)
+	dst = appendFloat(dst, o.Satisfaction)
+	dst = append(dst, `,"scheduling_satisfaction_ratio":`...)
+	dst = appendFloat(dst, o.SchedulingSatisfaction)
+	dst = append(dst, `,"scheduling_priority":"`...)
+	if o.HighSchedulingPriority {
+		dst = append(dst, "high"...)
+	} else {
+		dst = append(dst, "medium"...)
+	}
+	dst = append(dst, '"')
 	dst = append(dst, `,"allocation_counts":{"running":`...)
 	dst = strconv.AppendInt(dst, o.RunningAllocations, 10)
 	for st, n := range o.AllocationsByStatus {

@@ -162,6 +162,7 @@ func readPoolConfig(a *args, cfg *tree.PoolConfig) {
 	a.optBool("allow_aggressive_preemption", &cfg.AllowAggressivePreemption)
 	a.optBool("allow_normal_preemption", &cfg.AllowNormalPreemption)
 	a.partialVec("non_preemptible_resource_usage_threshold", &cfg.NonPreemptibleResourceUsageThreshold)
+	a.bool("compute_promised_guarantee_fair_share", &cfg.ComputePromisedGuaranteeFairShare)
 }
 
 // pool name=... [parent=...] [attributes]: adds the pool, or changes the

@@ -45,6 +45,7 @@
 //	     [enable_aggressive_starvation=BOOL] [allow_aggressive_preemption=BOOL]
 //	     [allow_normal_preemption=BOOL]
 //	     [non_preemptible_resource_usage_threshold=LIST]
+//	     [compute_promised_guarantee_fair_share=BOOL]
 //
 // Adds a pool under parent (the root by default), or changes the given
 // attributes of an existing one (and moves it under parent, if given).
@@ -100,9 +101,12 @@
 //
 // Prints the views (Scheduler.Operation, Pool and Node) in argument order:
 // an operation's state, allocations (running ones, and those preempted but
-// still running), jobs, shares, satisfaction, status, starvation, priority
-// and its running, not preempted allocations per preemption status; a pool's
-// operation counts and limits, shares, status, starvation, the fair share's
+// still running), jobs, shares, satisfaction, status, starvation, preemption
+// priority (and scheduling_priority=high when it is in the high scheduling
+// class) and its running, not preempted allocations per preemption status; a
+// pool's operation counts and limits, shares, satisfaction (the minimum over
+// its schedulable children) and local satisfaction, status, starvation, the
+// fair share's
 // decomposition and an integral pool's volume; a node's limits, usage,
 // preempted usage and allocations with their start, status and, once
 // preempted, deadline.

@@ -223,7 +223,11 @@ func formatOperation(b *strings.Builder, o *schedule.OperationInfo, k resource.K
 	a := &o.Attrs
 	b.WriteString("\n  fair_share=" + fmtShare(a.FairShare.Total, k) + " usage=" + fmtShare(a.UsageShare, k) + " demand=" + fmtShare(a.DemandShare, k) +
 		" satisfaction=" + strconv.FormatFloat(o.Satisfaction, 'g', 4, 64) + " status=" + status(o.BelowFairShare) +
-		" starvation=" + o.Starvation.String() + " priority=" + o.PreemptionPriority.String() + "\n")
+		" starvation=" + o.Starvation.String() + " priority=" + o.PreemptionPriority.String())
+	if o.HighSchedulingPriority {
+		b.WriteString(" scheduling_priority=high")
+	}
+	b.WriteString("\n")
 	b.WriteString("  allocations by status:")
 	for st, n := range o.AllocationsByStatus {
 		b.WriteString(" " + schedule.PreemptionStatus(st).String() + "=" + fmtInt(n))
@@ -242,7 +246,8 @@ func formatPool(b *strings.Builder, p *schedule.PoolInfo, k resource.Kind) {
 		" max_operation_count=" + fmtInt(p.MaxOperationCount) + " max_running_operation_count=" + fmtInt(p.MaxRunningOperationCount) + "\n")
 	a := &p.Attrs
 	b.WriteString("  fair_share=" + fmtShare(a.FairShare.Total, k) + " usage=" + fmtShare(a.UsageShare, k) + " demand=" + fmtShare(a.DemandShare, k) +
-		" satisfaction=" + strconv.FormatFloat(p.Satisfaction, 'g', 4, 64) + " status=" + status(p.BelowFairShare) + " starvation=" + p.Starvation.String() + "\n")
+		" satisfaction=" + strconv.FormatFloat(p.Satisfaction, 'g', 4, 64) + " local_satisfaction=" + strconv.FormatFloat(p.LocalSatisfaction, 'g', 4, 64) +
+		" status=" + status(p.BelowFairShare) + " starvation=" + p.Starvation.String() + "\n")
 	b.WriteString("  fair_share: strong_guarantee=" + fmtShare(a.FairShare.StrongGuarantee, k) + " integral_guarantee=" + fmtShare(a.FairShare.IntegralGuarantee, k) +
 		" weight_proportional=" + fmtShare(a.FairShare.WeightProportional, k) + "\n")
 	if in := &a.Integral; in.Type != tree.GuaranteeNone {
