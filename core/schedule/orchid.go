@@ -20,10 +20,10 @@ type OperationInfo struct {
 	ID, Pool string
 	State    OperationState
 	// Usage includes preempted allocations that still run.
-	Demand, Usage      resource.Vec
-	Attrs              fairshare.Attributes // as of the last update
-	BelowFairShare     bool
-	Starvation         starvation.State
+	Demand, Usage  resource.Vec
+	Attrs          fairshare.Attributes // as of the last update
+	BelowFairShare bool
+	Starvation     starvation.State
 	// Satisfaction is the satisfaction ratio of the last update (an
 	// operation's is its local one); SchedulingSatisfaction is the one the
 	// regular stage orders by now, with the live usage (spec.md §3.1, §5.2).
@@ -33,8 +33,8 @@ type OperationInfo struct {
 	// priority class (spec.md §3.6).
 	HighSchedulingPriority bool
 	RunningAllocations     int64
-	PendingJobs        int64
-	CompletedJobs      int64
+	PendingJobs            int64
+	CompletedJobs          int64
 	// WaitingPool and WaitingLimit say why a pending operation waits: the
 	// pool whose max_running_operation_count it is queued behind.
 	WaitingPool  string
@@ -113,16 +113,16 @@ func (s *Scheduler) operationInfo(o *operation) OperationInfo {
 
 // PoolInfo is a pool's orchid view (api.md §5).
 type PoolInfo struct {
-	Name, Parent                     string
-	Config                           tree.PoolConfig
-	Attrs                            fairshare.Attributes
-	BelowFairShare                   bool
-	Starvation                       starvation.State
+	Name, Parent   string
+	Config         tree.PoolConfig
+	Attrs          fairshare.Attributes
+	BelowFairShare bool
+	Starvation     starvation.State
 	// Satisfaction is the minimum over the pool's schedulable children at
 	// the last update (infinite without any); LocalSatisfaction is the
 	// pool's own local ratio (spec.md §3.1).
-	Satisfaction, LocalSatisfaction float64
-	OperationCount                  int64
+	Satisfaction, LocalSatisfaction  float64
+	OperationCount                   int64
 	RunningOperationCount            int64
 	LightweightRunningOperationCount int64
 	PendingOperationCount            int64

@@ -50,7 +50,7 @@ type Scheduler struct {
 	lastNow  clock.Time
 	// rootStatus holds the root's satisfaction (the root never starves).
 	rootStatus starvationState
-	total    resource.Vec
+	total      resource.Vec
 
 	shards   []shard
 	registry registry
