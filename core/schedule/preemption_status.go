@@ -160,14 +160,24 @@ func (p *opPreemption) remove(a *allocation) {
 	p.rebalance()
 }
 
+// statusPrecision is the precision of the status partition's share
+// comparisons: a usage share within it of a bound has reached the bound.
+// NB: fair shares carry rounding (the improved fit-factor computation gives
+// a fair share of 1/3 a few ulps above the usage share of exactly a third
+// of the cluster); without a precision such a difference moves an
+// allocation across a boundary (Preemptible to AggressivelyPreemptible).
+// 1e-9 of the cluster is far below any allocation's share.
+const statusPrecision = resource.Epsilon
+
 // below is "usage is below bound" of spec.md §4: the absolute threshold
 // strictly dominates usage, or bound strictly dominates the usage share on
-// the non-blocked resources. infinite stands for a bound of +∞.
+// the non-blocked resources by more than statusPrecision. infinite stands
+// for a bound of +∞.
 func (p *opPreemption) below(usage resource.Vec, bound resource.Share, infinite bool) bool {
 	if infinite || p.params.threshold.StrictlyDominates(usage) {
 		return true
 	}
-	u := resource.FromResources(usage, p.params.total)
+	u := resource.FromResources(usage, p.params.total).Add(resource.EpsilonShare())
 	return starvation.StrictlyDominatesNonBlocked(bound, u, p.params.fairShare, p.params.demandShare)
 }
 

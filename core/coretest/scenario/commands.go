@@ -66,11 +66,17 @@ func rejected(err error) string { return "error: " + err.Error() + "\n" }
 
 // setConfig reads the config command's argument key into cfg. The keys are
 // the settings table's (schedule.Settings), written without the _s of
-// durations (the names of spec.md §8, in seconds), plus
-// integral_guarantees_smooth_period; null resets a nullable setting.
+// durations (the names of spec.md §8, in seconds), plus the fair-share keys
+// integral_guarantees_smooth_period and
+// enable_improved_fair_share_by_fit_factor_computation; null resets a
+// nullable setting.
 func setConfig(a *args, key string, cfg *schedule.Config) error {
-	if key == "integral_guarantees_smooth_period" {
+	switch key {
+	case "integral_guarantees_smooth_period":
 		a.float(key, &cfg.FairShare.SmoothPeriodS)
+		return nil
+	case "enable_improved_fair_share_by_fit_factor_computation":
+		a.bool(key, &cfg.FairShare.EnableImprovedFitFactor)
 		return nil
 	}
 	st, ok := schedule.LookupSetting(key)

@@ -32,7 +32,8 @@
 // those of the settings table (schedule.Settings, docs/configuration.md),
 // durations without their _s and in seconds (fair_share_starvation_timeout=30),
 // resource lists as LIST, null for a nullable setting's null, plus
-// integral_guarantees_smooth_period. The scheduler starts with
+// integral_guarantees_smooth_period and
+// enable_improved_fair_share_by_fit_factor_computation. The scheduler starts with
 // schedule.DefaultConfig.
 //
 //	pool name=... [parent=...] [mode=fifo|fair_share] [weight=...]
