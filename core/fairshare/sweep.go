@@ -246,6 +246,32 @@ func (u *Updater) advanceSweep(c *sweepChild) {
 	}
 }
 
+// sweepOut appends the sweep's points to the pool's function: at the
+// suggestion s (classic mode) or at the next fit factor 0, 1, 2, …
+// (improved mode), the value left of the point and, when a child's value
+// jumped there, the value right of it.
+type sweepOut struct {
+	f        *plf.Vec
+	improved bool
+	ff       float64 // the next fit factor (improved mode)
+	last     resource.Share
+}
+
+func (o *sweepOut) add(s float64, left, sum resource.Share, moved bool) {
+	x := s
+	if o.improved {
+		x = o.ff
+		o.ff++
+	}
+	o.f.Add(x, left)
+	o.last = left
+	if moved {
+		// Otherwise the right limit is left (and adding it again is a no-op).
+		o.last = sum.Max(left)
+		o.f.Add(x, o.last)
+	}
+}
+
 // sweepExact is sweepFSBFF for a pool of at most exactChildren children:
 // the sum at every point is the children's values added left to right, as
 // the reference does (O(C) per point, on cached values: only moving
@@ -255,9 +281,8 @@ func (u *Updater) sweepExact(f *plf.Vec, sum resource.Share, improved bool, crit
 		u.sweep[j].val = u.sweep[j].fn.V[0]
 	}
 	nMoving := 0 // children whose value changes with s
-	var last resource.Share
+	out := sweepOut{f: f, improved: improved}
 	prevS := 0.0
-	ff := 0.0
 	for len(u.heap) > 0 {
 		j := u.heap[0].child
 		c := &u.sweep[j]
@@ -276,7 +301,7 @@ func (u *Updater) sweepExact(f *plf.Vec, sum resource.Share, improved bool, crit
 			}
 			prevS = s
 		}
-		left := sum.Max(last)
+		left := sum.Max(out.last)
 		moved := false // the sum changed at s
 		// Owners switching here: one in the improved mode, every child with
 		// a critical point at s otherwise.
@@ -311,18 +336,7 @@ func (u *Updater) sweepExact(f *plf.Vec, sum resource.Share, improved bool, crit
 		if moved {
 			sum = u.valueSum()
 		}
-		x := s
-		if improved {
-			x = ff
-			ff++
-		}
-		f.Add(x, left)
-		last = left
-		if moved {
-			// Otherwise the right limit is left (and adding it again is a no-op).
-			last = sum.Max(left)
-			f.Add(x, last)
-		}
+		out.add(s, left, sum, moved)
 	}
 	return critSuggestion, critOwner
 }
@@ -345,10 +359,9 @@ func (u *Updater) sweepExact(f *plf.Vec, sum resource.Share, improved bool, crit
 // allows for that (fitFactorFor).
 func (u *Updater) sweepSlope(f *plf.Vec, sum resource.Share, improved bool, critSuggestion []float64, critOwner []int32) ([]float64, []int32) {
 	var slope slopeSum
-	var last resource.Share
+	out := sweepOut{f: f, improved: improved}
 	prevS := 0.0
 	sinceSync := 0
-	ff := 0.0
 	for len(u.heap) > 0 {
 		j := u.heap[0].child
 		c := &u.sweep[j]
@@ -364,7 +377,7 @@ func (u *Updater) sweepSlope(f *plf.Vec, sum resource.Share, improved bool, crit
 			}
 			prevS = s
 		}
-		left := sum.Max(last)
+		left := sum.Max(out.last)
 		moved := false // the sum changed at s
 		// Owners switching here: one in the improved mode, every child with
 		// a critical point at s otherwise.
@@ -403,18 +416,7 @@ func (u *Updater) sweepSlope(f *plf.Vec, sum resource.Share, improved bool, crit
 			}
 			moved = true
 		}
-		x := s
-		if improved {
-			x = ff
-			ff++
-		}
-		f.Add(x, left)
-		last = left
-		if moved {
-			// Otherwise the right limit is left (and adding it again is a no-op).
-			last = sum.Max(left)
-			f.Add(x, last)
-		}
+		out.add(s, left, sum, moved)
 	}
 	return critSuggestion, critOwner
 }
