@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -286,3 +287,16 @@ func parseAmount(k resource.Kind, name, s string) (int64, error) {
 }
 
 var byteSuffixes = map[byte]float64{'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30, 'T': 1 << 40}
+
+// choice reads key as one of names and stores the matching value.
+func choice[T any](a *args, key string, dst *T, names []string, values []T) {
+	v, ok := a.str(key)
+	if !ok {
+		return
+	}
+	if i := slices.Index(names, v); i >= 0 {
+		*dst = values[i]
+		return
+	}
+	a.fail(errorf("cannot use %s=%s: want one of %s", key, v, strings.Join(names, ", ")))
+}

@@ -131,34 +131,15 @@ func (c *Cluster) cmdConfig(a *args) (string, error) {
 
 // readPoolConfig reads the pool attributes given into cfg.
 func readPoolConfig(a *args, cfg *tree.PoolConfig) {
-	if v, ok := a.str("mode"); ok {
-		switch v {
-		case "fifo":
-			cfg.Mode = tree.ModeFIFO
-		case "fair_share":
-			cfg.Mode = tree.ModeFairShare
-		default:
-			a.fail(errorf("cannot use mode=%s: want fifo or fair_share", v))
-		}
-	}
+	choice(a, "mode", &cfg.Mode, []string{"fair_share", "fifo"}, []tree.Mode{tree.ModeFairShare, tree.ModeFIFO})
 	a.optFloat("weight", &cfg.Weight)
 	a.partialVec("strong_guarantee", &cfg.StrongGuarantee)
 	a.partialVec("resource_limits", &cfg.ResourceLimits)
 	a.optInt("max_operation_count", &cfg.MaxOperationCount)
 	a.optInt("max_running_operation_count", &cfg.MaxRunningOperationCount)
 	a.bool("enable_lightweight_operations", &cfg.EnableLightweightOperations)
-	if v, ok := a.str("integral_type"); ok {
-		switch v {
-		case "none":
-			cfg.Integral.Type = tree.GuaranteeNone
-		case "burst":
-			cfg.Integral.Type = tree.GuaranteeBurst
-		case "relaxed":
-			cfg.Integral.Type = tree.GuaranteeRelaxed
-		default:
-			a.fail(errorf("cannot use integral_type=%s: want none, burst or relaxed", v))
-		}
-	}
+	choice(a, "integral_type", &cfg.Integral.Type, []string{"none", "burst", "relaxed"},
+		[]tree.GuaranteeType{tree.GuaranteeNone, tree.GuaranteeBurst, tree.GuaranteeRelaxed})
 	a.partialVec("resource_flow", &cfg.Integral.ResourceFlow)
 	a.partialVec("burst_guarantee", &cfg.Integral.BurstGuarantee)
 	a.optFloat("relaxed_share_multiplier_limit", &cfg.Integral.RelaxedShareMultiplierLimit)
@@ -212,16 +193,8 @@ func (c *Cluster) cmdOp(a *args) (string, error) {
 	a.float("duration", &task.DurationHintS)
 	spec.Tasks = []schedule.TaskSpec{task}
 	a.optFloat("weight", &spec.Weight)
-	if v, ok := a.str("preemption_mode"); ok {
-		switch v {
-		case "normal":
-			spec.PreemptionMode = schedule.PreemptionNormal
-		case "graceful":
-			spec.PreemptionMode = schedule.PreemptionGraceful
-		default:
-			a.fail(errorf("cannot use preemption_mode=%s: want normal or graceful", v))
-		}
-	}
+	choice(a, "preemption_mode", &spec.PreemptionMode, []string{"normal", "graceful"},
+		[]schedule.PreemptionMode{schedule.PreemptionNormal, schedule.PreemptionGraceful})
 	a.bool("gang", &spec.IsGang)
 	a.partialVec("resource_limits", &spec.ResourceLimits)
 	a.optDuration("allocation_preemption_timeout", &spec.AllocationPreemptionTimeout)
