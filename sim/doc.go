@@ -5,7 +5,8 @@
 // # How a run works
 //
 // The simulation drives core/schedule through the entry points a server
-// uses, on one goroutine and virtual time in whole milliseconds:
+// uses, on one goroutine and the core's virtual time (clock.Time, whole
+// microseconds; the scenario's seconds are converted once, when read):
 //
 //   - StartOperation when a workload entry's operation arrives;
 //   - Heartbeat for every node every heartbeat_period_s, staggered over the

@@ -3,8 +3,9 @@
 // An Updater is bound to one pool tree. Each call of Update computes, for
 // every element, the fair share and its decomposition into strong-guarantee,
 // integral-guarantee and weight-proportional parts, plus the shares and
-// integral volumes of api.md §5. Time is an argument in virtual seconds; the
-// package reads no clock.
+// integral volumes of api.md §5. Time is an argument, a clock.Time (whole
+// microseconds); the volume arithmetic converts the elapsed span to seconds
+// once per update. The package reads no clock.
 //
 // The pipeline follows the reference's order (spec.md §2.1): strong-guarantee
 // inference (§2.2), bottom-up attributes, integral volume accounting (§2.5),
