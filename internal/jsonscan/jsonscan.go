@@ -178,6 +178,11 @@ func (s *Scanner) Stop() {
 }
 
 // syntax records a syntax error at the current position.
+//
+// NB: out of line, so that the error path does not grow the hot reads it
+// is called from (it would inline: it only allocates).
+//
+//go:noinline
 func (s *Scanner) syntax(msg string) {
 	if s.err != nil {
 		return
@@ -209,24 +214,14 @@ func (s *Scanner) Peek() byte {
 
 // Next consumes spaces and returns the kind of the value that the next
 // byte starts, without checking that value.
-func (s *Scanner) Next() Kind {
-	switch c := s.Peek(); {
-	case c == '{':
-		return Object
-	case c == '[':
-		return Array
-	case c == '"':
-		return String
-	case c == '-' || c >= '0' && c <= '9':
-		return Number
-	case c == 't':
-		return True
-	case c == 'f':
-		return False
-	case c == 'n':
-		return Null
-	}
-	return Invalid
+func (s *Scanner) Next() Kind { return kinds[s.Peek()] }
+
+// kinds is the kind of value that each byte starts (a table, so that Next
+// inlines).
+var kinds = [256]Kind{
+	'{': Object, '[': Array, '"': String, 't': True, 'f': False, 'n': Null, '-': Number,
+	'0': Number, '1': Number, '2': Number, '3': Number, '4': Number,
+	'5': Number, '6': Number, '7': Number, '8': Number, '9': Number,
 }
 
 // OpenObject consumes the '{' of an object, one level deeper. It returns
