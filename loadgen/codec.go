@@ -97,10 +97,10 @@ func (s *scan) response(w *Workload, d *Decisions) bool {
 // list reads one of the decision lists; which is the first letter after
 // "allocations_to_": 's'tart, 'p'reempt or 'a'bort.
 func (s *scan) list(which byte, w *Workload, d *Decisions) bool {
-	if s.Next() == jsonscan.Null {
-		return s.Skip()
-	}
 	if !s.OpenArray() {
+		if s.Next() == jsonscan.Null {
+			return s.Skip()
+		}
 		return s.fail("want an array of allocations")
 	}
 	for first := true; s.More(']', first); first = false {
