@@ -5,6 +5,7 @@ import (
 
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/internal/jsonscan"
 )
 
 // DecodeError is a heartbeat answer DecodeResponse cannot read.
@@ -17,209 +18,127 @@ func (e *DecodeError) Error() string {
 	return "loadgen: cannot decode the heartbeat answer at byte " + strconv.Itoa(e.Offset) + ": " + e.What
 }
 
-// maxDepth of nested values DecodeResponse skips.
-const maxSkipDepth = 64
-
 // DecodeResponse reads a heartbeat answer (api.md §4, as
 // wire.AppendHeartbeatResponse writes it) into d, which it resets first:
 // the ids of allocations_to_start with their operation's slot and
 // generation (w.ParseOpID; -1 for operations of other runs), the ids and
 // timeout_s of allocations_to_preempt and the ids of allocations_to_abort.
 // Other keys and values are skipped whatever their type; the three lists
-// may be missing. It allocates nothing unless d's slices must grow or the
-// answer is malformed. data is not retained.
+// may be missing. The answer must be JSON (jsonscan checks it as it reads);
+// ids and operation ids are matched as written, so an id with an escape
+// is an error and an operation id with one is another run's. It allocates
+// nothing unless d's slices must grow or the answer is malformed. data is
+// not retained.
 func DecodeResponse(data []byte, w *Workload, d *Decisions) error {
 	d.Reset()
-	s := scan{b: data}
-	s.ws()
-	if !s.eat('{') {
-		return s.fail("want an object")
+	var s scan
+	s.Reset(data)
+	if s.response(w, d) {
+		return nil
 	}
-	for first := true; ; first = false {
-		s.ws()
-		if s.eat('}') {
-			break
-		}
-		if !first {
-			if !s.eat(',') {
-				return s.fail("want ',' or '}'")
-			}
-			s.ws()
-		}
-		k, ok := s.key()
-		if !ok {
-			return s.err
-		}
-		switch string(k) {
-		case "allocations_to_start", "allocations_to_preempt", "allocations_to_abort":
-			if !s.list(k[len("allocations_to_")], w, d) {
-				return s.err
-			}
-		default:
-			if !s.skip(0) {
-				return s.err
-			}
-		}
-	}
-	s.ws()
-	if s.i != len(s.b) {
-		return s.fail("want the end after the object")
-	}
-	return nil
+	return s.error()
 }
 
+// scan reads a heartbeat answer: jsonscan's tokens, DecodeError's errors.
 type scan struct {
-	b   []byte
-	i   int
+	jsonscan.Scanner
+	// err is the first error of the answer's own (a wrong type, a bad id);
+	// the Scanner keeps syntax errors, and stops at either.
 	err *DecodeError
 }
 
-func (s *scan) fail(what string) *DecodeError {
-	if s.err == nil {
-		s.err = &DecodeError{Offset: s.i, What: what}
-	}
-	return s.err
-}
-
-func (s *scan) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
-
-func (s *scan) eat(c byte) bool {
-	if s.i < len(s.b) && s.b[s.i] == c {
-		s.i++
-		return true
+// failAt records an error at off unless one is recorded already, and
+// returns false.
+func (s *scan) failAt(off int, what string) bool {
+	if !s.Failed() {
+		s.err = &DecodeError{Offset: off, What: what}
+		s.Stop()
 	}
 	return false
 }
 
-// str reads a string and returns its raw bytes between the quotes; esc
-// says whether it holds escapes (left as they are).
-func (s *scan) str() (raw []byte, esc, ok bool) {
-	if !s.eat('"') {
-		s.fail("want a string")
-		return nil, false, false
+// fail records an error at the current position.
+func (s *scan) fail(what string) bool { return s.failAt(s.Pos(), what) }
+
+// error returns the first error; s has stopped.
+func (s *scan) error() *DecodeError {
+	if s.err != nil {
+		return s.err
 	}
-	start := s.i
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			s.i++
-			return s.b[start : s.i-1], esc, true
-		case c == '\\':
-			esc = true
-			s.i += 2
-		case c < 0x20:
-			s.fail("want no control characters in a string")
-			return nil, false, false
+	if se := s.Err(); se != nil {
+		return &DecodeError{Offset: se.Offset, What: se.Msg}
+	}
+	return &DecodeError{Offset: s.Pos(), What: "cannot read on"} // BUG: a read failed without an error
+}
+
+func (s *scan) response(w *Workload, d *Decisions) bool {
+	if !s.OpenObject() {
+		return s.fail("want an object")
+	}
+	for first := true; s.More('}', first); first = false {
+		k, _, ok := s.RawKey()
+		if !ok {
+			return false
+		}
+		switch string(k) {
+		case "allocations_to_start", "allocations_to_preempt", "allocations_to_abort":
+			if !s.list(k[len("allocations_to_")], w, d) {
+				return false
+			}
 		default:
-			s.i++
+			if !s.Skip() {
+				return false
+			}
 		}
 	}
-	s.fail("want the end of the string")
-	return nil, false, false
-}
-
-// key reads `"name":`.
-func (s *scan) key() ([]byte, bool) {
-	k, _, ok := s.str()
-	if !ok {
-		return nil, false
-	}
-	s.ws()
-	if !s.eat(':') {
-		s.fail("want ':' after a key")
-		return nil, false
-	}
-	s.ws()
-	return k, true
-}
-
-// more reads up to the next member or element of the object or array
-// being read (its opening bracket or a previous member consumed; first
-// says which): it consumes the ',' before another one, or the closing
-// byte. It reports whether another one follows, and ok = false after a
-// syntax error.
-func (s *scan) more(closing byte, first bool) (more, ok bool) {
-	s.ws()
-	if s.eat(closing) {
-		return false, true
-	}
-	if !first {
-		if !s.eat(',') {
-			s.fail("want ',' or '" + string(closing) + "'")
-			return false, false
-		}
-		s.ws()
-	}
-	return true, true
+	return s.End()
 }
 
 // list reads one of the decision lists; which is the first letter after
 // "allocations_to_": 's'tart, 'p'reempt or 'a'bort.
 func (s *scan) list(which byte, w *Workload, d *Decisions) bool {
-	if s.literal("null") {
-		return true
-	}
-	if !s.eat('[') {
-		s.fail("want an array of allocations")
-		return false
-	}
-	for first := true; ; first = false {
-		if more, ok := s.more(']', first); !more {
-			return ok
+	if !s.OpenArray() {
+		if s.Next() == jsonscan.Null {
+			return s.Skip()
 		}
+		return s.fail("want an array of allocations")
+	}
+	for first := true; s.More(']', first); first = false {
 		if !s.decision(which, w, d) {
 			return false
 		}
 	}
+	return !s.Failed()
 }
 
 func (s *scan) decision(which byte, w *Workload, d *Decisions) bool {
-	if !s.eat('{') {
-		s.fail("want an allocation object")
-		return false
+	if !s.OpenObject() {
+		return s.fail("want an allocation object")
 	}
 	var id uint64
 	var seenID bool
 	slot, gen := int32(-1), uint32(0)
 	timeout := 0.0
-	for first := true; ; first = false {
-		if more, ok := s.more('}', first); !more {
-			if !ok {
-				return false
-			}
-			break
-		}
-		k, ok := s.key()
+	for first := true; s.More('}', first); first = false {
+		k, _, ok := s.RawKey()
 		if !ok {
 			return false
 		}
 		switch {
 		case string(k) == "id":
-			start := s.i
-			v, esc, ok := s.str()
+			v, esc, ok := s.RawStr()
 			if !ok {
-				return false
+				return s.fail("want a string")
 			}
 			if id, ok = wire.ParseAllocationID(v); esc || !ok {
-				s.i = start
-				s.fail("want an allocation id of decimal digits")
-				return false
+				// The string, quotes and all, ends where the Scanner is.
+				return s.failAt(s.Pos()-len(v)-2, "want an allocation id of decimal digits")
 			}
 			seenID = true
 		case string(k) == "operation_id" && which == 's':
-			v, esc, ok := s.str()
+			v, esc, ok := s.RawStr()
 			if !ok {
-				return false
+				return s.fail("want a string")
 			}
 			if !esc && w != nil {
 				if sl, g, ok := w.ParseOpID(v); ok {
@@ -227,20 +146,22 @@ func (s *scan) decision(which byte, w *Workload, d *Decisions) bool {
 				}
 			}
 		case string(k) == "timeout_s" && which == 'p':
-			f, ok := s.number()
+			tok, ok := s.Number()
 			if !ok {
-				return false
+				return s.fail("want a number")
 			}
-			timeout = f
+			timeout, _, _ = jsonscan.ParseNumber(tok)
 		default:
-			if !s.skip(1) {
+			if !s.Skip() {
 				return false
 			}
 		}
 	}
-	if !seenID {
-		s.fail("want an id in every allocation")
+	if s.Failed() {
 		return false
+	}
+	if !seenID {
+		return s.fail("want an id in every allocation")
 	}
 	switch which {
 	case 's':
@@ -251,130 +172,6 @@ func (s *scan) decision(which byte, w *Workload, d *Decisions) bool {
 		d.Abort = append(d.Abort, id)
 	}
 	return true
-}
-
-func (s *scan) literal(lit string) bool {
-	if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
-		s.i += len(lit)
-		return true
-	}
-	return false
-}
-
-// number reads a JSON number as a float64 (exact for the integers and
-// short decimals the server writes; approximate beyond, which is enough
-// for timeouts).
-func (s *scan) number() (float64, bool) {
-	start := s.i
-	neg := s.eat('-')
-	digits := 0
-	var mant float64
-	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
-		mant = mant*10 + float64(s.b[s.i]-'0')
-		s.i++
-		digits++
-	}
-	if digits == 0 {
-		s.i = start
-		s.fail("want a number")
-		return 0, false
-	}
-	scale := 0
-	if s.eat('.') {
-		fd := 0
-		for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
-			mant = mant*10 + float64(s.b[s.i]-'0')
-			s.i++
-			fd++
-		}
-		if fd == 0 {
-			s.fail("want digits after '.'")
-			return 0, false
-		}
-		scale -= fd
-	}
-	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
-		s.i++
-		eneg := false
-		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
-			eneg = s.b[s.i] == '-'
-			s.i++
-		}
-		e, ed := 0, 0
-		for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
-			if e < 10000 {
-				e = e*10 + int(s.b[s.i]-'0')
-			}
-			s.i++
-			ed++
-		}
-		if ed == 0 {
-			s.fail("want digits in the exponent")
-			return 0, false
-		}
-		if eneg {
-			e = -e
-		}
-		scale += e
-	}
-	f := mant
-	for ; scale > 0; scale-- {
-		f *= 10
-	}
-	for ; scale < 0; scale++ {
-		f /= 10
-	}
-	if neg {
-		f = -f
-	}
-	return f, true
-}
-
-// skip skips one value of any type.
-func (s *scan) skip(depth int) bool {
-	if depth > maxSkipDepth {
-		s.fail("want less nesting")
-		return false
-	}
-	if s.i >= len(s.b) {
-		s.fail("want a value")
-		return false
-	}
-	switch c := s.b[s.i]; {
-	case c == '"':
-		_, _, ok := s.str()
-		return ok
-	case c == '-' || c >= '0' && c <= '9':
-		_, ok := s.number()
-		return ok
-	case c == 't':
-		return s.literal("true") || s.fail("want a value") == nil
-	case c == 'f':
-		return s.literal("false") || s.fail("want a value") == nil
-	case c == 'n':
-		return s.literal("null") || s.fail("want a value") == nil
-	case c == '{' || c == '[':
-		closing := byte('}')
-		if c == '[' {
-			closing = ']'
-		}
-		s.i++
-		for first := true; ; first = false {
-			if more, ok := s.more(closing, first); !more {
-				return ok
-			}
-			if c == '{' {
-				if _, ok := s.key(); !ok {
-					return false
-				}
-			}
-			if !s.skip(depth + 1) {
-				return false
-			}
-		}
-	}
-	s.fail("want a value")
-	return false
 }
 
 // FromResponse converts the core's answer into Decisions (the in-process

@@ -40,6 +40,9 @@ func TestDecodeResponse(t *testing.T) {
 	f(`{"allocations_to_abort":[{"id":"1650","operation_id":"op-9","reason":"operation op-9 aborted \"x\" \u00e9"}],"extra":{"a":[1,true,null,"s",{"b":-1e3}]}}`,
 		Decisions{Abort: []uint64{1650}})
 	f("{\n\t\"allocations_to_abort\" : [ { \"id\" : \"18446744073709551615\" } ]\n}\n", Decisions{Abort: []uint64{1<<64 - 1}})
+	// Timeouts are correctly rounded: 0.07 is the float64 nearest 0.07.
+	f(`{"allocations_to_preempt":[{"id":"6","timeout_s":0.07},{"id":"7","timeout_s":1e1}]}`,
+		Decisions{Preempt: []PreemptDecision{{ID: 6, TimeoutS: 0.07}, {ID: 7, TimeoutS: 10}}})
 
 	bad := func(body string) {
 		t.Helper()
@@ -64,6 +67,15 @@ func TestDecodeResponse(t *testing.T) {
 	bad(`{} x`)
 	bad(`{"a" 1}`)
 	bad(`{"a":1,}`)
+	// Not JSON, even where DecodeResponse skips it (jsonscan checks it all).
+	bad(`{"a":01}`)
+	bad(`{"a":-}`)
+	bad(`{"a":"\q"}`)
+	bad(`{"a":"\u12"}`)
+	bad("{\"a\":\"\x01\"}")
+	bad(`{"a":[1 2]}`)
+	bad(`{"a":nul}`)
+	bad(`{"allocations_to_abort":[{"id":"1","x":[}]}`)
 }
 
 // randomResponse builds a core response with n decisions of each kind.

@@ -50,7 +50,7 @@ func (h *Heartbeat) Decode(data []byte, in *Interner) error {
 	s := &h.sc
 	s.reset(data)
 	e := h.decode(s, in)
-	s.data = nil // keep no reference to the body
+	s.reset(nil) // keep no reference to the body
 	if e != nil {
 		return e
 	}
@@ -58,7 +58,7 @@ func (h *Heartbeat) Decode(data []byte, in *Interner) error {
 }
 
 func (h *Heartbeat) decode(s *scanner, in *Interner) *Error {
-	if s.peek() == 0 && s.pos >= len(s.data) {
+	if s.Peek() == 0 && len(s.Rest()) == 0 {
 		return jsonpath.NewError(CodeMalformedJSON, "$", "cannot parse an empty body: want a JSON object")
 	}
 	root := rootPath("$")
@@ -67,8 +67,8 @@ func (h *Heartbeat) decode(s *scanner, in *Interner) *Error {
 	}
 	var seenLimits bool
 	var seen uint8
-	for first := true; s.more('}', first); first = false {
-		k, ok := s.key()
+	for first := true; s.More('}', first); first = false {
+		k, ok := s.Key()
 		if !ok {
 			return h.fail(s)
 		}
@@ -92,11 +92,11 @@ func (h *Heartbeat) decode(s *scanner, in *Interner) *Error {
 		default:
 			s.fail(jsonpath.UnknownKey("$", string(k), heartbeatKeys, "a heartbeat"))
 		}
-		if s.err != nil {
+		if s.Failed() {
 			return h.fail(s)
 		}
 	}
-	if !s.end() {
+	if !s.End() {
 		return h.fail(s)
 	}
 	if !seenLimits {
@@ -109,12 +109,12 @@ func (h *Heartbeat) decode(s *scanner, in *Interner) *Error {
 // valid JSON after it is reported as the syntax error, as encoding/json
 // checks the whole input first.
 func (h *Heartbeat) fail(s *scanner) *Error {
-	e := s.err
+	e := s.error()
 	if e == nil {
 		e = jsonpath.NewError(CodeMalformedJSON, "$", "cannot parse JSON")
 	}
 	if e.Code != CodeMalformedJSON {
-		if _, se := jsonpath.Decode(s.data, "body"); se != nil {
+		if _, se := jsonpath.Decode(s.Input(), "body"); se != nil {
 			return se
 		}
 	}
@@ -126,7 +126,7 @@ func (h *Heartbeat) tags(s *scanner, in *Interner) {
 	if !s.arrayStart(rootPath("$").member("tags"), "an array of strings") {
 		return
 	}
-	for i, first := 0, true; s.more(']', first); i, first = i+1, false {
+	for i, first := 0, true; s.More(']', first); i, first = i+1, false {
 		b, ok := s.stringAt(p.index(i), "a string")
 		if !ok {
 			return
@@ -148,7 +148,7 @@ func (h *Heartbeat) allocations(s *scanner) {
 	if !s.arrayStart(rootPath("$").member("allocations"), "an array of allocations") {
 		return
 	}
-	for i, first := 0, true; s.more(']', first); i, first = i+1, false {
+	for i, first := 0, true; s.More(']', first); i, first = i+1, false {
 		if len(h.Allocations) >= MaxHeartbeatAllocations {
 			s.fail(jsonpath.NewError(CodeInvalidValue, p.index(i).String(), "cannot accept more than "+strconv.Itoa(MaxHeartbeatAllocations)+" allocations"))
 			return
@@ -170,8 +170,8 @@ func (h *Heartbeat) allocation(s *scanner, p lazyPath) bool {
 	var usage resource.Vec
 	var seenID, seenState bool
 	var seen uint8
-	for first := true; s.more('}', first); first = false {
-		k, ok := s.key()
+	for first := true; s.More('}', first); first = false {
+		k, ok := s.Key()
 		if !ok || !s.once(&seen, k, allocationKeys, p) {
 			return false
 		}
@@ -210,7 +210,7 @@ func (h *Heartbeat) allocation(s *scanner, p lazyPath) bool {
 			return false
 		}
 	}
-	if s.err != nil {
+	if s.Failed() {
 		return false
 	}
 	if !seenID {
@@ -235,7 +235,8 @@ func (h *Heartbeat) allocation(s *scanner, p lazyPath) bool {
 // a heartbeat carries every allocation of its node.
 func (h *Heartbeat) compactAllocation(s *scanner) bool {
 	const idPrefix, statePrefix = `{"id":"`, `","state":"`
-	d := s.data[s.pos:]
+	rest := s.Rest()
+	d := rest
 	if !bytes.HasPrefix(d, []byte(idPrefix)) {
 		return false
 	}
@@ -257,7 +258,7 @@ func (h *Heartbeat) compactAllocation(s *scanner) bool {
 	if !ok {
 		return false
 	}
-	s.pos = len(s.data) - len(d) + j + 2
+	s.Advance(len(rest) - len(d) + j + 2)
 	h.Allocations = append(h.Allocations, schedule.AllocationReport{ID: id, State: st})
 	h.AllocationUsage = append(h.AllocationUsage, resource.Vec{})
 	return true

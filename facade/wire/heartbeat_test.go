@@ -16,6 +16,7 @@ import (
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
+	"github.com/fairsched/fairsched/internal/jsonscan"
 )
 
 // apiHeartbeat is the request example of api.md §4.
@@ -101,10 +102,10 @@ func TestDecodeHeartbeatErrors(t *testing.T) {
 func TestParseNumber(t *testing.T) {
 	for _, s := range []string{"0", "-0", "1", "29.5", "0.07", "11.17", "9007199254740992", "9007199254740993",
 		"1e3", "1E-7", "123456789012345678901234567890", "0.1000000000000000055511151231257827", "-3.25", "1e-400", "4.9e-324"} {
-		f, _, _ := parseNumber([]byte(s))
+		f, _, _ := jsonscan.ParseNumber([]byte(s))
 		want, _ := strconv.ParseFloat(s, 64)
 		if f != want && !(math.IsNaN(f) && math.IsNaN(want)) {
-			t.Errorf("parseNumber(%s) = %v, want %v", s, f, want)
+			t.Errorf("ParseNumber(%s) = %v, want %v", s, f, want)
 		}
 	}
 }

@@ -126,6 +126,12 @@ var rules = []rule{
 		why:        "lower layers never reach up",
 	},
 	{
+		from:       []string{mod("core")},
+		to:         []string{mod("internal/jsonscan")},
+		transitive: true,
+		why:        "the core does no encoding: internal/jsonscan is the facade's and loadgen's tokenizer",
+	},
+	{
 		// facade/wire, sim, loadgen and cmd share it; it must not reach back.
 		from:       []string{mod("internal/jsonpath")},
 		to:         []string{module},
@@ -343,6 +349,39 @@ func TestForbiddenImports(t *testing.T) {
 	violations = slices.Compact(violations)
 	for _, v := range violations {
 		t.Error(v)
+	}
+}
+
+// stdlibOnly are packages that may depend, tests included, on the standard library only:
+// leaves that any package of the module can share without taking on anything else.
+var stdlibOnly = []string{mod("internal/jsonscan")}
+
+// isStd reports whether an import path is the standard library's: its first element has
+// no dot (go list reports third-party and module packages by their domain-based paths).
+func isStd(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
+}
+
+// TestStdlibOnly checks stdlibOnly against the packages' transitive dependencies and
+// those of their tests.
+func TestStdlibOnly(t *testing.T) {
+	registerInputs(t)
+	pkgs := loadPackages(t)
+	for _, path := range stdlibOnly {
+		p := pkgs[path]
+		if p == nil {
+			t.Errorf("%s: no such package (a stale entry of stdlibOnly)", path)
+			continue
+		}
+		for _, d := range slices.Concat(p.deps, p.testDeps) {
+			if d != path && !isStd(d) {
+				t.Errorf("%s depends on %s: it may depend on the standard library only", path, d)
+			}
+		}
+	}
+	if isStd(mod("core")) || isStd("github.com/valyala/fasthttp") || !isStd("unicode/utf8") || !isStd("encoding/json") {
+		t.Errorf("isStd misclassifies an import path")
 	}
 }
 
