@@ -3,6 +3,7 @@ package loadgen
 import (
 	"testing"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/facade/wire"
@@ -21,7 +22,7 @@ func BenchmarkDecodeResponse(b *testing.B) {
 	w := NewWorkload(&cfg)
 	busy := &schedule.Response{
 		Preempt: []schedule.PreemptDecision{{Allocation: 1<<32 | 1783, Operation: w.OpID(2, 0), Reason: schedule.PreemptForStarving,
-			Timeout: 10, ForAllocation: 1<<32 | 1802, ForOperation: w.OpID(3, 1)}},
+			Timeout: 10 * clock.Second, ForAllocation: 1<<32 | 1802, ForOperation: w.OpID(3, 1)}},
 		Abort: []schedule.AbortDecision{{Allocation: 1<<32 | 1650, Operation: w.OpID(4, 0), Reason: schedule.AbortOperationFinished, OperationState: schedule.StateAborted}},
 	}
 	for i := range 8 {

@@ -23,7 +23,8 @@
 // rendered by Describe. The package is stateless and safe for concurrent use.
 // It allocates on the decoding paths (generic values, paths, messages) and
 // is meant for control-plane bodies and files; hot paths scan bytes instead
-// (facade/wire's heartbeat scanner) and share only the error text.
+// (internal/jsonscan, under facade/wire's heartbeat decoder) and share only
+// the error text.
 //
 // NB: it imports core/resource for the resource objects of api.md §1 and
 // core/apierr for its error type, and nothing else of the module; core/ must
