@@ -7,6 +7,7 @@ import (
 	"github.com/fairsched/fairsched/core/coretest"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
+	"github.com/fairsched/fairsched/core/settings"
 	"github.com/fairsched/fairsched/core/tree"
 )
 
@@ -75,24 +76,24 @@ func setConfig(a *args, key string, cfg *schedule.Config) error {
 	}
 	st, ok := schedule.LookupSetting(key)
 	if !ok {
-		if st, ok = schedule.LookupSetting(key + "_s"); !ok || st.Kind != schedule.KindDuration {
+		if st, ok = schedule.LookupSetting(key + "_s"); !ok || st.Kind != settings.KindDuration {
 			return errorf("unknown config key %q", key)
 		}
 	}
-	var v schedule.Value
+	var v settings.Value
 	switch raw, _ := a.peek(key); {
 	case raw == "null" && st.Nullable:
 		a.str(key)
 		v.Null = true
-	case st.Kind == schedule.KindBool:
+	case st.Kind == settings.KindBool:
 		a.bool(key, &v.Bool)
-	case st.Kind == schedule.KindChoice:
+	case st.Kind == settings.KindChoice:
 		v.Choice, _ = a.str(key)
-	case st.Kind == schedule.KindResources:
+	case st.Kind == settings.KindResources:
 		var p tree.PartialVec
 		a.partialVec(key, &p)
 		v.Resources = p.OrZero()
-	case st.Kind == schedule.KindPartialResources:
+	case st.Kind == settings.KindPartialResources:
 		a.partialVec(key, &v.Partial)
 	default:
 		a.float(key, &v.Number)
