@@ -38,7 +38,7 @@ type Config struct {
 // table's.
 func DefaultConfig() Config {
 	var c Config
-	table.ApplyDefaults(&c)
+	settingsTable.ApplyDefaults(&c)
 	return c
 }
 

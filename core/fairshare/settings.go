@@ -23,9 +23,9 @@ type Setting = settings.Setting[Config]
 // noUpperBound is the Max of settings bounded from below only.
 var noUpperBound = math.Inf(1)
 
-// table is the fair-share settings table, in the order GET /api/v1/config
-// lists the keys (before the scheduler's).
-var table = settings.NewTable("fairshare",
+// settingsTable is the fair-share settings table, in the order GET
+// /api/v1/config lists the keys (before the scheduler's).
+var settingsTable = settings.NewTable("fairshare",
 	settings.Make(settings.Spec{Key: "main_resource", Kind: settings.KindChoice, Choices: resourceNames(),
 		Default: settings.Value{Choice: resource.CPU.String()},
 		Doc:     "Strong guarantees a pool does not specify are inferred from this resource: a pool with a third of its parent's guarantee of it gets a third of the parent's guarantee of each of the others."},
@@ -75,17 +75,17 @@ func resourceNames() []string {
 // Settings returns the fair-share settings table in the order GET
 // /api/v1/config lists the keys. The slice is shared: callers must not
 // modify it.
-func Settings() []Setting { return table.Rows() }
+func Settings() []Setting { return settingsTable.Rows() }
 
 // LookupSetting returns the setting with the key k, dotted for a member of a
 // nested object ("integral_guarantees.smooth_period_s").
-func LookupSetting(k string) (*Setting, bool) { return table.Lookup(k) }
+func LookupSetting(k string) (*Setting, bool) { return settingsTable.Lookup(k) }
 
 // ValidateConfig checks every setting of c against its range. The error is
 // an *apierr.Error whose Path is a key of the table (dotted for a member of
 // integral_guarantees).
-func ValidateConfig(c *Config) error { return table.Check(c) }
+func ValidateConfig(c *Config) error { return settingsTable.Check(c) }
 
 // AppendSettingsDoc appends the configuration reference of the fair-share
 // settings table as a Markdown table (docs/configuration.md holds it).
-func AppendSettingsDoc(dst []byte) []byte { return table.AppendDoc(dst) }
+func AppendSettingsDoc(dst []byte) []byte { return settingsTable.AppendDoc(dst) }

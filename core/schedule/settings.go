@@ -25,8 +25,9 @@ type Setting = settings.Setting[Config]
 // maxSeconds bounds every configurable duration: 10⁹ s, about 31.7 years.
 const maxSeconds = 1e9
 
-// table is the settings table, in the order GET /api/v1/config lists the keys.
-var table = settings.NewTable("schedule",
+// settingsTable is the settings table, in the order GET /api/v1/config
+// lists the keys.
+var settingsTable = settings.NewTable("schedule",
 	settings.Duration("fair_share_update_period_s", func(c *Config) *clock.Duration { return &c.FairShareUpdatePeriod },
 		200*clock.Millisecond, 0.01, 60, "How often the fair-share update runs."),
 	settings.Duration("node_heartbeat_timeout_s", func(c *Config) *clock.Duration { return &c.NodeHeartbeatTimeout },
@@ -126,20 +127,20 @@ func count(key string, field func(*Config) *int64, def int64, doc string) Settin
 
 // Settings returns the settings table in the order GET /api/v1/config lists
 // the keys. The slice is shared: callers must not modify it.
-func Settings() []Setting { return table.Rows() }
+func Settings() []Setting { return settingsTable.Rows() }
 
 // LookupSetting returns the setting with the JSON key k.
-func LookupSetting(k string) (*Setting, bool) { return table.Lookup(k) }
+func LookupSetting(k string) (*Setting, bool) { return settingsTable.Lookup(k) }
 
 // applyDefaults applies every setting's default to c.
-func applyDefaults(c *Config) { table.ApplyDefaults(c) }
+func applyDefaults(c *Config) { settingsTable.ApplyDefaults(c) }
 
 // ValidateConfig checks every setting of c against its range, then the rules
 // that relate settings (spec.md §8.1), then c.FairShare
 // (fairshare.ValidateConfig). The error is an *apierr.Error whose Path is a
 // key of the settings tables.
 func ValidateConfig(c *Config) error {
-	if err := table.Check(c); err != nil {
+	if err := settingsTable.Check(c); err != nil {
 		return err
 	}
 	switch {
@@ -165,4 +166,4 @@ func ValidateConfig(c *Config) error {
 
 // AppendSettingsDoc appends the configuration reference of the settings
 // table as a Markdown table (docs/configuration.md holds it).
-func AppendSettingsDoc(dst []byte) []byte { return table.AppendDoc(dst) }
+func AppendSettingsDoc(dst []byte) []byte { return settingsTable.AppendDoc(dst) }
