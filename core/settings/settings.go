@@ -17,8 +17,8 @@
 // object are adjacent in their table).
 //
 // Tables are built once, at package initialisation, and only read
-// afterwards: they are safe for concurrent use. Nothing here allocates on
-// the success paths except AppendDoc's growth of dst.
+// afterwards: they are safe for concurrent use. Get, Set, Lookup and Check
+// allocate nothing unless they fail; Want and AppendDoc build text.
 //
 // NB: a leaf of the core below every layer that owns a config
 // (internal/lint): it knows values (core/resource, core/tree's PartialVec,
@@ -375,8 +375,9 @@ type Table[C any] struct {
 
 // NewTable returns the table of rows; pkg names the owning package in the
 // errors of Set and Check ("schedule"). It panics (BUG) when two rows share a
-// key, the rows of a nested object are not adjacent, a key is also an
-// object's name, or a default fails its own check: the table is code.
+// key, a key nests objects twice, the rows of a nested object are not
+// adjacent, a key is also an object's name, a row lacks its accessors or a
+// default fails its own check: the table is code.
 func NewTable[C any](pkg string, rows ...Setting[C]) *Table[C] {
 	t := &Table[C]{rows: rows}
 	keys, objects := map[string]bool{}, map[string]bool{}
@@ -388,6 +389,9 @@ func NewTable[C any](pkg string, rows ...Setting[C]) *Table[C] {
 			panic("BUG: settings: " + pkg + " has the key " + s.Key + " twice")
 		}
 		keys[s.Key] = true
+		if strings.Contains(s.Member(), ".") {
+			panic("BUG: settings: " + pkg + "'s " + s.Key + " nests objects twice")
+		}
 		if obj := s.Object(); obj != open {
 			if objects[obj] {
 				panic("BUG: settings: the rows of " + pkg + "'s object " + obj + " are not adjacent")

@@ -171,6 +171,7 @@ func TestNewTablePanics(t *testing.T) {
 		return settings.Bool(key, func(c *config) *bool { return &c.On }, false, "")
 	}
 	f("duplicate key", on("a"), on("a"))
+	f("nested twice", on("g.h.a"))
 	f("object not adjacent", on("g.a"), on("b"), on("g.c"))
 	f("key and object", on("g"), on("g.a"))
 	f("default out of range", settings.Number("r", func(c *config) *float64 { return &c.Ratio }, 2, 0, 1, false, ""))
