@@ -5,39 +5,41 @@ import (
 	"github.com/fairsched/fairsched/core/tree"
 )
 
-// Config holds the tree options that shape the fair-share update (spec.md §8.1).
+// Config holds the tree options that shape the fair-share update (spec.md
+// §8.1). Each field is a row of the fair-share settings table (settings.go),
+// which holds its key, range and default.
 type Config struct {
-	// MainResource drives strong-guarantee inference (spec.md §2.2). Default cpu.
+	// MainResource drives strong-guarantee inference (spec.md §2.2):
+	// main_resource.
 	MainResource resource.Kind
-	// SmoothPeriodS is integral_guarantees.smooth_period (default 60 s).
+	// SmoothPeriodS is integral_guarantees.smooth_period_s (spec.md §2.5).
 	SmoothPeriodS float64
-	// PoolCapacitySaturationPeriodS is the "k" of integral pool capacity
-	// (default 86400 s).
+	// PoolCapacitySaturationPeriodS is the "k" of integral pool capacity:
+	// integral_guarantees.pool_capacity_saturation_period_s.
 	PoolCapacitySaturationPeriodS float64
-	// RelaxedShareMultiplierLimit is the tree default (3).
+	// RelaxedShareMultiplierLimit is the tree default of the pools' limit:
+	// integral_guarantees.relaxed_share_multiplier_limit (spec.md §2.7).
 	RelaxedShareMultiplierLimit float64
-	// ShouldDistributeFreeVolumeAmongChildren is the tree default (false).
+	// ShouldDistributeFreeVolumeAmongChildren is the tree default of the
+	// pools' flag: integral_guarantees.should_distribute_free_volume_among_children.
 	ShouldDistributeFreeVolumeAmongChildren bool
 	// EnableStepFunctionForGangOperations gives gang operations an
-	// all-or-nothing fair share (spec.md §2.8). Default false.
+	// all-or-nothing fair share (spec.md §2.8).
 	EnableStepFunctionForGangOperations bool
 	// EnableImprovedFitFactor selects the improved fit-factor computation
-	// (spec.md §2.9, §11). Default true.
+	// (spec.md §2.9, §11): enable_improved_fair_share_by_fit_factor_computation.
 	EnableImprovedFitFactor bool
 	// InferWeightFromGuaranteesShareMultiplier, when set (≥ 1), infers the
 	// weight of pools without one from their guarantees (spec.md §2.13).
 	InferWeightFromGuaranteesShareMultiplier tree.OptFloat
 }
 
-// DefaultConfig returns the defaults of spec.md §8 and §11.
+// DefaultConfig returns the defaults of spec.md §8 and §11: the settings
+// table's.
 func DefaultConfig() Config {
-	return Config{
-		MainResource:                  resource.CPU,
-		SmoothPeriodS:                 60,
-		PoolCapacitySaturationPeriodS: 86400,
-		RelaxedShareMultiplierLimit:   3,
-		EnableImprovedFitFactor:       true,
-	}
+	var c Config
+	settingsTable.ApplyDefaults(&c)
+	return c
 }
 
 // Attributes are the per-element results of an update, the orchid attributes

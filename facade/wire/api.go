@@ -8,8 +8,10 @@ import (
 
 	"github.com/fairsched/fairsched/core/apierr"
 	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/core/fairshare"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
+	"github.com/fairsched/fairsched/core/settings"
 	"github.com/fairsched/fairsched/core/tree"
 	"github.com/fairsched/fairsched/internal/jsonpath"
 )
@@ -547,8 +549,9 @@ func SchedulerConfig(path string, v any, base schedule.Config) (schedule.Config,
 }
 
 // schedConfig applies a (partial) tree config to c and validates the result.
-// The settings table (schedule.Settings) owns every range and default: this
-// decoder only checks JSON types and maps the core's errors to JSON paths.
+// The settings tables (schedule.Settings, and fairshare.Settings for the
+// fair-share keys) own every range and default: this decoder only checks
+// JSON types and maps the core's errors to JSON paths.
 func schedConfig(path string, v any, c schedule.Config, startup bool) (schedule.Config, *Error) {
 	m, e := jsonpath.Object(path, v)
 	if e != nil {
@@ -558,16 +561,17 @@ func schedConfig(path string, v any, c schedule.Config, startup bool) (schedule.
 		p, x := jsonpath.Key(path, k), m[k]
 		st, ok := schedule.LookupSetting(k)
 		if !ok {
-			if !slices.Contains(configKeys, k) {
-				return c, jsonpath.UnknownKey(path, k, schedConfigKeys, "a tree config")
-			}
 			// The fair-share keys, as a snapshot's config has them.
-			if c.FairShare, e = config(path, map[string]any{k: x}, c.FairShare); e != nil {
+			known, e := fairShareKey(path, k, x, &c.FairShare)
+			if !known {
+				e = jsonpath.UnknownKey(path, k, schedConfigKeys, "a tree config")
+			}
+			if e != nil {
 				return c, e
 			}
 			continue
 		}
-		val, e := settingValue(p, x, st)
+		val, e := settingValue(p, x, &st.Spec)
 		if e != nil {
 			return c, e
 		}
@@ -581,89 +585,127 @@ func schedConfig(path string, v any, c schedule.Config, startup bool) (schedule.
 		}
 	}
 	if err := schedule.ValidateConfig(&c); err != nil {
-		var se *apierr.Error
-		if !errors.As(err, &se) {
-			panic("BUG: wire: schedule.ValidateConfig returned " + err.Error())
-		}
-		return c, jsonpath.NewError(se.Code, jsonpath.Key(path, se.Path), se.Message)
+		return c, configError(path, err)
 	}
 	return c, nil
 }
 
+// configError maps an error of a config's validation in the core, an
+// *apierr.Error whose Path is a key (dotted inside a nested object), to its
+// JSON path in the config object at path.
+func configError(path string, err error) *Error {
+	var se *apierr.Error
+	if !errors.As(err, &se) {
+		panic("BUG: wire: a config's validation returned " + err.Error())
+	}
+	return jsonpath.NewError(se.Code, apierr.Join(path, se.Path), se.Message)
+}
+
+// setSetting reads the JSON value x at p as the settings table's kind of st
+// wants it and stores it in c; the range is the table's.
+func setSetting[C any](p string, x any, st *settings.Setting[C], c *C) *Error {
+	v, e := settingValue(p, x, &st.Spec)
+	if e != nil {
+		return e
+	}
+	if err := st.Set(c, v); err != nil {
+		return jsonpath.Invalid(p, x, st.Want())
+	}
+	return nil
+}
+
 // settingValue reads the JSON value x at p as the settings table's kind of st
 // wants it; ranges are the table's.
-func settingValue(p string, x any, st *schedule.Setting) (schedule.Value, *Error) {
+func settingValue(p string, x any, st *settings.Spec) (settings.Value, *Error) {
 	var (
-		v schedule.Value
+		v settings.Value
 		e *Error
 	)
 	if x == nil && st.Nullable {
-		return schedule.Value{Null: true}, nil
+		return settings.Value{Null: true}, nil
 	}
 	switch st.Kind {
-	case schedule.KindDuration, schedule.KindNumber, schedule.KindCount:
+	case settings.KindDuration, settings.KindNumber, settings.KindCount:
 		v.Number, e = jsonpath.Number(p, x)
-	case schedule.KindBool:
+	case settings.KindBool:
 		v.Bool, e = jsonpath.Bool(p, x)
-	case schedule.KindChoice:
+	case settings.KindChoice:
 		v.Choice, e = jsonpath.String(p, x)
-	case schedule.KindResources:
+	case settings.KindResources:
 		v.Resources, e = fullResources(p, x)
-	case schedule.KindPartialResources:
+	case settings.KindPartialResources:
 		v.Partial, e = resources(p, x)
 	}
 	return v, e
 }
 
 // AppendConfig appends the tree config as GET /api/v1/config answers it,
-// with every key DecodeConfigPatch takes: the fair-share keys, then the
-// settings table's in its order.
+// with every key DecodeConfigPatch takes but those it ignores
+// (forbid_immediate_operations_in_root): the fair-share settings table's,
+// then the scheduler's, each in its order.
 func AppendConfig(dst []byte, c *schedule.Config) []byte {
-	fs := &c.FairShare
-	dst = append(dst, `{"main_resource":"`...)
-	dst = append(dst, fs.MainResource.String()...)
-	dst = append(dst, `","integral_guarantees":{"smooth_period_s":`...)
-	dst = appendFloat(dst, fs.SmoothPeriodS)
-	dst = append(dst, `,"pool_capacity_saturation_period_s":`...)
-	dst = appendFloat(dst, fs.PoolCapacitySaturationPeriodS)
-	dst = append(dst, `,"relaxed_share_multiplier_limit":`...)
-	dst = appendFloat(dst, fs.RelaxedShareMultiplierLimit)
-	dst = append(dst, `,"should_distribute_free_volume_among_children":`...)
-	dst = strconv.AppendBool(dst, fs.ShouldDistributeFreeVolumeAmongChildren)
-	dst = append(dst, '}')
-	dst = appendKey(dst, "enable_step_function_for_gang_operations")
-	dst = strconv.AppendBool(dst, fs.EnableStepFunctionForGangOperations)
-	dst = appendKey(dst, "enable_improved_fair_share_by_fit_factor_computation")
-	dst = strconv.AppendBool(dst, fs.EnableImprovedFitFactor)
-	dst = appendKey(dst, "infer_weight_from_guarantees_share_multiplier")
-	if w := fs.InferWeightFromGuaranteesShareMultiplier; w.Set {
-		dst = appendFloat(dst, w.V)
-	} else {
-		dst = append(dst, "null"...)
-	}
-	for _, st := range schedule.Settings() {
-		dst = appendSetting(appendKey(dst, st.Key), &st, st.Get(c))
-	}
+	dst = append(dst, '{')
+	dst = appendSettings(dst, fairshare.Settings(), &c.FairShare, true)
+	dst = appendSettings(dst, schedule.Settings(), c, false)
 	return append(dst, '}')
 }
 
+// appendSettings appends the settings of rows, read from c, as members of an
+// open JSON object: the rows of a nested object under its name, Ignored rows
+// left out. first says whether they are the object's first members.
+func appendSettings[C any](dst []byte, rows []settings.Setting[C], c *C, first bool) []byte {
+	open := "" // the nested object being written
+	for i := range rows {
+		st := &rows[i]
+		if st.Ignored {
+			continue
+		}
+		if obj := st.Object(); obj != open {
+			if open != "" {
+				dst, first = append(dst, '}'), false
+			}
+			if obj != "" {
+				dst, first = append(appendMember(dst, obj, first), '{'), true
+			}
+			open = obj
+		}
+		dst = appendSetting(appendMember(dst, st.Member(), first), &st.Spec, st.Get(c))
+		first = false
+	}
+	if open != "" {
+		dst = append(dst, '}')
+	}
+	return dst
+}
+
+// appendMember appends the key k of an object's member, after a comma
+// unless it is the first.
+func appendMember(dst []byte, k string, first bool) []byte {
+	if first {
+		dst = append(dst, '"')
+		dst = append(dst, k...)
+		return append(dst, `":`...)
+	}
+	return appendKey(dst, k)
+}
+
 // appendSetting appends the value v of the setting st.
-func appendSetting(dst []byte, st *schedule.Setting, v schedule.Value) []byte {
+func appendSetting(dst []byte, st *settings.Spec, v settings.Value) []byte {
 	if v.Null {
 		return append(dst, "null"...)
 	}
 	switch st.Kind {
-	case schedule.KindDuration, schedule.KindNumber:
+	case settings.KindDuration, settings.KindNumber:
 		return appendFloat(dst, v.Number)
-	case schedule.KindCount:
+	case settings.KindCount:
 		return strconv.AppendInt(dst, int64(v.Number), 10)
-	case schedule.KindBool:
+	case settings.KindBool:
 		return strconv.AppendBool(dst, v.Bool)
-	case schedule.KindChoice:
+	case settings.KindChoice:
 		return jsonpath.AppendString(dst, v.Choice)
-	case schedule.KindResources:
+	case settings.KindResources:
 		return AppendResources(dst, &v.Resources)
-	case schedule.KindPartialResources:
+	case settings.KindPartialResources:
 		return AppendPartialResources(dst, &v.Partial)
 	}
 	panic("BUG: wire: no encoder for a setting of kind " + strconv.Itoa(int(st.Kind)))

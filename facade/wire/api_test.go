@@ -3,14 +3,18 @@ package wire
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/core/fairshare"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
+	"github.com/fairsched/fairsched/core/settings"
 	"github.com/fairsched/fairsched/core/tree"
 )
 
@@ -185,6 +189,149 @@ func TestDecodeServeConfig(t *testing.T) {
 	}
 }
 
+// otherValue returns a valid value of the fair-share setting st other than
+// its default.
+func otherValue(t *testing.T, st *fairshare.Setting) settings.Value {
+	t.Helper()
+	d := st.Default
+	switch st.Kind {
+	case settings.KindBool:
+		return settings.Value{Bool: !d.Bool}
+	case settings.KindChoice:
+		return settings.Value{Choice: st.Choices[len(st.Choices)-1]}
+	case settings.KindDuration, settings.KindNumber:
+		switch {
+		case d.Null:
+			return settings.Value{Number: st.Min + 0.25}
+		case math.IsInf(st.Max, 1):
+			return settings.Value{Number: d.Number*2 + 0.25}
+		}
+		return settings.Value{Number: (st.Min + st.Max) / 2}
+	}
+	t.Fatalf("%s: no other value of kind %d", st.Key, st.Kind)
+	return settings.Value{}
+}
+
+// GET /api/v1/config encodes every fair-share key so that PATCH decodes it
+// back, one key at a time and all at once, and a snapshot's config decodes
+// the same keys to the same fair-share config.
+func TestConfigFairShareRoundTrip(t *testing.T) {
+	def := schedule.DefaultConfig()
+	// The encoding of the defaults, as it was before the table.
+	out := AppendConfig(nil, &def)
+	const prefix = `{"main_resource":"cpu","integral_guarantees":{"smooth_period_s":60,"pool_capacity_saturation_period_s":86400,` +
+		`"relaxed_share_multiplier_limit":3,"should_distribute_free_volume_among_children":false},` +
+		`"enable_step_function_for_gang_operations":false,"enable_improved_fair_share_by_fit_factor_computation":true,` +
+		`"infer_weight_from_guarantees_share_multiplier":null,"fair_share_update_period_s":0.2,`
+	if !strings.HasPrefix(string(out), prefix) {
+		t.Fatalf("AppendConfig(defaults) = %s\nwant the prefix %s", out, prefix)
+	}
+	roundTrip := func(what string, c schedule.Config) {
+		t.Helper()
+		out := AppendConfig(nil, &c)
+		back, err := DecodeConfigPatch(out, schedule.DefaultConfig())
+		if err != nil || !reflect.DeepEqual(back, c) {
+			t.Fatalf("%s: %s decodes to %+v, %v; want %+v", what, out, back, err, c)
+		}
+		// The fair-share keys of the same output are a snapshot's config.
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(out, &m); err != nil {
+			t.Fatal(err)
+		}
+		snap := map[string]any{"total_resources": map[string]any{}, "tree": map[string]any{}}
+		cfg := map[string]json.RawMessage{}
+		for _, k := range configKeys {
+			if v, ok := m[k]; ok {
+				cfg[k] = v
+			}
+		}
+		snap["config"] = cfg
+		data, _ := json.Marshal(snap)
+		s, err := DecodeSnapshot(data)
+		if err != nil || s.Config != c.FairShare {
+			t.Fatalf("%s: snapshot config %s decodes to %+v, %v; want %+v", what, data, s, err, c.FairShare)
+		}
+	}
+	all := schedule.DefaultConfig()
+	for i := range fairshare.Settings() {
+		st := &fairshare.Settings()[i]
+		if st.Ignored {
+			if strings.Contains(string(out), `"`+st.Member()+`"`) {
+				t.Errorf("%s: ignored but encoded", st.Key)
+			}
+			continue
+		}
+		c := schedule.DefaultConfig()
+		v := otherValue(t, st)
+		if err := st.Set(&c.FairShare, v); err != nil {
+			t.Fatalf("%s: %v", st.Key, err)
+		}
+		if err := st.Set(&all.FairShare, v); err != nil {
+			t.Fatalf("%s: %v", st.Key, err)
+		}
+		if c == def {
+			t.Fatalf("%s: setting %+v changes nothing", st.Key, v)
+		}
+		roundTrip(st.Key, c)
+	}
+	roundTrip("every key", all)
+}
+
+// A bad fair-share value answers its precise path, in the tree config and in
+// a snapshot's config.
+func TestConfigFairShareErrors(t *testing.T) {
+	f := func(cfg, code, path, msg string) {
+		t.Helper()
+		_, err := DecodeConfigPatch([]byte(cfg), schedule.DefaultConfig())
+		wantError(t, cfg, err, code, "$"+path)
+		if msg != "" && !strings.Contains(err.Error(), msg) {
+			t.Errorf("%s: %v, want %q", cfg, err, msg)
+		}
+		snap := `{"total_resources": {}, "tree": {}, "config": ` + cfg + `}`
+		_, err = DecodeSnapshot([]byte(snap))
+		wantError(t, snap, err, code, "$.config"+path)
+	}
+	f(`{"main_resource": "tpu"}`, CodeInvalidValue, ".main_resource", `cannot use "tpu": want "user_slots", "cpu", "gpu", "memory" or "network"`)
+	f(`{"main_resource": 1}`, CodeWrongType, ".main_resource", "want a string")
+	f(`{"integral_guarantees": null}`, CodeWrongType, ".integral_guarantees", "want an object")
+	f(`{"integral_guarantees": {"smooth_period_s": 0}}`, CodeInvalidValue, ".integral_guarantees.smooth_period_s",
+		"cannot use 0: want a positive number of seconds")
+	f(`{"integral_guarantees": {"smooth_period_s": null}}`, CodeWrongType, ".integral_guarantees.smooth_period_s", "want a number")
+	f(`{"integral_guarantees": {"pool_capacity_saturation_period_s": -1}}`, CodeInvalidValue, ".integral_guarantees.pool_capacity_saturation_period_s", "")
+	f(`{"integral_guarantees": {"relaxed_share_multiplier_limit": 0.5}}`, CodeInvalidValue, ".integral_guarantees.relaxed_share_multiplier_limit",
+		"cannot use 0.5: want a number in [1, 10]")
+	f(`{"integral_guarantees": {"should_distribute_free_volume_among_children": 1}}`, CodeWrongType,
+		".integral_guarantees.should_distribute_free_volume_among_children", "want true or false")
+	f(`{"integral_guarantees": {"smooth_period": 60}}`, CodeUnknownAttribute, ".integral_guarantees.smooth_period",
+		`of the tree's integral_guarantees: did you mean "smooth_period_s"?`)
+	f(`{"integral_guarantees": {"guarantee_type": "burst"}}`, CodeUnknownAttribute, ".integral_guarantees.guarantee_type", "")
+	f(`{"integral_guarantees.smooth_period_s": 30}`, CodeUnknownAttribute, `["integral_guarantees.smooth_period_s"]`, "")
+	f(`{"smooth_period_s": 30}`, CodeUnknownAttribute, ".smooth_period_s", "")
+	f(`{"enable_step_function_for_gang_operations": "yes"}`, CodeWrongType, ".enable_step_function_for_gang_operations", "")
+	f(`{"enable_improved_fair_share_by_fit_factor_computation": null}`, CodeWrongType, ".enable_improved_fair_share_by_fit_factor_computation", "")
+	f(`{"forbid_immediate_operations_in_root": 0}`, CodeWrongType, ".forbid_immediate_operations_in_root", "")
+	f(`{"infer_weight_from_guarantees_share_multiplier": 0.5}`, CodeInvalidValue, ".infer_weight_from_guarantees_share_multiplier",
+		"cannot use 0.5: want null (unset) or a number of at least 1")
+	f(`{"infer_weight_from_guarantees_share_multiplier": 1e999}`, CodeInvalidValue, ".infer_weight_from_guarantees_share_multiplier", "want a finite number")
+	// The first bad key in sorted order answers.
+	f(`{"main_resource": "tpu", "integral_guarantees": {"relaxed_share_multiplier_limit": 11, "smooth_period_s": -1}}`,
+		CodeInvalidValue, ".integral_guarantees.relaxed_share_multiplier_limit", "")
+
+	// Accepted: null resets the multiplier, forbid_immediate_operations_in_root
+	// changes nothing, a partial integral_guarantees keeps the other members.
+	base := schedule.DefaultConfig()
+	base.FairShare.InferWeightFromGuaranteesShareMultiplier = tree.Some(2)
+	base.FairShare.PoolCapacitySaturationPeriodS = 1000
+	c, err := DecodeConfigPatch([]byte(`{"infer_weight_from_guarantees_share_multiplier": null, "forbid_immediate_operations_in_root": false,
+		"integral_guarantees": {"smooth_period_s": 1e12}}`), base)
+	want := base
+	want.FairShare.InferWeightFromGuaranteesShareMultiplier = tree.OptFloat{}
+	want.FairShare.SmoothPeriodS = 1e12
+	if err != nil || c != want {
+		t.Fatalf("patched %+v, %v; want %+v", c, err, want)
+	}
+}
+
 // The control-plane decoders never panic, report an *Error with a path, and
 // what they accept re-encodes to what they decoded.
 func FuzzDecodePool(f *testing.F) {
@@ -278,6 +425,10 @@ func FuzzDecodeServeConfig(f *testing.F) {
 func FuzzDecodeConfigPatch(f *testing.F) {
 	f.Add([]byte(`{"fair_share_update_period_s": 0.5}`))
 	f.Add([]byte(`{"integral_guarantees": {"smooth_period_s": 30}, "max_operation_count": 100000}`))
+	f.Add([]byte(`{"main_resource": "gpu", "integral_guarantees": {"pool_capacity_saturation_period_s": 3600, "relaxed_share_multiplier_limit": 10,
+		"should_distribute_free_volume_among_children": true}, "enable_step_function_for_gang_operations": true,
+		"enable_improved_fair_share_by_fit_factor_computation": false, "forbid_immediate_operations_in_root": false,
+		"infer_weight_from_guarantees_share_multiplier": 1.5}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := DecodeConfigPatch(data, schedule.DefaultConfig())
 		if err != nil {

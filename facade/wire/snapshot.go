@@ -22,6 +22,7 @@ import (
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/fairshare"
 	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/settings"
 	"github.com/fairsched/fairsched/core/snapshot"
 	"github.com/fairsched/fairsched/core/tree"
 	"github.com/fairsched/fairsched/internal/jsonpath"
@@ -177,82 +178,82 @@ func (d *snapDecoder) snapshot(m map[string]any) (*snapshot.Snapshot, *Error) {
 	return s, nil
 }
 
-var (
-	configKeys   = []string{"main_resource", "integral_guarantees", "enable_step_function_for_gang_operations", "enable_improved_fair_share_by_fit_factor_computation", "forbid_immediate_operations_in_root", "infer_weight_from_guarantees_share_multiplier"}
-	configIGKeys = []string{"smooth_period_s", "pool_capacity_saturation_period_s", "relaxed_share_multiplier_limit", "should_distribute_free_volume_among_children"}
-)
+// configKeys are the keys of a tree config's fair-share settings
+// (fairshare.Settings), the name of a nested object once; configMembers are
+// the keys of each nested object ("integral_guarantees").
+var configKeys, configMembers = objectKeys(fairshare.Settings())
 
-// config applies the fields of a (partial) tree config to c.
+// objectKeys returns the keys of an object holding the settings rows, a
+// nested object's name once in place of its members' dotted keys, and the
+// members of each nested object.
+func objectKeys[C any](rows []settings.Setting[C]) (keys []string, members map[string][]string) {
+	members = map[string][]string{}
+	for i := range rows {
+		st := &rows[i]
+		obj := st.Object()
+		if obj == "" {
+			keys = append(keys, st.Key)
+			continue
+		}
+		if members[obj] == nil {
+			keys = append(keys, obj)
+		}
+		members[obj] = append(members[obj], st.Member())
+	}
+	return keys, members
+}
+
+// config applies the fields of a (partial) tree config to c and validates
+// the result. The fair-share settings table (fairshare.Settings) owns every
+// range and default: this decoder only checks JSON types and maps the core's
+// errors to JSON paths.
 func config(path string, v any, c fairshare.Config) (fairshare.Config, *Error) {
 	m, e := jsonpath.Object(path, v)
 	if e != nil {
 		return c, e
 	}
 	for _, k := range jsonpath.SortedKeys(m) {
-		p, x := jsonpath.Key(path, k), m[k]
-		switch k {
-		case "main_resource":
-			var s string
-			if s, e = jsonpath.String(p, x); e == nil {
-				kind, ok := resource.KindByName(s)
-				if !ok {
-					e = jsonpath.Invalid(p, x, "one of user_slots, cpu, gpu, memory, network")
-				}
-				c.MainResource = kind
-			}
-		case "integral_guarantees":
-			c, e = configIntegral(p, x, c)
-		case "enable_step_function_for_gang_operations":
-			c.EnableStepFunctionForGangOperations, e = jsonpath.Bool(p, x)
-		case "enable_improved_fair_share_by_fit_factor_computation":
-			c.EnableImprovedFitFactor, e = jsonpath.Bool(p, x)
-		case "forbid_immediate_operations_in_root":
-			// NB: accepted for compatibility with tree configs; a solve
-			// places no operations, so it has no effect.
-			_, e = jsonpath.Bool(p, x)
-		case "infer_weight_from_guarantees_share_multiplier":
-			if x == nil {
-				c.InferWeightFromGuaranteesShareMultiplier = tree.OptFloat{}
-				break
-			}
-			var f float64
-			if f, e = jsonpath.Range(p, x, 1, math.MaxFloat64, "null or a number of at least 1"); e == nil {
-				c.InferWeightFromGuaranteesShareMultiplier = tree.Some(f)
-			}
-		default:
+		known, e := fairShareKey(path, k, m[k], &c)
+		if !known {
 			e = jsonpath.UnknownKey(path, k, configKeys, "a tree config")
 		}
 		if e != nil {
 			return c, e
 		}
 	}
+	if err := fairshare.ValidateConfig(&c); err != nil {
+		return c, configError(path, err)
+	}
 	return c, nil
 }
 
-func configIntegral(path string, v any, c fairshare.Config) (fairshare.Config, *Error) {
-	m, e := jsonpath.Object(path, v)
+// fairShareKey applies the key k of the tree config at path, with the value
+// x, to c: a fair-share setting, or a nested object of them whose keys are
+// applied in sorted order. It reports false, and does nothing, when k is
+// neither.
+func fairShareKey(path, k string, x any, c *fairshare.Config) (known bool, e *Error) {
+	p := jsonpath.Key(path, k)
+	if st, ok := fairshare.LookupSetting(k); ok && st.Object() == "" {
+		return true, setSetting(p, x, st, c)
+	}
+	members, ok := configMembers[k]
+	if !ok {
+		return false, nil
+	}
+	m, e := jsonpath.Object(p, x)
 	if e != nil {
-		return c, e
+		return true, e
 	}
-	for _, k := range jsonpath.SortedKeys(m) {
-		p, x := jsonpath.Key(path, k), m[k]
-		switch k {
-		case "smooth_period_s":
-			c.SmoothPeriodS, e = jsonpath.Positive(p, x)
-		case "pool_capacity_saturation_period_s":
-			c.PoolCapacitySaturationPeriodS, e = jsonpath.Positive(p, x)
-		case "relaxed_share_multiplier_limit":
-			c.RelaxedShareMultiplierLimit, e = jsonpath.Range(p, x, 1, 10, "a number in [1, 10]")
-		case "should_distribute_free_volume_among_children":
-			c.ShouldDistributeFreeVolumeAmongChildren, e = jsonpath.Bool(p, x)
-		default:
-			e = jsonpath.UnknownKey(path, k, configIGKeys, "the tree's integral_guarantees")
+	for _, mk := range jsonpath.SortedKeys(m) {
+		st, ok := fairshare.LookupSetting(k + "." + mk)
+		if !ok || st.Object() != k {
+			return true, jsonpath.UnknownKey(p, mk, members, "the tree's "+k)
 		}
-		if e != nil {
-			return c, e
+		if e := setSetting(jsonpath.Key(p, mk), m[mk], st, c); e != nil {
+			return true, e
 		}
 	}
-	return c, nil
+	return true, nil
 }
 
 // ---- tree ----

@@ -114,6 +114,15 @@ var rules = []rule{
 		why:        "core/apierr is a leaf: the validation error that every layer shares",
 	},
 	{
+		// The configuration tables of every layer share its kinds and checks.
+		from: []string{mod("core/settings")},
+		to:   []string{module},
+		allow: []string{mod("core/settings"), mod("core/apierr"), mod("core/clock"), mod("core/resource"), mod("core/tree"),
+			mod("core/internal/invariants")},
+		transitive: true,
+		why:        "core/settings is below every layer that owns a config: it knows values and the error type, never a layer",
+	},
+	{
 		from:       []string{mod("core/tree")},
 		to:         []string{mod("core/fairshare"), mod("core/schedule")},
 		transitive: true,

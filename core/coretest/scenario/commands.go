@@ -5,8 +5,10 @@ import (
 	"strings"
 
 	"github.com/fairsched/fairsched/core/coretest"
+	"github.com/fairsched/fairsched/core/fairshare"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
+	"github.com/fairsched/fairsched/core/settings"
 	"github.com/fairsched/fairsched/core/tree"
 )
 
@@ -65,48 +67,51 @@ func (c *Cluster) at(a *args) {
 func rejected(err error) string { return "error: " + err.Error() + "\n" }
 
 // setConfig reads the config command's argument key into cfg. The keys are
-// the settings table's (schedule.Settings), written without the _s of
-// durations (the names of spec.md §8, in seconds), plus the fair-share keys
-// integral_guarantees_smooth_period and
-// enable_improved_fair_share_by_fit_factor_computation; null resets a
-// nullable setting.
+// those of the scheduler's and the fair-share settings tables
+// (schedule.Settings, fairshare.Settings), durations written without their
+// _s (the names of spec.md §8, in seconds); null resets a nullable setting.
 func setConfig(a *args, key string, cfg *schedule.Config) error {
-	switch key {
-	case "integral_guarantees_smooth_period":
-		a.float(key, &cfg.FairShare.SmoothPeriodS)
-		return nil
-	case "enable_improved_fair_share_by_fit_factor_computation":
-		a.bool(key, &cfg.FairShare.EnableImprovedFitFactor)
-		return nil
-	}
-	st, ok := schedule.LookupSetting(key)
+	spec, set, ok := configSetting(key, cfg)
 	if !ok {
-		if st, ok = schedule.LookupSetting(key + "_s"); !ok || st.Kind != schedule.KindDuration {
-			return errorf("unknown config key %q", key)
-		}
+		return errorf("unknown config key %q", key)
 	}
-	var v schedule.Value
+	var v settings.Value
 	switch raw, _ := a.peek(key); {
-	case raw == "null" && st.Nullable:
+	case raw == "null" && spec.Nullable:
 		a.str(key)
 		v.Null = true
-	case st.Kind == schedule.KindBool:
+	case spec.Kind == settings.KindBool:
 		a.bool(key, &v.Bool)
-	case st.Kind == schedule.KindChoice:
+	case spec.Kind == settings.KindChoice:
 		v.Choice, _ = a.str(key)
-	case st.Kind == schedule.KindResources:
+	case spec.Kind == settings.KindResources:
 		var p tree.PartialVec
 		a.partialVec(key, &p)
 		v.Resources = p.OrZero()
-	case st.Kind == schedule.KindPartialResources:
+	case spec.Kind == settings.KindPartialResources:
 		a.partialVec(key, &v.Partial)
 	default:
 		a.float(key, &v.Number)
 	}
-	if err := st.Set(cfg, v); err != nil {
+	if err := set(v); err != nil {
 		a.fail(err)
 	}
 	return nil
+}
+
+// configSetting finds the row of key (or of key_s, a duration) in the
+// scheduler's or the fair-share settings table and returns its spec and a
+// setter of cfg.
+func configSetting(key string, cfg *schedule.Config) (*settings.Spec, func(settings.Value) error, bool) {
+	for _, k := range []string{key, key + "_s"} {
+		if st, ok := schedule.LookupSetting(k); ok && (k == key || st.Kind == settings.KindDuration) {
+			return &st.Spec, func(v settings.Value) error { return st.Set(cfg, v) }, true
+		}
+		if st, ok := fairshare.LookupSetting(k); ok && (k == key || st.Kind == settings.KindDuration) {
+			return &st.Spec, func(v settings.Value) error { return st.Set(&cfg.FairShare, v) }, true
+		}
+	}
+	return nil, nil, false
 }
 
 // config key=value...: changes the scheduler's configuration (SetConfig).

@@ -29,12 +29,12 @@
 //	config key=value...
 //
 // Changes the scheduler's configuration (Scheduler.SetConfig). The keys are
-// those of the settings table (schedule.Settings, docs/configuration.md),
-// durations without their _s and in seconds (fair_share_starvation_timeout=30),
-// resource lists as LIST, null for a nullable setting's null, plus
-// integral_guarantees_smooth_period and
-// enable_improved_fair_share_by_fit_factor_computation. The scheduler starts with
-// schedule.DefaultConfig.
+// those of the scheduler's and the fair-share settings tables
+// (schedule.Settings, fairshare.Settings; docs/configuration.md), durations
+// without their _s and in seconds (fair_share_starvation_timeout=30), the
+// integral_guarantees members dotted (integral_guarantees.smooth_period=30),
+// resource lists as LIST, null for a nullable setting's null. The scheduler
+// starts with schedule.DefaultConfig.
 //
 //	pool name=... [parent=...] [mode=fifo|fair_share] [weight=...]
 //	     [strong_guarantee=LIST] [resource_limits=LIST]
