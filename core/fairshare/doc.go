@@ -52,6 +52,12 @@
 //   - distribute.go: the top-down distribution (§2.9), classic and improved.
 //   - promised.go: promised-guarantee fair share (§2.11).
 //   - detailed.go: the detailed decomposition and the root (§2.10).
+//   - invariants.go: the fair-share sums checked after every update under
+//     -tags invariants and -race.
+//
+// Beside them, config.go holds Config and the per-element Attributes an
+// update produces, and settings.go the table of the fair-share config's keys
+// (their ranges, defaults and docs; see core/settings).
 //
 // # Terms
 //
