@@ -29,10 +29,13 @@ type node struct {
 	name          string
 	index         uint32 // registry index: the high half of its allocation IDs
 	limits        resource.Vec
-	usage         resource.Vec // sum of its allocations' resources
+	usage         resource.Vec // sum of its allocations' resources (their usage)
 	tags          []string
 	lastHeartbeat clock.Time
 	seq           uint32
+	// mark is the last heartbeat's mark: the allocations it listed running
+	// have it as their seen (see nextMark).
+	mark uint32
 	// allocs holds the node's allocations sorted by ID (IDs grow with seq);
 	// ids[i] is allocs[i].id, so that finding a reported allocation reads
 	// one contiguous array instead of an allocation per probe.
@@ -64,13 +67,22 @@ type node struct {
 // allocation is a slot of node resources held by an operation's job. Its
 // address is stable from start to release; released allocations are
 // recycled through their shard's free list.
+//
+// Its resources are its usage: what it was started with until its node
+// reports a resource_usage (api.md §7), then the last usage reported. They
+// are written under the shard mutex and, while the allocation is listed,
+// the operation's mutex too: the operation's status lists sum them from
+// any shard.
 type allocation struct {
 	id        uint64
 	op        *operation
 	node      *node
 	task      int32
-	resources resource.Vec
+	resources resource.Vec // its usage: see allocation
 	start     clock.Time
+	// seen is the mark of the last heartbeat that listed it running (0:
+	// none yet); one that does not list it finishes it. Shard mutex.
+	seen uint32
 	// preempted is set once the node was told to stop it; deadline is when
 	// it must be gone (spec.md §5.5). Shard mutex.
 	preempted bool
@@ -156,6 +168,16 @@ func (n *node) unlinkBucket(a *allocation) {
 	}
 	a.bprev, a.bnext = nil, nil
 	n.bucketN[a.status]--
+}
+
+// nextMark returns a new mark for the allocations a heartbeat lists (never
+// 0, a fresh allocation's seen). Shard mutex held.
+func (n *node) nextMark() uint32 {
+	n.mark++
+	if n.mark == 0 {
+		n.mark = 1
+	}
+	return n.mark
 }
 
 // effectiveUsage is the usage of the allocations that are not preempted.

@@ -235,10 +235,11 @@ func TestHeartbeatSettlesReports(t *testing.T) {
 	n := &c.nodes[0]
 	first, second := n.allocs[0].ID, n.allocs[1].ID
 
-	// A completed job counts once even when reported twice.
+	// A completed job counts once even when reported twice (with the
+	// allocations still running, so that none vanishes).
 	n.allocs[0].State = AllocCompleted
 	c.heartbeat(0)
-	c.s.Heartbeat(c.at(), &NodeHeartbeat{Node: n.name, Limits: node, Allocations: []AllocationReport{{ID: first, State: AllocCompleted}}}, &c.resp)
+	c.s.Heartbeat(c.at(), &NodeHeartbeat{Node: n.name, Limits: node, Allocations: append([]AllocationReport{{ID: first, State: AllocCompleted}}, n.allocs...)}, &c.resp)
 	if info := c.info(id); info.CompletedJobs != 1 || info.RunningAllocations != 3 {
 		t.Fatalf("after a repeated completion: %+v", info)
 	}
@@ -255,7 +256,7 @@ func TestHeartbeatSettlesReports(t *testing.T) {
 	// An unknown running allocation is answered with an abort.
 	c.resp.Reset()
 	unknown := uint64(0)<<32 | 999
-	if err := c.s.Heartbeat(c.at(), &NodeHeartbeat{Node: n.name, Limits: node, Allocations: []AllocationReport{{ID: unknown, State: AllocRunning}}}, &c.resp); err != nil {
+	if err := c.s.Heartbeat(c.at(), &NodeHeartbeat{Node: n.name, Limits: node, Allocations: append([]AllocationReport{{ID: unknown, State: AllocRunning}}, n.allocs...)}, &c.resp); err != nil {
 		t.Fatal(err)
 	}
 	if len(c.resp.Abort) != 1 || c.resp.Abort[0].Allocation != unknown || c.resp.Abort[0].Reason != AbortUnknownAllocation {
