@@ -31,6 +31,9 @@ type cluster struct {
 	now       float64
 	resp      Response
 	durations map[string][]float64 // operation → task durations
+	// usage is what nodes report as the resource_usage of the running
+	// allocations it names (others report none).
+	usage map[uint64]resource.Vec
 	// preempts and aborts log every decision with its time and node.
 	preempts []loggedPreempt
 	aborts   []loggedAbort
@@ -106,6 +109,11 @@ func (c *cluster) heartbeat(i int) {
 	}
 	c.resp.Reset()
 	hb := NodeHeartbeat{Node: n.name, Limits: n.limits, Allocations: n.allocs}
+	for j := range n.allocs {
+		u, ok := c.usage[n.allocs[j].ID]
+		n.allocs[j].HasUsage = ok
+		hb.AllocationUsage = append(hb.AllocationUsage, u)
+	}
 	if err := c.s.Heartbeat(c.at(), &hb, &c.resp); err != nil {
 		c.t.Fatalf("heartbeat of %s: %v", n.name, err)
 	}
