@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/fairsched/fairsched/core/clock"
@@ -232,6 +233,7 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	n := sh.nodes[hb.Node]
+	usage := false
 	for i, rep := range hb.Allocations {
 		owner := allocationNode(rep.ID)
 		if (n == nil || owner != n.index) && rep.ID != 0 {
@@ -239,10 +241,11 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 				return errorf(CodeForeignAllocation, "allocations["+strconv.Itoa(i)+"].id", "cannot accept allocation %d from node %q: it belongs to node %q", rep.ID, hb.Node, other)
 			}
 		}
-		if rep.HasUsage {
-			if err := checkUsage(hb, i); err != nil {
-				return err
-			}
+		usage = usage || rep.HasUsage
+	}
+	if usage {
+		if err := checkUsage(hb); err != nil {
+			return err
 		}
 	}
 	if n == nil {
@@ -254,26 +257,30 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 	n.lastHeartbeat = now
 	n.tags = append(n.tags[:0], hb.Tags...)
 
-	// Mark the allocations listed running (a.seen = mark) and count them:
-	// when fewer than the node holds remain, some vanished.
+	// Mark the allocations listed running (n.marks) and count them: when
+	// fewer than the node holds remain, some vanished. NB: reported usage
+	// is applied by a second pass (applyUsage) over the allocations this
+	// loop kept. With the call in this loop, a heartbeat that reports no
+	// usage took 145 ns instead of 130 in BenchmarkHeartbeatReports/steady
+	// (120 before usage and marks), and marks on the allocations rather
+	// than in the node's dense array dirtied a cache line per allocation.
 	mark := n.nextMark()
 	listed := 0
-	for i, rep := range hb.Allocations {
-		a := n.find(rep.ID)
-		if a == nil {
+	for _, rep := range hb.Allocations {
+		k, ok := n.search(rep.ID)
+		if !ok {
 			if rep.State == AllocRunning {
 				resp.Abort = append(resp.Abort, AbortDecision{Allocation: rep.ID, Reason: AbortUnknownAllocation})
 			}
 			continue
 		}
-		if rep.State != AllocRunning && a.seen == mark {
-			listed-- // listed running, then finished
-		}
+		a := n.allocs[k]
 		switch rep.State {
-		case AllocCompleted:
-			s.release(sh, n, a, true)
-		case AllocFailed, AllocAborted:
-			s.release(sh, n, a, false)
+		case AllocCompleted, AllocFailed, AllocAborted:
+			if n.marks[k] == mark {
+				listed-- // listed running, then finished
+			}
+			s.release(sh, n, a, rep.State == AllocCompleted)
 		default:
 			switch st := a.op.State(); {
 			case st.Final():
@@ -283,15 +290,15 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 				resp.Abort = append(resp.Abort, AbortDecision{Allocation: a.id, Reason: AbortPreemptionTimedOut, Operation: a.op.id})
 				s.release(sh, n, a, false)
 			default:
-				if a.seen != mark {
-					a.seen = mark
+				if n.marks[k] != mark {
+					n.marks[k] = mark
 					listed++
-				}
-				if rep.HasUsage {
-					s.setUsage(sh, n, a, hb.AllocationUsage[i])
 				}
 			}
 		}
+	}
+	if usage {
+		s.applyUsage(sh, n, hb, mark)
 	}
 	if listed < len(n.allocs) {
 		s.finishVanished(sh, n, mark, resp)
@@ -312,66 +319,104 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 	return nil
 }
 
-// checkUsage validates the usage of report i (api.md §1: non-negative
-// amounts of at most 2^53). It allocates only to reject.
-func checkUsage(hb *NodeHeartbeat, i int) error {
-	rep := &hb.Allocations[i]
-	if i >= len(hb.AllocationUsage) {
-		return errorf(CodeInvalidValue, "allocations["+strconv.Itoa(i)+"].resource_usage", "cannot read the usage of allocation %d: AllocationUsage has %d entries for %d reports", rep.ID, len(hb.AllocationUsage), len(hb.Allocations))
-	}
-	for r, x := range hb.AllocationUsage[i] {
-		if x < 0 || x > resource.MaxAmount {
-			k := resource.Kind(r)
-			return errorf(CodeInvalidValue, "allocations["+strconv.Itoa(i)+"].resource_usage."+k.String(), "cannot use %s %d as the usage of allocation %d: want a non-negative amount of at most 2^53", k, x, rep.ID)
+// checkUsage validates the usage of the reports that have one (api.md §1:
+// non-negative amounts of at most 2^53). It allocates only to reject.
+func checkUsage(hb *NodeHeartbeat) error {
+	for i := range hb.Allocations {
+		rep := &hb.Allocations[i]
+		if !rep.HasUsage {
+			continue
+		}
+		if i >= len(hb.AllocationUsage) {
+			return errorf(CodeInvalidValue, "allocations["+strconv.Itoa(i)+"].resource_usage", "cannot read the usage of allocation %d: AllocationUsage has %d entries for %d reports", rep.ID, len(hb.AllocationUsage), len(hb.Allocations))
+		}
+		for r, x := range hb.AllocationUsage[i] {
+			if x < 0 || x > resource.MaxAmount {
+				k := resource.Kind(r)
+				return errorf(CodeInvalidValue, "allocations["+strconv.Itoa(i)+"].resource_usage."+k.String(), "cannot use %s %d as the usage of allocation %d: want a non-negative amount of at most 2^53", k, x, rep.ID)
+			}
 		}
 	}
 	return nil
 }
 
-// setUsage makes u, as the node measured it, the usage of running
-// allocation a of node n (see Heartbeat): the node's and the operation's
-// usage follow and, unless a is preempted, the limit counters (without a
-// check: a measured usage is a fact, an excess shows as a limit violation)
-// and the operation's status lists. Shard mutex held.
-func (s *Scheduler) setUsage(sh *shard, n *node, a *allocation, u resource.Vec) {
-	if u == a.resources {
-		return
-	}
-	o := a.op
-	d := u.Sub(a.resources)
-	n.usage = n.usage.Add(d)
-	o.addUsage(d, 1)
-	if a.preempted {
-		n.preemptedUsage = n.preemptedUsage.Add(d)
-		for r, x := range d {
-			if x != 0 {
-				o.preempted[r].Add(x)
-			}
+// applyUsage makes the usage each report has the usage of its allocation
+// (see Heartbeat), if the heartbeat kept the allocation running (it is
+// marked): the node's and the operation's usage follow and, unless the
+// allocation is preempted, the limit counters (without a check: a measured
+// usage is a fact, an excess shows as a limit violation) and the sums of
+// the operation's status lists. Then the lists of every operation whose
+// usage changed are rebalanced, once each (spec.md §4). Shard mutex held.
+func (s *Scheduler) applyUsage(sh *shard, n *node, hb *NodeHeartbeat, mark uint32) {
+	var locked *operation // consecutive allocations of one operation share its lock
+	changed := sh.changed[:0]
+	for i := range hb.Allocations {
+		rep := &hb.Allocations[i]
+		if !rep.HasUsage || rep.State != AllocRunning {
+			continue
 		}
-		a.resources = u
-	} else {
-		o.recharge(d)
-		o.pre.mu.Lock()
-		o.pre.resize(a, u)
-		o.pre.mu.Unlock()
+		k, ok := n.search(rep.ID)
+		if !ok || n.marks[k] != mark {
+			continue
+		}
+		a, u := n.allocs[k], &hb.AllocationUsage[i]
+		d := u.Sub(a.resources)
+		if d.IsZero() {
+			continue
+		}
+		o := a.op
+		n.usage = n.usage.Add(d)
+		o.addUsage(d, 1)
+		if a.preempted {
+			n.preemptedUsage = n.preemptedUsage.Add(d)
+			for r, x := range d {
+				if x != 0 {
+					o.preempted[r].Add(x)
+				}
+			}
+			a.resources = *u
+		} else {
+			o.recharge(d)
+			if locked != o {
+				if locked != nil {
+					locked.pre.mu.Unlock()
+				}
+				o.pre.mu.Lock()
+				locked = o
+			}
+			o.pre.resize(a, *u)
+		}
+		if len(changed) == 0 || changed[len(changed)-1] != o && !slices.Contains(changed, o) {
+			changed = append(changed, o)
+		}
 	}
-	sh.ops.touch(o)
+	if locked != nil {
+		locked.pre.mu.Unlock()
+	}
+	for _, o := range changed {
+		o.pre.mu.Lock()
+		o.pre.rebalance()
+		o.pre.mu.Unlock()
+		sh.ops.touch(o)
+	}
+	clear(changed) // keep no finished operation alive
+	sh.changed = changed[:0]
 }
 
 // finishVanished finishes the allocations of node n that the heartbeat did
-// not list (their seen is not mark) as aborted: a not preempted one is
+// not list (their mark is not mark) as aborted: a not preempted one is
 // answered with AbortVanished, in ID order (see Heartbeat). Shard mutex
 // held.
 func (s *Scheduler) finishVanished(sh *shard, n *node, mark uint32, resp *Response) {
-	for _, a := range n.allocs {
-		if a.seen != mark && !a.preempted {
+	for i, a := range n.allocs {
+		if n.marks[i] != mark && !a.preempted {
 			resp.Abort = append(resp.Abort, AbortDecision{Allocation: a.id, Reason: AbortVanished, Operation: a.op.id})
 		}
 	}
 	// From the end: releasing the last allocation moves nothing.
 	for i := len(n.allocs) - 1; i >= 0; i-- {
-		if a := n.allocs[i]; a.seen != mark {
-			s.release(sh, n, a, false)
+		if n.marks[i] != mark {
+			s.release(sh, n, n.allocs[i], false)
 		}
 	}
 }
@@ -380,11 +425,11 @@ func (s *Scheduler) finishVanished(sh *shard, n *node, mark uint32, resp *Respon
 // usage is the sum of its allocations, that it exceeds the limits only by
 // preempted allocations (or within the allowed overcommit duration), and
 // that its preemption index holds exactly the not preempted allocations,
-// and that ids mirrors allocs in increasing order.
+// and that ids (and marks) mirror allocs, ids in increasing order.
 func checkNode(n *node) {
 	var u, pu resource.Vec
 	preempted := 0
-	invariants.Check(len(n.ids) == len(n.allocs), "node %s: %d ids for %d allocations", n.name, len(n.ids), len(n.allocs))
+	invariants.Check(len(n.ids) == len(n.allocs) && len(n.marks) == len(n.allocs), "node %s: %d ids and %d marks for %d allocations", n.name, len(n.ids), len(n.marks), len(n.allocs))
 	for i, a := range n.allocs {
 		if n.ids[i] != a.id || i > 0 && n.ids[i-1] >= a.id {
 			invariants.Check(false, "node %s: ids[%d] = %d, allocation %d", n.name, i, n.ids[i], a.id)

@@ -19,6 +19,9 @@ type shard struct {
 	// victims is the scratch of the preemptive stages, graceful preemption
 	// and the overcommit abort.
 	victims []victim
+	// changed is the scratch of applyUsage: the operations whose usage a
+	// heartbeat changed.
+	changed []*operation
 	// ops finds the operation to schedule in the regular stage.
 	ops opIndex
 	_   [64]byte // keep one shard's mutex off the cache lines of the previous shard's fields
@@ -33,14 +36,18 @@ type node struct {
 	tags          []string
 	lastHeartbeat clock.Time
 	seq           uint32
-	// mark is the last heartbeat's mark: the allocations it listed running
-	// have it as their seen (see nextMark).
+	// mark is the last heartbeat's mark (see marks).
 	mark uint32
 	// allocs holds the node's allocations sorted by ID (IDs grow with seq);
 	// ids[i] is allocs[i].id, so that finding a reported allocation reads
 	// one contiguous array instead of an allocation per probe.
 	allocs []*allocation
 	ids    []uint64
+	// marks[i] is the mark of the last heartbeat that listed allocs[i]
+	// running (0: none yet; see nextMark): one that does not list it
+	// finishes it. A dense array of the node's, so that marking writes no
+	// allocation.
+	marks []uint32
 	// preemptedUsage is the part of usage held by preempted allocations
 	// that still run: the node is told to stop them, so the preemptive
 	// stages and the overcommit check treat it as free (spec.md §5.5).
@@ -80,9 +87,6 @@ type allocation struct {
 	task      int32
 	resources resource.Vec // its usage: see allocation
 	start     clock.Time
-	// seen is the mark of the last heartbeat that listed it running (0:
-	// none yet); one that does not list it finishes it. Shard mutex.
-	seen uint32
 	// preempted is set once the node was told to stop it; deadline is when
 	// it must be gone (spec.md §5.5). Shard mutex.
 	preempted bool
@@ -171,7 +175,7 @@ func (n *node) unlinkBucket(a *allocation) {
 }
 
 // nextMark returns a new mark for the allocations a heartbeat lists (never
-// 0, a fresh allocation's seen). Shard mutex held.
+// 0, a fresh allocation's mark). Shard mutex held.
 func (n *node) nextMark() uint32 {
 	n.mark++
 	if n.mark == 0 {
@@ -254,6 +258,7 @@ func (n *node) search(id uint64) (int, bool) {
 func (n *node) addAlloc(a *allocation) {
 	n.allocs = append(n.allocs, a)
 	n.ids = append(n.ids, a.id)
+	n.marks = append(n.marks, 0)
 }
 
 // removeAlloc drops a from allocs, keeping the ID order.
@@ -266,4 +271,5 @@ func (n *node) removeAlloc(a *allocation) {
 	n.allocs[len(n.allocs)-1] = nil
 	n.allocs = n.allocs[:len(n.allocs)-1]
 	n.ids = append(n.ids[:i], n.ids[i+1:]...)
+	n.marks = append(n.marks[:i], n.marks[i+1:]...)
 }

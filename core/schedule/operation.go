@@ -287,18 +287,15 @@ func (o *operation) recharge(d resource.Vec) {
 	}
 }
 
-// resize makes u the usage of allocation a, keeping the sum of its status
-// list, and rebalances the lists (spec.md §4: on every resource update).
-// Caller holds mu.
+// resize makes u the usage of allocation a and keeps the sum of its status
+// list; the caller rebalances the lists (spec.md §4: on every resource
+// update) once it has resized what it would. Caller holds mu.
 func (p *opPreemption) resize(a *allocation, u resource.Vec) {
-	if !a.listed {
-		a.resources = u
-		return
+	if a.listed {
+		l := &p.lists[a.status]
+		l.usage = l.usage.Sub(a.resources).Add(u)
 	}
-	l := &p.lists[a.status]
-	l.usage = l.usage.Sub(a.resources).Add(u)
 	a.resources = u
-	p.rebalance()
 }
 
 func (o *operation) uncharge(v resource.Vec) {

@@ -227,6 +227,7 @@ func TestResizeRebalancesStatusLists(t *testing.T) {
 			t.Fatalf("statuses before %s", got)
 		}
 		p.resize(as[i], unit.Scale(units))
+		p.rebalance()
 		if got := statusesOf(t, p, as); got != want {
 			t.Errorf("allocation %d at %d units: statuses\n got %s\nwant %s", i, units, got, want)
 		}
