@@ -257,14 +257,16 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 	n.lastHeartbeat = now
 	n.tags = append(n.tags[:0], hb.Tags...)
 
-	// Mark the allocations listed running (n.marks) and count them: when
-	// fewer than the node holds remain, some vanished. NB: reported usage
-	// is applied by a second pass (applyUsage) over the allocations this
-	// loop kept. With the call in this loop, a heartbeat that reports no
-	// usage took 145 ns instead of 130 in BenchmarkHeartbeatReports/steady
-	// (120 before usage and marks), and marks on the allocations rather
-	// than in the node's dense array dirtied a cache line per allocation.
-	mark := n.nextMark()
+	// Collect the allocations listed running (n.listed) and count them:
+	// when fewer than the node holds remain, some vanished. NB: reported
+	// usage is applied by a second pass (applyUsage) over the allocations
+	// this loop kept: with the call in this loop, a heartbeat that reports
+	// no usage took 145 ns instead of 130 in BenchmarkHeartbeatReports/
+	// steady (120 before usage and vanishing). Marks on the allocations
+	// would dirty a cache line per allocation, marks in an array of the
+	// node's cost a cache miss per heartbeat in BenchmarkHeartbeat: the
+	// bitmap is in the node's hot fields.
+	n.resetListed()
 	listed := 0
 	for _, rep := range hb.Allocations {
 		k, ok := n.search(rep.ID)
@@ -277,7 +279,7 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 		a := n.allocs[k]
 		switch rep.State {
 		case AllocCompleted, AllocFailed, AllocAborted:
-			if n.marks[k] == mark {
+			if n.isListed(k) {
 				listed-- // listed running, then finished
 			}
 			s.release(sh, n, a, rep.State == AllocCompleted)
@@ -290,18 +292,17 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 				resp.Abort = append(resp.Abort, AbortDecision{Allocation: a.id, Reason: AbortPreemptionTimedOut, Operation: a.op.id})
 				s.release(sh, n, a, false)
 			default:
-				if n.marks[k] != mark {
-					n.marks[k] = mark
+				if n.list(k) {
 					listed++
 				}
 			}
 		}
 	}
 	if usage {
-		s.applyUsage(sh, n, hb, mark)
+		s.applyUsage(sh, n, hb)
 	}
 	if listed < len(n.allocs) {
-		s.finishVanished(sh, n, mark, resp)
+		s.finishVanished(sh, n, resp)
 	}
 
 	if snap := s.snap.Load(); !snap.Total.IsZero() {
@@ -342,12 +343,12 @@ func checkUsage(hb *NodeHeartbeat) error {
 
 // applyUsage makes the usage each report has the usage of its allocation
 // (see Heartbeat), if the heartbeat kept the allocation running (it is
-// marked): the node's and the operation's usage follow and, unless the
+// listed): the node's and the operation's usage follow and, unless the
 // allocation is preempted, the limit counters (without a check: a measured
 // usage is a fact, an excess shows as a limit violation) and the sums of
 // the operation's status lists. Then the lists of every operation whose
 // usage changed are rebalanced, once each (spec.md §4). Shard mutex held.
-func (s *Scheduler) applyUsage(sh *shard, n *node, hb *NodeHeartbeat, mark uint32) {
+func (s *Scheduler) applyUsage(sh *shard, n *node, hb *NodeHeartbeat) {
 	var locked *operation // consecutive allocations of one operation share its lock
 	changed := sh.changed[:0]
 	for i := range hb.Allocations {
@@ -356,7 +357,7 @@ func (s *Scheduler) applyUsage(sh *shard, n *node, hb *NodeHeartbeat, mark uint3
 			continue
 		}
 		k, ok := n.search(rep.ID)
-		if !ok || n.marks[k] != mark {
+		if !ok || !n.isListed(k) {
 			continue
 		}
 		a, u := n.allocs[k], &hb.AllocationUsage[i]
@@ -404,18 +405,17 @@ func (s *Scheduler) applyUsage(sh *shard, n *node, hb *NodeHeartbeat, mark uint3
 }
 
 // finishVanished finishes the allocations of node n that the heartbeat did
-// not list (their mark is not mark) as aborted: a not preempted one is
-// answered with AbortVanished, in ID order (see Heartbeat). Shard mutex
-// held.
-func (s *Scheduler) finishVanished(sh *shard, n *node, mark uint32, resp *Response) {
+// not list as aborted: a not preempted one is answered with AbortVanished,
+// in ID order (see Heartbeat). Shard mutex held.
+func (s *Scheduler) finishVanished(sh *shard, n *node, resp *Response) {
 	for i, a := range n.allocs {
-		if n.marks[i] != mark && !a.preempted {
+		if !n.isListed(i) && !a.preempted {
 			resp.Abort = append(resp.Abort, AbortDecision{Allocation: a.id, Reason: AbortVanished, Operation: a.op.id})
 		}
 	}
 	// From the end: releasing the last allocation moves nothing.
 	for i := len(n.allocs) - 1; i >= 0; i-- {
-		if n.marks[i] != mark {
+		if !n.isListed(i) {
 			s.release(sh, n, n.allocs[i], false)
 		}
 	}
@@ -425,11 +425,11 @@ func (s *Scheduler) finishVanished(sh *shard, n *node, mark uint32, resp *Respon
 // usage is the sum of its allocations, that it exceeds the limits only by
 // preempted allocations (or within the allowed overcommit duration), and
 // that its preemption index holds exactly the not preempted allocations,
-// and that ids (and marks) mirror allocs, ids in increasing order.
+// and that ids mirrors allocs in increasing order.
 func checkNode(n *node) {
 	var u, pu resource.Vec
 	preempted := 0
-	invariants.Check(len(n.ids) == len(n.allocs) && len(n.marks) == len(n.allocs), "node %s: %d ids and %d marks for %d allocations", n.name, len(n.ids), len(n.marks), len(n.allocs))
+	invariants.Check(len(n.ids) == len(n.allocs), "node %s: %d ids for %d allocations", n.name, len(n.ids), len(n.allocs))
 	for i, a := range n.allocs {
 		if n.ids[i] != a.id || i > 0 && n.ids[i-1] >= a.id {
 			invariants.Check(false, "node %s: ids[%d] = %d, allocation %d", n.name, i, n.ids[i], a.id)

@@ -36,18 +36,18 @@ type node struct {
 	tags          []string
 	lastHeartbeat clock.Time
 	seq           uint32
-	// mark is the last heartbeat's mark (see marks).
-	mark uint32
+	// listed is the set of the allocations (by index in allocs) that the
+	// heartbeat being processed listed running; one it did not list is
+	// finished. A bitmap that follows removals (unlist), cleared by each
+	// heartbeat; up to 128 allocations it is listedBuf, among the fields
+	// every heartbeat writes, so that it costs no cache line of its own.
+	listed    []uint64
+	listedBuf [2]uint64
 	// allocs holds the node's allocations sorted by ID (IDs grow with seq);
 	// ids[i] is allocs[i].id, so that finding a reported allocation reads
 	// one contiguous array instead of an allocation per probe.
 	allocs []*allocation
 	ids    []uint64
-	// marks[i] is the mark of the last heartbeat that listed allocs[i]
-	// running (0: none yet; see nextMark): one that does not list it
-	// finishes it. A dense array of the node's, so that marking writes no
-	// allocation.
-	marks []uint32
 	// preemptedUsage is the part of usage held by preempted allocations
 	// that still run: the node is told to stop them, so the preemptive
 	// stages and the overcommit check treat it as free (spec.md §5.5).
@@ -174,14 +174,48 @@ func (n *node) unlinkBucket(a *allocation) {
 	n.bucketN[a.status]--
 }
 
-// nextMark returns a new mark for the allocations a heartbeat lists (never
-// 0, a fresh allocation's mark). Shard mutex held.
-func (n *node) nextMark() uint32 {
-	n.mark++
-	if n.mark == 0 {
-		n.mark = 1
+// resetListed empties the listed set, sized for the node's allocations.
+// It allocates only when the node outgrows every size it had (beyond 128
+// allocations). Shard mutex held.
+func (n *node) resetListed() {
+	if n.listed == nil {
+		n.listed = n.listedBuf[:]
 	}
-	return n.mark
+	w := (len(n.allocs) + 63) >> 6
+	if w > cap(n.listed) {
+		n.listed = make([]uint64, w, 2*w)
+	}
+	n.listed = n.listed[:max(w, 1)]
+	clear(n.listed)
+}
+
+// list adds allocation k to the listed set and reports whether it was not
+// in it.
+func (n *node) list(k int) bool {
+	w, bit := k>>6, uint64(1)<<uint(k&63)
+	if n.listed[w]&bit != 0 {
+		return false
+	}
+	n.listed[w] |= bit
+	return true
+}
+
+// isListed reports whether allocation k is in the listed set.
+func (n *node) isListed(k int) bool { return n.listed[k>>6]&(1<<uint(k&63)) != 0 }
+
+// unlist follows the removal of allocation k from allocs: the bits above
+// k move down by one.
+func (n *node) unlist(k int) {
+	w := k >> 6
+	if w >= len(n.listed) {
+		return
+	}
+	b := uint(k & 63)
+	n.listed[w] = n.listed[w]&(1<<b-1) | n.listed[w]>>(b+1)<<b
+	for j := w + 1; j < len(n.listed); j++ {
+		n.listed[j-1] |= n.listed[j] << 63
+		n.listed[j] >>= 1
+	}
 }
 
 // effectiveUsage is the usage of the allocations that are not preempted.
@@ -258,7 +292,6 @@ func (n *node) search(id uint64) (int, bool) {
 func (n *node) addAlloc(a *allocation) {
 	n.allocs = append(n.allocs, a)
 	n.ids = append(n.ids, a.id)
-	n.marks = append(n.marks, 0)
 }
 
 // removeAlloc drops a from allocs, keeping the ID order.
@@ -271,5 +304,5 @@ func (n *node) removeAlloc(a *allocation) {
 	n.allocs[len(n.allocs)-1] = nil
 	n.allocs = n.allocs[:len(n.allocs)-1]
 	n.ids = append(n.ids[:i], n.ids[i+1:]...)
-	n.marks = append(n.marks[:i], n.marks[i+1:]...)
+	n.unlist(i)
 }

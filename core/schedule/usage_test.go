@@ -3,6 +3,7 @@ package schedule
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -405,5 +406,79 @@ func TestVanishedAtOnce(t *testing.T) {
 	}
 	if info := c.info("a"); info.RunningAllocations != 10 || info.PendingJobs != 2 {
 		t.Errorf("a: %d running, %d pending; want 10, 2", info.RunningAllocations, info.PendingJobs)
+	}
+}
+
+// TestListedSet: the node's listed bitmap follows removals as a slice of
+// flags would, in one word, in the node's two inline words and on the heap.
+func TestListedSet(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, size := range []int{1, 63, 64, 65, 128, 129, 300} {
+		n := &node{}
+		for i := range size {
+			n.addAlloc(&allocation{id: uint64(i + 1)})
+		}
+		n.resetListed()
+		want := make([]bool, size)
+		for len(want) > 0 {
+			k := r.IntN(len(want))
+			if n.list(k) == want[k] {
+				t.Fatalf("size %d: list(%d) says it was listed %v", size, k, !want[k])
+			}
+			want[k] = true
+			if r.IntN(3) == 0 {
+				j := r.IntN(len(want))
+				n.removeAlloc(n.allocs[j])
+				want = append(want[:j], want[j+1:]...)
+			}
+			for i := range want {
+				if n.isListed(i) != want[i] {
+					t.Fatalf("size %d, %d left: allocation %d listed %v, want %v", size, len(want), i, n.isListed(i), want[i])
+				}
+			}
+		}
+		if size > 128 && &n.listed[0] == &n.listedBuf[0] {
+			t.Errorf("size %d: the bitmap is still the inline one", size)
+		}
+	}
+}
+
+// TestVanishedOnABigNode: a node of 300 allocations (its listed set on the
+// heap) completes every 5th and stops listing every 7th of the others:
+// exactly those vanish, in ID order, and start again at once.
+func TestVanishedOnABigNode(t *testing.T) {
+	big := resource.Vec{resource.UserSlots: 300, resource.CPU: cores(300), resource.Memory: 300 * gib}
+	c := newCluster(t, DefaultConfig(), 1, big)
+	c.start(OperationSpec{ID: "a", Tasks: tasks(300, job(1, 1))})
+	c.update()
+	c.heartbeat(0)
+	var reps []AllocationReport
+	var want []uint64
+	for i, a := range c.nodes[0].allocs {
+		switch {
+		case i%5 == 0:
+			reps = append(reps, AllocationReport{ID: a.ID, State: AllocCompleted})
+		case i%7 == 0:
+			want = append(want, a.ID)
+		default:
+			reps = append(reps, a)
+		}
+	}
+	c.resp.Reset()
+	if err := c.s.Heartbeat(c.at(), &NodeHeartbeat{Node: c.nodes[0].name, Limits: big, Allocations: reps}, &c.resp); err != nil {
+		t.Fatal(err)
+	}
+	var got []uint64
+	for _, ab := range c.resp.Abort {
+		if ab.Reason != AbortVanished {
+			t.Fatalf("abort %+v", ab)
+		}
+		got = append(got, ab.Allocation)
+	}
+	if !slices.Equal(got, want) || len(c.resp.Start) != len(want) {
+		t.Fatalf("vanished %v, want %v; %d started", got, want, len(c.resp.Start))
+	}
+	if info := c.info("a"); info.RunningAllocations != 240 || info.CompletedJobs != 60 || info.PendingJobs != 0 {
+		t.Errorf("a: %d running, %d completed, %d pending; want 240, 60, 0", info.RunningAllocations, info.CompletedJobs, info.PendingJobs)
 	}
 }
