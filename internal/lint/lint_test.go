@@ -106,6 +106,13 @@ var rules = []rule{
 		why:        "core/resource is the leaf of the core",
 	},
 	{
+		from:       []string{mod("core/tagfilter")},
+		to:         []string{module},
+		allow:      []string{mod("core/tagfilter")},
+		transitive: true,
+		why:        "core/tagfilter is a leaf: the tree, the scheduler and the decoders share its filters",
+	},
+	{
 		// Every layer of the core and the decoders share its error type.
 		from:       []string{mod("core/apierr")},
 		to:         []string{module},
