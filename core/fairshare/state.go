@@ -47,6 +47,7 @@ const (
 type opRaw struct {
 	demand, usage resource.Vec
 	limits        tree.PartialVec
+	nodes         tree.NodeLimits
 	weight        tree.OptFloat
 	gang          bool
 	valid         bool

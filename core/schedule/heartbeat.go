@@ -193,7 +193,7 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 	}
 	n.limits = hb.Limits
 	n.lastHeartbeat = now
-	n.tags = append(n.tags[:0], hb.Tags...)
+	n.setTags(hb.Tags)
 
 	for _, rep := range hb.Allocations {
 		a := n.find(rep.ID)

@@ -31,6 +31,7 @@ type node struct {
 	limits        resource.Vec
 	usage         resource.Vec // sum of its allocations' resources
 	tags          []string
+	tagMatch      tagMatch // which filter classes the tags match (tags.go)
 	lastHeartbeat clock.Time
 	seq           uint32
 	// allocs holds the node's allocations sorted by ID (IDs grow with seq);

@@ -5,6 +5,7 @@ import (
 
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/tagfilter"
 	"github.com/fairsched/fairsched/core/tree"
 )
 
@@ -76,6 +77,9 @@ type OperationSpec struct {
 	// NonPreemptibleResourceUsageThreshold may only lower the inherited
 	// threshold, per resource (spec.md §4, §8.4).
 	NonPreemptibleResourceUsageThreshold tree.PartialVec
+	// SchedulingTagFilter restricts the operation to the nodes it matches,
+	// besides its pools' filters (spec.md §1.3, §5.2).
+	SchedulingTagFilter tagfilter.Filter
 
 	Tasks []TaskSpec
 }
@@ -113,6 +117,7 @@ type operation struct {
 	own *limitCounter
 
 	starvation starvationState // control plane only
+	best       bestShare       // control plane only (tags.go)
 	fsGen      uint64          // the fair-share update that last saw it
 	startTime  clock.Time
 

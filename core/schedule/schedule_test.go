@@ -51,6 +51,7 @@ type loggedAbort struct {
 type simNode struct {
 	name   string
 	limits resource.Vec
+	tags   []string
 	allocs []AllocationReport
 	meta   []simAlloc // parallel to allocs
 }
@@ -105,7 +106,7 @@ func (c *cluster) heartbeat(i int) {
 		}
 	}
 	c.resp.Reset()
-	hb := NodeHeartbeat{Node: n.name, Limits: n.limits, Allocations: n.allocs}
+	hb := NodeHeartbeat{Node: n.name, Limits: n.limits, Tags: n.tags, Allocations: n.allocs}
 	if err := c.s.Heartbeat(c.at(), &hb, &c.resp); err != nil {
 		c.t.Fatalf("heartbeat of %s: %v", n.name, err)
 	}

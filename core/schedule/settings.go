@@ -129,6 +129,8 @@ var settings = []Setting{
 		60*clock.Second, 0, maxSeconds, "The same for graceful preemption."),
 	duration("allowed_node_resources_overcommit_duration_s", func(c *Config) *clock.Duration { return &c.AllowedNodeResourcesOvercommitDuration },
 		0, 0, maxSeconds, "How long a node's usage may exceed its limits before allocations are aborted."),
+	duration("best_allocation_share_update_period_s", func(c *Config) *clock.Duration { return &c.BestAllocationShareUpdatePeriod },
+		60*clock.Second, 0, maxSeconds, "How often an operation's best allocation share (the part of the cluster whole allocations of its size can use) is recomputed; also whenever its nodes' memory sizes change."),
 	boolean("allow_aggressive_preemption", func(c *Config) *bool { return &c.AllowAggressivePreemption },
 		true, "The root's allow_aggressive_preemption, inherited by pools that set none."),
 	boolean("enable_guarantee_priority_scheduling", func(c *Config) *bool { return &c.EnableGuaranteePriorityScheduling },

@@ -56,6 +56,7 @@ type Tree struct {
 
 	pools     []PoolConfig
 	poolOwner []ID
+	poolNodes []NodeLimits // by pool slot
 	ops       []opState
 	opOwner   []ID
 
@@ -75,6 +76,7 @@ type opState struct {
 	demand  resource.Vec
 	usage   resource.Vec
 	pending int64 // pending job count, a FIFO sort key
+	nodes   NodeLimits
 }
 
 // New returns a tree holding only the root pool, configured by root.
@@ -155,6 +157,44 @@ func (t *Tree) SetPendingJobCount(id ID, n int64) {
 	o.pending = n
 	// Only FIFO order depends on it; the parent re-sorts when its child is dirty.
 	t.markDirty(id)
+}
+
+// NodeLimits is what the cluster's nodes allow an element, besides its
+// configured resource limits (spec.md §1.3, §1.5). The scheduler computes
+// it from its nodes before each fair-share update; the zero value limits
+// nothing.
+type NodeLimits struct {
+	// TagFilter is the total resources of the nodes that match the
+	// element's own scheduling tag filter; empty when it has none.
+	TagFilter PartialVec
+	// BestAllocationShare (operations only, when HasBestAllocationShare)
+	// is the share of the cluster the operation's allocations could use
+	// given how many of them fit on each node (spec.md §1.5).
+	BestAllocationShare    resource.Share
+	HasBestAllocationShare bool
+}
+
+// NodeLimits returns the element's node limits (see SetNodeLimits).
+func (t *Tree) NodeLimits(id ID) NodeLimits {
+	if t.kind[id] == KindOperation {
+		return t.ops[t.slot[id]].nodes
+	}
+	return t.poolNodes[t.slot[id]]
+}
+
+// SetNodeLimits sets an element's node limits; an operation whose limits
+// change is marked dirty. The root's are ignored by the fair-share update
+// (the total is the root's limit).
+func (t *Tree) SetNodeLimits(id ID, l NodeLimits) {
+	if t.kind[id] != KindOperation {
+		t.poolNodes[t.slot[id]] = l
+		return
+	}
+	o := &t.ops[t.slot[id]]
+	if o.nodes != l {
+		o.nodes = l
+		t.markDirty(id)
+	}
 }
 
 // SetOperationWeight sets an operation's runtime weight.
@@ -276,11 +316,12 @@ func (t *Tree) allocPoolSlot(owner ID, c PoolConfig) int32 {
 	if n := len(t.freePoolSlots); n > 0 {
 		s := t.freePoolSlots[n-1]
 		t.freePoolSlots = t.freePoolSlots[:n-1]
-		t.pools[s], t.poolOwner[s] = c, owner
+		t.pools[s], t.poolOwner[s], t.poolNodes[s] = c, owner, NodeLimits{}
 		return s
 	}
 	t.pools = append(t.pools, c)
 	t.poolOwner = append(t.poolOwner, owner)
+	t.poolNodes = append(t.poolNodes, NodeLimits{})
 	return int32(len(t.pools) - 1)
 }
 
