@@ -192,7 +192,7 @@ type tagState struct {
 	// at is the tree structure version class and own were computed at.
 	at    uint64
 	valid bool
-	gen   uint64 // the last table generation handed out
+	gen   uint64  // the last table generation handed out
 	class []int32 // by tree.ID: filter class (0: none)
 	own   []int32 // by tree.ID: own filter index (-1: none)
 	// pools lists the pools with a filter; limited, those whose node
