@@ -199,6 +199,9 @@ func (t *Tree) setPool(m *Mutation) (func(), error) {
 	if id == Root && m.Pool.Mode == ModeFIFO {
 		return nil, errorf(CodeInvalidValue, "mode", "cannot make the root pool fifo: the root is always fair_share")
 	}
+	if id == Root && !m.Pool.SchedulingTagFilter.IsEmpty() {
+		return nil, errorf(CodeInvalidValue, "scheduling_tag_filter", "cannot give the root pool a scheduling_tag_filter: the root holds every node")
+	}
 	if m.Pool.Mode == ModeFIFO && t.childPools[id] > 0 {
 		return nil, errorf(CodeFifoChildPool, "mode", "cannot make pool %q fifo: it has child pools", m.Name)
 	}

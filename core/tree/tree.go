@@ -16,6 +16,7 @@ package tree
 
 import (
 	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/tagfilter"
 )
 
 // ID identifies an element of the tree.
@@ -80,10 +81,11 @@ type opState struct {
 }
 
 // New returns a tree holding only the root pool, configured by root.
-// The root is always in fair-share mode (spec.md §1.3): a fifo mode in root
-// is ignored.
+// The root is always in fair-share mode (spec.md §1.3) and holds every
+// node: a fifo mode or a scheduling tag filter in root is ignored.
 func New(root PoolConfig) *Tree {
 	root.Mode = ModeFairShare
+	root.SchedulingTagFilter = tagfilter.Filter{}
 	t := &Tree{byName: make(map[string]ID)}
 	id := t.allocID(KindRoot, RootName)
 	t.slot[id] = t.allocPoolSlot(id, root)
