@@ -223,7 +223,9 @@ type NodeInfo struct {
 	// that have not stopped yet.
 	PreemptedUsage resource.Vec
 	LastHeartbeat  clock.Time
-	Allocations    []AllocationInfo
+	// Tags are the tags of its last heartbeat (a copy).
+	Tags        []string
+	Allocations []AllocationInfo
 }
 
 // AllocationInfo is one allocation of a node.
@@ -250,7 +252,8 @@ func (s *Scheduler) Node(name string) (NodeInfo, bool) {
 	if n == nil {
 		return NodeInfo{}, false
 	}
-	info := NodeInfo{Name: n.name, Limits: n.limits, Usage: n.usage, PreemptedUsage: n.preemptedUsage, LastHeartbeat: n.lastHeartbeat}
+	info := NodeInfo{Name: n.name, Limits: n.limits, Usage: n.usage, PreemptedUsage: n.preemptedUsage, LastHeartbeat: n.lastHeartbeat,
+		Tags: slices.Clone(n.tags)}
 	info.Allocations = make([]AllocationInfo, 0, len(n.allocs))
 	n.idxMu.Lock()
 	for _, a := range n.allocs {

@@ -80,7 +80,7 @@ type SyntaxError struct {
 }
 
 func (e *SyntaxError) Error() string {
-	return "cannot parse scheduling tag filter " + strconv.Quote(e.Formula) + ": " + e.Msg + " at offset " + strconv.Itoa(e.Offset)
+	return "cannot parse scheduling tag filter " + strconv.Quote(e.Formula) + " at offset " + strconv.Itoa(e.Offset) + ": " + e.Msg
 }
 
 // IsEmpty reports whether f is the empty filter (it matches every node).
