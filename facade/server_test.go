@@ -127,7 +127,7 @@ func (ts *testServer) must(want int, method, path, body string) map[string]any {
 type simNode struct {
 	name     string
 	limits   string
-	tags     []string // nil: ["ssd"]
+	tags     []string          // nil: ["ssd"]
 	running  map[string]string // allocation id → operation id
 	finished map[string]string // allocation id → state to report once
 	preempts []map[string]any  // every preemption received
