@@ -40,6 +40,7 @@ type simNode struct {
 	name      string
 	limits    resource.Vec
 	stopDelay float64 // < 0: never stops a preempted allocation
+	tags      []string
 	allocs    []schedule.AllocationReport
 	meta      []simAlloc // parallel to allocs
 }
@@ -154,7 +155,7 @@ func (c *Cluster) heartbeat(i int) error {
 		}
 	}
 	c.resp.Reset()
-	hb := schedule.NodeHeartbeat{Node: n.name, Limits: n.limits, Allocations: n.allocs}
+	hb := schedule.NodeHeartbeat{Node: n.name, Limits: n.limits, Tags: n.tags, Allocations: n.allocs}
 	if err := c.s.Heartbeat(coreTime(c.now), &hb, &c.resp); err != nil {
 		return errorf("heartbeat of %s: %v", n.name, err)
 	}
