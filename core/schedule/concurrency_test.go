@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/tagfilter"
 	"github.com/fairsched/fairsched/core/tree"
 )
 
@@ -61,7 +63,7 @@ func TestConcurrentHeartbeatsKeepInvariants(t *testing.T) {
 	// Register the nodes, then publish a first snapshot.
 	var resp Response
 	for i := range nodes {
-		if err := s.Heartbeat(0, &NodeHeartbeat{Node: fmt.Sprintf("n%d", i), Limits: node}, &resp); err != nil {
+		if err := s.Heartbeat(0, &NodeHeartbeat{Node: fmt.Sprintf("n%d", i), Limits: node, Tags: nodeTags(i)}, &resp); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -70,6 +72,7 @@ func TestConcurrentHeartbeatsKeepInvariants(t *testing.T) {
 	var (
 		mu          sync.Mutex
 		preemptions = map[PreemptReason]int{}
+		heavyStarts atomic.Int64
 	)
 	type workerState struct {
 		r         *rand.Rand
@@ -95,9 +98,17 @@ func TestConcurrentHeartbeatsKeepInvariants(t *testing.T) {
 				}
 			}
 			resp.Reset()
-			if err := s.Heartbeat(clock.FromSeconds(float64(round)), &NodeHeartbeat{Node: name, Limits: node, Allocations: reports}, resp); err != nil {
+			if err := s.Heartbeat(clock.FromSeconds(float64(round)), &NodeHeartbeat{Node: name, Limits: node, Tags: nodeTags(i), Allocations: reports}, resp); err != nil {
 				t.Error(err)
 				return
+			}
+			for _, st := range resp.Start {
+				if st.Operation == "heavy" {
+					heavyStarts.Add(1)
+					if len(nodeTags(i)) == 0 {
+						t.Errorf("allocation %d of heavy, whose filter is gpu, started on %s without tags", st.Allocation, name)
+					}
+				}
 			}
 			kept := reports[:0]
 			for _, a := range reports {
@@ -137,12 +148,19 @@ func TestConcurrentHeartbeatsKeepInvariants(t *testing.T) {
 			s.AbortOperation(ops[0])
 		case 20:
 			// A heavy operation appears and starves.
-			s.StartOperation(clock.FromSeconds(float64(round)), OperationSpec{Pool: "b", Weight: tree.Some(4), Tasks: []TaskSpec{{JobCount: 2000, Resources: job(2, 2)}}})
+			// Its filter lets it only on the gpu nodes.
+			s.StartOperation(clock.FromSeconds(float64(round)), OperationSpec{ID: "heavy", Pool: "b", Weight: tree.Some(4), Tasks: []TaskSpec{{JobCount: 2000, Resources: job(2, 2)}},
+				SchedulingTagFilter: tagfilter.MustParse("gpu")})
 		case 30:
 			// Lower pool a's limits below its usage: limit violations.
 			lower := limit
 			lower[resource.CPU] = cores(16)
 			if _, err := s.ApplyPools(tree.Mutation{Kind: tree.SetPool, Name: "a", Pool: tree.PoolConfig{ResourceLimits: tree.Full(lower)}}); err != nil {
+				t.Error(err)
+			}
+		case 35:
+			// A filter on pool b: new filter classes while heartbeats run.
+			if _, err := s.ApplyPools(tree.Mutation{Kind: tree.SetPool, Name: "b", Pool: tree.PoolConfig{Weight: tree.Some(2), SchedulingTagFilter: tagfilter.MustParse("gpu | !gpu")}}); err != nil {
 				t.Error(err)
 			}
 		case 40:
@@ -175,6 +193,9 @@ func TestConcurrentHeartbeatsKeepInvariants(t *testing.T) {
 	t.Logf("preemptions by reason: %v", preemptions)
 	if preemptions[PreemptForStarving]+preemptions[PreemptForStarvingAncestor] == 0 || preemptions[PreemptGraceful] == 0 {
 		t.Errorf("preemptions %v: want some for starvation and some graceful ones", preemptions)
+	}
+	if heavyStarts.Load() == 0 {
+		t.Error("heavy never started an allocation")
 	}
 
 	// Invariants.
@@ -365,4 +386,13 @@ func checkQuiescent(t *testing.T, s *Scheduler) {
 		}
 		sh.mu.Unlock()
 	}
+}
+
+// nodeTags are node i's tags in the concurrency test: every other node is a
+// gpu node.
+func nodeTags(i int) []string {
+	if i%2 == 0 {
+		return []string{"gpu"}
+	}
+	return nil
 }
