@@ -89,6 +89,7 @@ func New(t *tree.Tree, cfg Config) *Scheduler {
 		s.shards[i].index = i
 	}
 	s.snap.Store(&Snapshot{})
+	s.countPoolFilters() // t may come with pools
 	return s
 }
 
