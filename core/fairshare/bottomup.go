@@ -30,21 +30,22 @@ func (u *Updater) updateOperations() {
 	for _, id := range u.opIDs {
 		raw := &u.opRaw[id]
 		spec := u.tree.Operation(id)
-		demand, usage, nodes := u.tree.Demand(id), u.tree.Usage(id), u.tree.NodeLimits(id)
+		demand, usage, nodesGen := u.tree.Demand(id), u.tree.Usage(id), u.tree.NodeLimitsGen(id)
 		if !raw.valid || raw.weight != spec.Weight {
 			raw.weight = spec.Weight
 			u.setWeight(id, spec.Weight.Or(1))
 			u.opIn[u.pos[id]].weightChanged = true
 		}
 		if raw.valid && sameEnv && raw.demand == demand && raw.usage == usage &&
-			raw.limits == spec.ResourceLimits && raw.nodes == nodes && raw.gang == spec.IsGang {
+			raw.limits == spec.ResourceLimits && raw.nodesGen == nodesGen && raw.gang == spec.IsGang {
 			continue
 		}
-		raw.demand, raw.usage, raw.limits, raw.nodes, raw.gang, raw.valid = demand, usage, spec.ResourceLimits, nodes, spec.IsGang, true
+		raw.demand, raw.usage, raw.limits, raw.nodesGen, raw.gang, raw.valid = demand, usage, spec.ResourceLimits, nodesGen, spec.IsGang, true
 		in := &u.opIn[u.pos[id]]
 		in.usage, in.demand = usage, demand.Max(usage)
 		in.gang, in.changed = spec.IsGang, true
 		a := &u.attrs[id]
+		nodes := u.tree.NodeLimits(id)
 		a.LimitsShare = limitsShare(spec.ResourceLimits, &nodes, total)
 		a.StrongGuaranteeShare = resource.Share{}
 		if usage.IsZero() {

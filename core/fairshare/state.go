@@ -47,7 +47,7 @@ const (
 type opRaw struct {
 	demand, usage resource.Vec
 	limits        tree.PartialVec
-	nodes         tree.NodeLimits
+	nodesGen      uint64 // tree.NodeLimitsGen
 	weight        tree.OptFloat
 	gang          bool
 	valid         bool

@@ -108,6 +108,9 @@ type operation struct {
 	// retired is set by the control plane when it removed the operation
 	// from the tree and the limits.
 	retired bool
+	// best is its best allocation share (control plane only, tags.go),
+	// next to what the update reads of every operation.
+	best bestShare
 	// limited holds the usage counters of the operation itself and of every
 	// ancestor pool with specified resource limits, checked and charged
 	// when an allocation starts (spec.md §5.2 precommit).
@@ -117,7 +120,6 @@ type operation struct {
 	own *limitCounter
 
 	starvation starvationState // control plane only
-	best       bestShare       // control plane only (tags.go)
 	fsGen      uint64          // the fair-share update that last saw it
 	startTime  clock.Time
 

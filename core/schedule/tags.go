@@ -128,6 +128,10 @@ type tagMatch struct {
 	bits  []uint64 // the node's tags, as the table's bits
 	known []uint64 // classes evaluated, one bit each
 	match []uint64 // classes matched, one bit each
+	// sweptLimits are the limits the last collectNodes saw; retagged is
+	// set when the tags changed since.
+	sweptLimits resource.Vec
+	retagged    bool
 }
 
 // setTags records the tags a node reported. The memo survives a heartbeat
@@ -138,6 +142,7 @@ func (n *node) setTags(tags []string) {
 	}
 	n.tags = append(n.tags[:0], tags...)
 	n.tagMatch.gen = 0
+	n.tagMatch.retagged = true
 }
 
 // matches reports whether node n matches every filter of class c of table
@@ -202,8 +207,12 @@ type tagState struct {
 	// filter: with none, nothing of this runs.
 	poolFilters, opFilters int
 
-	// From the last node sweep.
-	totals   []resource.Vec // by own filter: resources of the matching nodes
+	// From the last collectNodes, which runs when a node came, went or
+	// changed its limits or tags, or the table changed.
+	collected  bool
+	sweptTable *tagTable
+	sweptCount int
+	totals     []resource.Vec // by own filter: resources of the matching nodes
 	nodeMem  []int64        // every registered node's memory
 	nodeOwn  []uint64       // per node, ownWords words: own filters it matches
 	ownWords int
@@ -327,8 +336,29 @@ func (s *Scheduler) assignClasses(tb *tagTable, add bool) bool {
 	return ok && (add || len(tb.classes) <= 2*live+16)
 }
 
-// sweepTags is the part of the node sweep (shard mutex held) that
-// records node n for the tag-filter limits and the memory distributions.
+// collectNodes records every node for the tag-filter limits and the memory
+// distributions, when sweepNodes found a change (see tagState): in steady
+// state the sweep does no work per node for them.
+func (s *Scheduler) collectNodes() {
+	ts := &s.tags
+	fp := ts.beginSweep()
+	count := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for _, n := range sh.nodes {
+			ts.sweepTags(n, fp)
+			n.tagMatch.sweptLimits, n.tagMatch.retagged = n.limits, false
+			count++
+		}
+		sh.mu.Unlock()
+	}
+	ts.endSweep(fp)
+	ts.collected, ts.sweptTable, ts.sweptCount = true, ts.table, count
+}
+
+// sweepTags is the part of collectNodes (shard mutex held) that records
+// node n for the tag-filter limits and the memory distributions.
 func (ts *tagState) sweepTags(n *node, fp []uint64) {
 	mem := n.limits[resource.Memory]
 	ts.nodeMem = append(ts.nodeMem, mem)

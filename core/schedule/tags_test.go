@@ -138,6 +138,14 @@ func TestBestAllocationShare(t *testing.T) {
 	if got := c.info(x).BestAllocationShare[resource.Memory]; got != 300.0/600 {
 		t.Errorf("with a second 200-byte node: best allocation share in memory %v, want 0.5", got)
 	}
+	// So does a node that reports other limits: a1 grows to 150 bytes.
+	c.now++
+	c.nodes[0].limits = vec(10, 10, 150)
+	c.heartbeat(0)
+	c.update()
+	if got := c.info(x).BestAllocationShare[resource.Memory]; got != 450.0/650 {
+		t.Errorf("with a1 at 150 bytes: best allocation share in memory %v, want 450/650", got)
+	}
 }
 
 // TestBestAllocationSharePeriod: tasks of different sizes combine through

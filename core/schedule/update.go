@@ -330,12 +330,14 @@ func (s *Scheduler) forgetPools(seen int) {
 
 // sweepNodes unregisters nodes silent for longer than the heartbeat timeout
 // (their allocations count as aborted and their jobs return to pending) and
-// returns the total resources of the remaining nodes; it records them for
-// the scheduling-tag-filter limits and the best allocation shares too
-// (tags.go).
+// returns the total resources of the remaining nodes; when a node came,
+// went or changed, it records them for the scheduling-tag-filter limits and
+// the best allocation shares too (collectNodes).
 func (s *Scheduler) sweepNodes(now clock.Time) resource.Vec {
 	var total resource.Vec
-	fp := s.tags.beginSweep()
+	ts := &s.tags
+	changed := !ts.collected || ts.table != ts.sweptTable
+	count := 0
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
@@ -345,13 +347,17 @@ func (s *Scheduler) sweepNodes(now clock.Time) resource.Vec {
 					s.release(sh, n, n.allocs[len(n.allocs)-1], false)
 				}
 				delete(sh.nodes, name)
+				changed = true
 				continue
 			}
 			total = total.Add(n.limits)
-			s.tags.sweepTags(n, fp)
+			count++
+			changed = changed || n.tagMatch.retagged || n.tagMatch.sweptLimits != n.limits
 		}
 		sh.mu.Unlock()
 	}
-	s.tags.endSweep(fp)
+	if changed || count != ts.sweptCount {
+		s.collectNodes()
+	}
 	return total
 }

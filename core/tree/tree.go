@@ -68,6 +68,7 @@ type Tree struct {
 	byName map[string]ID
 
 	structVersion uint64
+	nodesSeq      uint64 // last opState.nodesGen handed out
 	dirty         []ID
 	isDirty       []bool
 }
@@ -78,6 +79,8 @@ type opState struct {
 	usage   resource.Vec
 	pending int64 // pending job count, a FIFO sort key
 	nodes   NodeLimits
+	// nodesGen changes whenever nodes does (unique across operations).
+	nodesGen uint64
 }
 
 // New returns a tree holding only the root pool, configured by root.
@@ -195,9 +198,15 @@ func (t *Tree) SetNodeLimits(id ID, l NodeLimits) {
 	o := &t.ops[t.slot[id]]
 	if o.nodes != l {
 		o.nodes = l
+		t.nodesSeq++
+		o.nodesGen = t.nodesSeq
 		t.markDirty(id)
 	}
 }
+
+// NodeLimitsGen returns a number that changes whenever operation id's node
+// limits do, so that a reader can tell without comparing them.
+func (t *Tree) NodeLimitsGen(id ID) uint64 { return t.ops[t.slot[id]].nodesGen }
 
 // SetOperationWeight sets an operation's runtime weight.
 func (t *Tree) SetOperationWeight(id ID, w OptFloat) error {
