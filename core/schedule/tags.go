@@ -213,9 +213,9 @@ type tagState struct {
 	sweptTable *tagTable
 	sweptCount int
 	totals     []resource.Vec // by own filter: resources of the matching nodes
-	nodeMem  []int64        // every registered node's memory
-	nodeOwn  []uint64       // per node, ownWords words: own filters it matches
-	ownWords int
+	nodeMem    []int64        // every registered node's memory
+	nodeOwn    []uint64       // per node, ownWords words: own filters it matches
+	ownWords   int
 	// dists are the memory distributions of the best allocation share:
 	// [0] of every node, [1+k] of the nodes that match own filter k.
 	dists   []memDist
