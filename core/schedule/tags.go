@@ -448,40 +448,56 @@ func (ts *tagState) dist(f int) *memDist {
 
 // bestShare is an operation's best allocation share (control plane only).
 type bestShare struct {
-	share resource.Share
+	// What the update checks first (one cache line with operation.retired).
 	valid bool
 	at    clock.Time // when it was computed
 	gen   uint64     // the generation of the memory distribution it used
+	// swept is the collection (tagState.sweep) whose tag-filter resources
+	// the tree has, for an operation with a filter.
+	swept uint64
+	share resource.Share
 }
 
 // nodeLimits returns what the nodes allow operation o at an update at now
 // with demand (spec.md §1.3, §1.5): the resources of the nodes that match
 // its own filter, and its best allocation share, recomputed when it has
 // none yet, when best_allocation_share_update_period passed since it was,
-// or when the memory distribution of its nodes changed.
+// or when the memory distribution of its nodes changed; and whether they
+// changed since the tree got them (else the caller need not set them: in
+// steady state this reads a few fields next to operation.retired).
 //
 // NB: the reference recomputes only by the period, and only once the node
 // set is stable (node_reconnection_timeout after the scheduler connects);
 // fairsched has no such delay, so a share computed while nodes were still
 // registering (or leaving) is redone as soon as their sizes change.
-func (s *Scheduler) nodeLimits(o *operation, demand resource.Vec, now clock.Time) tree.NodeLimits {
+func (s *Scheduler) nodeLimits(o *operation, demand resource.Vec, now clock.Time) (tree.NodeLimits, bool) {
 	ts := &s.tags
-	var l tree.NodeLimits
-	f := 0
+	f, k := 0, int32(-1)
 	if ts.table != nil {
-		if k := ts.own[o.treeID]; k >= 0 {
-			l.TagFilter = tree.Full(ts.totals[k])
+		if k = ts.own[o.treeID]; k >= 0 {
 			f = 1 + int(k)
 		}
 	}
 	b := &o.best
 	d := &ts.dists[f]
+	changed := false
 	if !b.valid || b.gen != d.gen || now.Sub(b.at) >= s.cfg.BestAllocationShareUpdatePeriod {
-		b.share = bestAllocationShare(demand, s.total, ts.dist(f).pairs)
-		b.valid, b.gen, b.at = true, d.gen, now
+		share := bestAllocationShare(demand, s.total, ts.dist(f).pairs)
+		changed = !b.valid || share != b.share
+		b.share, b.valid, b.gen, b.at = share, true, d.gen, now
 	}
-	l.BestAllocationShare, l.HasBestAllocationShare = b.share, true
-	return l
+	if k >= 0 && b.swept != ts.sweep {
+		// The resources of the filter's nodes may have changed.
+		b.swept, changed = ts.sweep, true
+	}
+	if !changed {
+		return tree.NodeLimits{}, false
+	}
+	l := tree.NodeLimits{BestAllocationShare: b.share, HasBestAllocationShare: true}
+	if k >= 0 {
+		l.TagFilter = tree.Full(ts.totals[k])
+	}
+	return l, true
 }
 
 // bestAllocationShare is spec.md §1.5 (the reference's

@@ -100,7 +100,9 @@ func (s *Scheduler) UpdateFairShare(now clock.Time) {
 			demand := o.demand()
 			t.SetDemandUsage(o.treeID, demand, o.Usage())
 			t.SetPendingJobCount(o.treeID, o.pendingJobs())
-			t.SetNodeLimits(o.treeID, s.nodeLimits(o, demand, now))
+			if l, changed := s.nodeLimits(o, demand, now); changed {
+				t.SetNodeLimits(o.treeID, l)
+			}
 		} else {
 			t.SetDemandUsage(o.treeID, resource.Vec{}, resource.Vec{})
 		}

@@ -78,9 +78,10 @@ type opState struct {
 	demand  resource.Vec
 	usage   resource.Vec
 	pending int64 // pending job count, a FIFO sort key
-	nodes   NodeLimits
-	// nodesGen changes whenever nodes does (unique across operations).
+	// nodesGen changes whenever nodes does (unique across operations); it
+	// sits next to what the fair-share update reads of every operation.
 	nodesGen uint64
+	nodes    NodeLimits
 }
 
 // New returns a tree holding only the root pool, configured by root.
