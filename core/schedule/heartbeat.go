@@ -191,7 +191,7 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 		n.index = s.registry.add(hb.Node)
 		sh.nodes[hb.Node] = n
 	}
-	n.limits = hb.Limits
+	n.setLimits(hb.Limits)
 	n.lastHeartbeat = now
 	n.setTags(hb.Tags)
 

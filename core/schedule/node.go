@@ -31,9 +31,11 @@ type node struct {
 	limits        resource.Vec
 	usage         resource.Vec // sum of its allocations' resources
 	tags          []string
-	tagMatch      tagMatch // which filter classes the tags match (tags.go)
 	lastHeartbeat clock.Time
-	seq           uint32
+	// tagMatch: which filter classes the tags match (tags.go); its first
+	// fields share lastHeartbeat's cache line, which the sweep reads.
+	tagMatch tagMatch
+	seq      uint32
 	// allocs holds the node's allocations sorted by ID (IDs grow with seq);
 	// ids[i] is allocs[i].id, so that finding a reported allocation reads
 	// one contiguous array instead of an allocation per probe.

@@ -121,17 +121,31 @@ func (tb *tagTable) class(parent, own int32, add bool) int32 {
 	return c
 }
 
-// tagMatch is a node's memo of which filter classes it matches (shard
-// mutex).
+// tagMatch is a node's state for filters and node limits (shard mutex):
+// small, since the sweep reads it of every node.
 type tagMatch struct {
+	// changed is set when the node's limits or tags changed since the
+	// last collectNodes.
+	changed bool
+	// memo is which filter classes the node matches; nil until a class is
+	// first evaluated on it.
+	memo *tagMemo
+}
+
+// tagMemo is a node's memo of which filter classes it matches.
+type tagMemo struct {
 	gen   uint64   // the table the memo is for; 0: none
 	bits  []uint64 // the node's tags, as the table's bits
 	known []uint64 // classes evaluated, one bit each
 	match []uint64 // classes matched, one bit each
-	// sweptLimits are the limits the last collectNodes saw; retagged is
-	// set when the tags changed since.
-	sweptLimits resource.Vec
-	retagged    bool
+}
+
+// setLimits records the limits a node reported.
+func (n *node) setLimits(l resource.Vec) {
+	if n.limits != l {
+		n.limits = l
+		n.tagMatch.changed = true
+	}
 }
 
 // setTags records the tags a node reported. The memo survives a heartbeat
@@ -141,18 +155,24 @@ func (n *node) setTags(tags []string) {
 		return
 	}
 	n.tags = append(n.tags[:0], tags...)
-	n.tagMatch.gen = 0
-	n.tagMatch.retagged = true
+	n.tagMatch.changed = true
+	if n.tagMatch.memo != nil {
+		n.tagMatch.memo.gen = 0
+	}
 }
 
 // matches reports whether node n matches every filter of class c of table
 // tb. Shard mutex held; it allocates only when the memo grows (a node's
-// first table, or a table with more tags or classes).
+// first filter, a table with more tags or classes).
 func (n *node) matches(tb *tagTable, c int32) bool {
 	if c == 0 {
 		return true
 	}
-	m := &n.tagMatch
+	m := n.tagMatch.memo
+	if m == nil {
+		m = &tagMemo{} // NB: allocates once per node
+		n.tagMatch.memo = m
+	}
 	if m.gen != tb.gen {
 		m.reset(tb, n.tags)
 	}
@@ -168,7 +188,7 @@ func (n *node) matches(tb *tagTable, c int32) bool {
 	return m.match[w]&b != 0
 }
 
-func (m *tagMatch) reset(tb *tagTable, tags []string) {
+func (m *tagMemo) reset(tb *tagTable, tags []string) {
 	m.gen = tb.gen
 	m.bits = resetWords(m.bits, tb.words)
 	for _, t := range tags {
@@ -348,7 +368,7 @@ func (s *Scheduler) collectNodes() {
 		sh.mu.Lock()
 		for _, n := range sh.nodes {
 			ts.sweepTags(n, fp)
-			n.tagMatch.sweptLimits, n.tagMatch.retagged = n.limits, false
+			n.tagMatch.changed = false
 			count++
 		}
 		sh.mu.Unlock()

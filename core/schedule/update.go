@@ -354,7 +354,7 @@ func (s *Scheduler) sweepNodes(now clock.Time) resource.Vec {
 			}
 			total = total.Add(n.limits)
 			count++
-			changed = changed || n.tagMatch.retagged || n.tagMatch.sweptLimits != n.limits
+			changed = changed || n.tagMatch.changed
 		}
 		sh.mu.Unlock()
 	}

@@ -289,7 +289,7 @@ func (t *Tree) removeOperation(m *Mutation) (func(), error) {
 		return nil, err
 	}
 	p, prev := t.parent[id], t.prevSibling[id]
-	st := t.ops[t.slot[id]]
+	st, nodes := t.ops[t.slot[id]], t.opNodes[t.slot[id]]
 	t.dropOperation(id)
 	return func() {
 		nid := t.allocID(KindOperation, m.Name)
@@ -297,6 +297,7 @@ func (t *Tree) removeOperation(m *Mutation) (func(), error) {
 			panic("BUG: undo of RemoveOperation did not get its ID back")
 		}
 		t.slot[id] = t.allocOpSlot(id, st)
+		t.opNodes[t.slot[id]] = nodes
 		t.byName[m.Name] = id
 		t.relink(id, p, prev)
 		t.structVersion++

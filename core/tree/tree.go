@@ -59,6 +59,7 @@ type Tree struct {
 	poolOwner []ID
 	poolNodes []NodeLimits // by pool slot
 	ops       []opState
+	opNodes   []NodeLimits // by operation slot
 	opOwner   []ID
 
 	freeIDs       []ID
@@ -78,10 +79,10 @@ type opState struct {
 	demand  resource.Vec
 	usage   resource.Vec
 	pending int64 // pending job count, a FIFO sort key
-	// nodesGen changes whenever nodes does (unique across operations); it
-	// sits next to what the fair-share update reads of every operation.
+	// nodesGen changes whenever the operation's node limits (Tree.opNodes,
+	// kept apart: the fair-share update reads them only when they change)
+	// do; unique across operations.
 	nodesGen uint64
-	nodes    NodeLimits
 }
 
 // New returns a tree holding only the root pool, configured by root.
@@ -183,7 +184,7 @@ type NodeLimits struct {
 // NodeLimits returns the element's node limits (see SetNodeLimits).
 func (t *Tree) NodeLimits(id ID) NodeLimits {
 	if t.kind[id] == KindOperation {
-		return t.ops[t.slot[id]].nodes
+		return t.opNodes[t.slot[id]]
 	}
 	return t.poolNodes[t.slot[id]]
 }
@@ -196,11 +197,11 @@ func (t *Tree) SetNodeLimits(id ID, l NodeLimits) {
 		t.poolNodes[t.slot[id]] = l
 		return
 	}
-	o := &t.ops[t.slot[id]]
-	if o.nodes != l {
-		o.nodes = l
+	s := t.slot[id]
+	if t.opNodes[s] != l {
+		t.opNodes[s] = l
 		t.nodesSeq++
-		o.nodesGen = t.nodesSeq
+		t.ops[s].nodesGen = t.nodesSeq
 		t.markDirty(id)
 	}
 }
@@ -341,10 +342,11 @@ func (t *Tree) allocOpSlot(owner ID, o opState) int32 {
 	if n := len(t.freeOpSlots); n > 0 {
 		s := t.freeOpSlots[n-1]
 		t.freeOpSlots = t.freeOpSlots[:n-1]
-		t.ops[s], t.opOwner[s] = o, owner
+		t.ops[s], t.opOwner[s], t.opNodes[s] = o, owner, NodeLimits{}
 		return s
 	}
 	t.ops = append(t.ops, o)
+	t.opNodes = append(t.opNodes, NodeLimits{})
 	t.opOwner = append(t.opOwner, owner)
 	return int32(len(t.ops) - 1)
 }
