@@ -127,6 +127,7 @@ func (ts *testServer) must(want int, method, path, body string) map[string]any {
 type simNode struct {
 	name     string
 	limits   string
+	tags     []string          // nil: ["ssd"]
 	running  map[string]string // allocation id → operation id
 	finished map[string]string // allocation id → state to report once
 	preempts []map[string]any  // every preemption received
@@ -140,7 +141,12 @@ func newNode(name string, cpu, memGiB int) *simNode {
 
 func (n *simNode) body() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, `{"resource_limits": %s, "tags": ["ssd"], "allocations": [`, n.limits)
+	tags := `["ssd"]`
+	if n.tags != nil {
+		out, _ := json.Marshal(n.tags)
+		tags = string(out)
+	}
+	fmt.Fprintf(&b, `{"resource_limits": %s, "tags": %s, "allocations": [`, n.limits, tags)
 	ids := make([]string, 0, len(n.running)+len(n.finished))
 	for id := range n.running {
 		ids = append(ids, id)
