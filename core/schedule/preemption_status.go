@@ -171,13 +171,14 @@ const statusPrecision = resource.Epsilon
 
 // below is "usage is below bound" of spec.md §4: the absolute threshold
 // strictly dominates usage, or bound strictly dominates the usage share on
-// the non-blocked resources by more than statusPrecision. infinite stands
-// for a bound of +∞.
+// the non-blocked resources. infinite stands for a bound of +∞. The bounds
+// rebalance passes are lowered by statusPrecision, so that a usage share
+// within it of the bound has reached the bound.
 func (p *opPreemption) below(usage resource.Vec, bound resource.Share, infinite bool) bool {
 	if infinite || p.params.threshold.StrictlyDominates(usage) {
 		return true
 	}
-	u := resource.FromResources(usage, p.params.total).Add(resource.EpsilonShare())
+	u := resource.FromResources(usage, p.params.total)
 	return starvation.StrictlyDominatesNonBlocked(bound, u, p.params.fairShare, p.params.demandShare)
 }
 
@@ -218,8 +219,9 @@ func (p *opPreemption) balance(left PreemptionStatus, prefix resource.Vec, bound
 // nothing the second would find the same lists and is skipped.
 func (p *opPreemption) rebalance() {
 	pr := &p.params
-	aggressive := pr.fairShare.Mul(pr.aggressiveThreshold)
-	preemptible := pr.fairShare.Mul(pr.preemptionThreshold)
+	// NB: once per rebalance rather than once per comparison in below.
+	aggressive := pr.fairShare.Mul(pr.aggressiveThreshold).Sub(resource.Uniform(statusPrecision))
+	preemptible := pr.fairShare.Mul(pr.preemptionThreshold).Sub(resource.Uniform(statusPrecision))
 	for range 2 {
 		moved := p.balance(NonPreemptible, p.lists[NonPreemptible].usage, aggressive, false)
 		if p.balance(AggressivelyPreemptible, p.lists[NonPreemptible].usage.Add(p.lists[AggressivelyPreemptible].usage), preemptible, !pr.preemptible) {
