@@ -430,6 +430,9 @@ func TestAPIDocExamples(t *testing.T) {
 			}
 			if tmpl, ok := d.match(req.URL.Path); ok {
 				covered[st.method+" "+tmpl] = true
+				if o := d.operation(tmpl, st.method); o != nil && st.want < 300 {
+					checkExampleBody(t, d, o, st)
+				}
 			}
 		}
 		if b.answer == nil {
@@ -463,4 +466,33 @@ func TestAPIDocExamples(t *testing.T) {
 func (c *manualClock) advanceAndUpdateBy(s *Server, sec float64) {
 	c.AdvanceSeconds(sec)
 	s.UpdateFairShare()
+}
+
+// checkExampleBody checks the body of an example that succeeds against its
+// documented request schema: the schema accepts it, and refuses each of its
+// variations with a value of the wrong type.
+func checkExampleBody(t *testing.T, d *openAPIDoc, o *docOperation, st docStep) {
+	t.Helper()
+	ptr, _ := d.requestSchema(o)
+	if ptr == "" || st.body == nil {
+		return
+	}
+	if err := d.validate(t, ptr, st.body); err != nil {
+		t.Errorf("%s:%d: the body does not match the documented request schema: %v", apiDocFile, st.line, err)
+		return
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(st.body))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	for _, va := range variations(v) {
+		if !va.mustReject {
+			continue
+		}
+		if d.validate(t, ptr, mustJSON(va.body)) == nil {
+			t.Errorf("%s:%d: the documented request schema accepts the body with %s", apiDocFile, st.line, va.what)
+		}
+	}
 }
