@@ -3,6 +3,7 @@
 package facade
 
 import (
+	"bytes"
 	"fmt"
 	"net"
 	"slices"
@@ -21,8 +22,9 @@ const maxHeartbeatAllocs = 2
 // TestHeartbeatAllocs measures the allocations of a heartbeat request end
 // to end — fasthttp client, in-memory connection, fasthttp server, routing,
 // decoding, the core, the encoder — with testing.AllocsPerRun, for a node
-// that reports its running allocations (steady) and for one whose every
-// heartbeat completes an allocation and receives a new one (churn).
+// that reports its running allocations (steady), for one whose every
+// heartbeat completes an allocation and receives a new one (churn) and for
+// one that reports the usage of every allocation (usage).
 func TestHeartbeatAllocs(t *testing.T) {
 	ts := startServer(t, twoPools, nil)
 	ln := fasthttputil.NewInmemoryListener()
@@ -111,5 +113,42 @@ func TestHeartbeatAllocs(t *testing.T) {
 	}
 	if allocs > maxHeartbeatAllocs {
 		t.Errorf("a churn heartbeat request allocates %v times, want at most %d", allocs, maxHeartbeatAllocs)
+	}
+
+	// Usage: every running allocation reports its resource_usage (api.md
+	// §7), half of them half a core and half one and a half, swapping each
+	// time, so that the node stays full.
+	usageBody := func(flip int) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, `{"resource_limits": %s, "tags": ["ssd"], "allocations": [`, n.limits)
+		for k, id := range ids {
+			if k > 0 {
+				b.WriteByte(',')
+			}
+			cpu := []string{"0.5", "1.5"}[(k+flip)%2]
+			fmt.Fprintf(&b, `{"id": "%d", "state": "running", "resource_usage": {"cpu": %s, "memory": 1073741824}}`, id, cpu)
+		}
+		b.WriteString("]}")
+		return b.String()
+	}
+	if len(ids)%2 != 0 {
+		t.Fatalf("%d allocations run, want an even number", len(ids))
+	}
+	usageBodies := [2]string{usageBody(0), usageBody(1)}
+	k := 0
+	report := func() {
+		do(usageBodies[k%2])
+		k++
+		if b := resp.Body(); !bytes.Contains(b, []byte(`"allocations_to_start":[]`)) || !bytes.Contains(b, []byte(`"allocations_to_abort":[]`)) {
+			t.Fatalf("a usage heartbeat decided %s", b)
+		}
+	}
+	for range warm {
+		report()
+	}
+	allocs = testing.AllocsPerRun(rounds, report)
+	t.Logf("usage heartbeat (%d allocations reporting usage): %v allocations per request", len(ids), allocs)
+	if allocs > maxHeartbeatAllocs {
+		t.Errorf("a usage heartbeat request allocates %v times, want at most %d", allocs, maxHeartbeatAllocs)
 	}
 }

@@ -41,7 +41,8 @@ func (s *Server) heartbeat(ctx *fasthttp.RequestCtx, id []byte) {
 		s.fail(ctx, err, "$")
 		return
 	}
-	sc.hb = schedule.NodeHeartbeat{Node: s.names.Intern(id), Limits: sc.req.Limits, Tags: sc.req.Tags, Allocations: sc.req.Allocations}
+	sc.hb = schedule.NodeHeartbeat{Node: s.names.Intern(id), Limits: sc.req.Limits, Tags: sc.req.Tags,
+		Allocations: sc.req.Allocations, AllocationUsage: sc.req.AllocationUsage}
 	sc.resp.Reset()
 	if err := s.sched.Heartbeat(s.now(), &sc.hb, &sc.resp); err != nil {
 		s.m.heartbeatErrors.Inc()

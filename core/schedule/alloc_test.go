@@ -137,3 +137,65 @@ func TestHeartbeatAllocsPreempt(t *testing.T) {
 		t.Errorf("preempting heartbeat: %v allocations per run, want 0", allocs)
 	}
 }
+
+func TestHeartbeatAllocsUsage(t *testing.T) {
+	// Every allocation reports a usage, alternately above and below its
+	// request: the node, operation, limit counters and status lists follow.
+	cfg := DefaultConfig()
+	cfg.PreemptionSatisfactionThreshold = 0.5
+	s, hb, resp := allocNode(t, cfg, 100)
+	hb.AllocationUsage = make([]resource.Vec, len(hb.Allocations))
+	for i := range hb.Allocations {
+		hb.Allocations[i].HasUsage = true
+	}
+	low, high := resource.Vec{resource.UserSlots: 1, resource.CPU: cores(0.5)}, resource.Vec{resource.UserSlots: 1, resource.CPU: cores(1.5)}
+	now, k := 1.0, 0
+	allocs := testing.AllocsPerRun(100, func() {
+		now++
+		k++
+		for i := range hb.AllocationUsage {
+			if (i+k)%2 == 0 {
+				hb.AllocationUsage[i] = low
+			} else {
+				hb.AllocationUsage[i] = high
+			}
+		}
+		resp.Reset()
+		if err := s.Heartbeat(clock.FromSeconds(now), hb, resp); err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Start)+len(resp.Preempt)+len(resp.Abort) != 0 {
+			t.Fatalf("usage heartbeat decided %+v", resp)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("usage heartbeat: %v allocations per run, want 0", allocs)
+	}
+	if info, _ := s.Operation("a"); info.Usage[resource.CPU] != cores(100) {
+		t.Errorf("a's cpu usage %v, want 100 cores", info.Usage[resource.CPU])
+	}
+}
+
+func TestHeartbeatAllocsVanished(t *testing.T) {
+	// The node stops listing its oldest allocation: it is finished and its
+	// job starts again in the same heartbeat.
+	s, hb, resp := allocNode(t, DefaultConfig(), 100)
+	now := 1.0
+	allocs := testing.AllocsPerRun(100, func() {
+		now++
+		gone := hb.Allocations[0].ID
+		copy(hb.Allocations, hb.Allocations[1:])
+		hb.Allocations = hb.Allocations[:len(hb.Allocations)-1]
+		resp.Reset()
+		if err := s.Heartbeat(clock.FromSeconds(now), hb, resp); err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Start) != 1 || len(resp.Abort) != 1 || resp.Abort[0].Allocation != gone || resp.Abort[0].Reason != AbortVanished || len(resp.Preempt) != 0 {
+			t.Fatalf("heartbeat decided %+v, want allocation %d vanished and one start", resp, gone)
+		}
+		hb.Allocations = append(hb.Allocations, AllocationReport{ID: resp.Start[0].Allocation, State: AllocRunning})
+	})
+	if allocs != 0 {
+		t.Errorf("vanishing heartbeat: %v allocations per run, want 0", allocs)
+	}
+}

@@ -57,3 +57,49 @@ func BenchmarkHeartbeatByOperations(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHeartbeatReports measures the settling of a full node's 20
+// reports alone (nothing can start): steady, every report with its
+// allocation's usage unchanged (usage), and every report's usage changed
+// back and forth (usage-changing).
+func BenchmarkHeartbeatReports(b *testing.B) {
+	for _, mode := range []string{"steady", "usage", "usage-changing"} {
+		b.Run(mode, func(b *testing.B) {
+			s := New(tree.New(tree.PoolConfig{}), DefaultConfig())
+			const slots = 20
+			limits := resource.Vec{resource.UserSlots: slots, resource.CPU: cores(slots), resource.Memory: slots * gib}
+			hb := &NodeHeartbeat{Node: "n0", Limits: limits}
+			var resp Response
+			if err := s.Heartbeat(0, hb, &resp); err != nil {
+				b.Fatal(err)
+			}
+			if _, _, err := s.StartOperation(0, OperationSpec{ID: "a", Tasks: tasks(1<<30, job(1, 0))}); err != nil {
+				b.Fatal(err)
+			}
+			s.UpdateFairShare(0)
+			resp.Reset()
+			s.Heartbeat(0, hb, &resp)
+			for _, st := range resp.Start {
+				hb.Allocations = append(hb.Allocations, AllocationReport{ID: st.Allocation, State: AllocRunning, HasUsage: mode != "steady"})
+				hb.AllocationUsage = append(hb.AllocationUsage, st.Resources)
+			}
+			s.UpdateFairShare(1)
+			now := clock.FromSeconds(1)
+			b.ReportAllocs()
+			k := 0
+			for b.Loop() {
+				now += clock.Time(clock.Millisecond)
+				if mode == "usage-changing" {
+					k++
+					for i := range hb.AllocationUsage {
+						hb.AllocationUsage[i][resource.CPU] = cores(0.5) + cores(float64((i+k)%2))
+					}
+				}
+				resp.Reset()
+				if err := s.Heartbeat(now, hb, &resp); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -19,6 +19,9 @@ type shard struct {
 	// victims is the scratch of the preemptive stages, graceful preemption
 	// and the overcommit abort.
 	victims []victim
+	// changed is the scratch of applyUsage: the operations whose usage a
+	// heartbeat changed.
+	changed []*operation
 	// ops finds the operation to schedule in the regular stage.
 	ops opIndex
 	_   [64]byte // keep one shard's mutex off the cache lines of the previous shard's fields
@@ -29,10 +32,17 @@ type node struct {
 	name          string
 	index         uint32 // registry index: the high half of its allocation IDs
 	limits        resource.Vec
-	usage         resource.Vec // sum of its allocations' resources
+	usage         resource.Vec // sum of its allocations' resources (their usage)
 	tags          []string
 	lastHeartbeat clock.Time
 	seq           uint32
+	// listed is the set of the allocations (by index in allocs) that the
+	// heartbeat being processed listed running; one it did not list is
+	// finished. A bitmap that follows removals (unlist), cleared by each
+	// heartbeat; up to 128 allocations it is listedBuf, among the fields
+	// every heartbeat writes, so that it costs no cache line of its own.
+	listed    []uint64
+	listedBuf [2]uint64
 	// allocs holds the node's allocations sorted by ID (IDs grow with seq);
 	// ids[i] is allocs[i].id, so that finding a reported allocation reads
 	// one contiguous array instead of an allocation per probe.
@@ -64,12 +74,18 @@ type node struct {
 // allocation is a slot of node resources held by an operation's job. Its
 // address is stable from start to release; released allocations are
 // recycled through their shard's free list.
+//
+// Its resources are its usage: what it was started with until its node
+// reports a resource_usage (api.md §7), then the last usage reported. They
+// are written under the shard mutex and, while the allocation is listed,
+// the operation's mutex too: the operation's status lists sum them from
+// any shard.
 type allocation struct {
 	id        uint64
 	op        *operation
 	node      *node
 	task      int32
-	resources resource.Vec
+	resources resource.Vec // its usage: see allocation
 	start     clock.Time
 	// preempted is set once the node was told to stop it; deadline is when
 	// it must be gone (spec.md §5.5). Shard mutex.
@@ -158,6 +174,50 @@ func (n *node) unlinkBucket(a *allocation) {
 	n.bucketN[a.status]--
 }
 
+// resetListed empties the listed set, sized for the node's allocations.
+// It allocates only when the node outgrows every size it had (beyond 128
+// allocations). Shard mutex held.
+func (n *node) resetListed() {
+	if n.listed == nil {
+		n.listed = n.listedBuf[:]
+	}
+	w := (len(n.allocs) + 63) >> 6
+	if w > cap(n.listed) {
+		n.listed = make([]uint64, w, 2*w)
+	}
+	n.listed = n.listed[:max(w, 1)]
+	clear(n.listed)
+}
+
+// list adds allocation k to the listed set and reports whether it was not
+// in it.
+func (n *node) list(k int) bool {
+	w, bit := k>>6, uint64(1)<<uint(k&63)
+	if n.listed[w]&bit != 0 {
+		return false
+	}
+	n.listed[w] |= bit
+	return true
+}
+
+// isListed reports whether allocation k is in the listed set.
+func (n *node) isListed(k int) bool { return n.listed[k>>6]&(1<<uint(k&63)) != 0 }
+
+// unlist follows the removal of allocation k from allocs: the bits above
+// k move down by one.
+func (n *node) unlist(k int) {
+	w := k >> 6
+	if w >= len(n.listed) {
+		return
+	}
+	b := uint(k & 63)
+	n.listed[w] = n.listed[w]&(1<<b-1) | n.listed[w]>>(b+1)<<b
+	for j := w + 1; j < len(n.listed); j++ {
+		n.listed[j-1] |= n.listed[j] << 63
+		n.listed[j] >>= 1
+	}
+}
+
 // effectiveUsage is the usage of the allocations that are not preempted.
 func (n *node) effectiveUsage() resource.Vec { return n.usage.Sub(n.preemptedUsage) }
 
@@ -244,4 +304,5 @@ func (n *node) removeAlloc(a *allocation) {
 	n.allocs[len(n.allocs)-1] = nil
 	n.allocs = n.allocs[:len(n.allocs)-1]
 	n.ids = append(n.ids[:i], n.ids[i+1:]...)
+	n.unlist(i)
 }

@@ -269,6 +269,35 @@ func (o *operation) fitsLimits(v resource.Vec) bool {
 	return true
 }
 
+// recharge adds d, a change of a running allocation's measured usage of
+// either sign, to the operation's and its limited ancestors' counters
+// without checking their limits (spec.md §5.5: an excess is a limit
+// violation, repaid by preemption).
+func (o *operation) recharge(d resource.Vec) {
+	lp := o.limited.Load()
+	if lp == nil {
+		return
+	}
+	for _, c := range *lp {
+		for r, x := range d {
+			if x != 0 {
+				c.usage[r].Add(x)
+			}
+		}
+	}
+}
+
+// resize makes u the usage of allocation a and keeps the sum of its status
+// list; the caller rebalances the lists (spec.md §4: on every resource
+// update) once it has resized what it would. Caller holds mu.
+func (p *opPreemption) resize(a *allocation, u resource.Vec) {
+	if a.listed {
+		l := &p.lists[a.status]
+		l.usage = l.usage.Sub(a.resources).Add(u)
+	}
+	a.resources = u
+}
+
 func (o *operation) uncharge(v resource.Vec) {
 	lp := o.limited.Load()
 	if lp == nil {

@@ -31,6 +31,9 @@ type cluster struct {
 	now       float64
 	resp      Response
 	durations map[string][]float64 // operation → task durations
+	// usage is what nodes report as the resource_usage of the running
+	// allocations it names (others report none).
+	usage map[uint64]resource.Vec
 	// preempts and aborts log every decision with its time and node.
 	preempts []loggedPreempt
 	aborts   []loggedAbort
@@ -106,6 +109,11 @@ func (c *cluster) heartbeat(i int) {
 	}
 	c.resp.Reset()
 	hb := NodeHeartbeat{Node: n.name, Limits: n.limits, Allocations: n.allocs}
+	for j := range n.allocs {
+		u, ok := c.usage[n.allocs[j].ID]
+		n.allocs[j].HasUsage = ok
+		hb.AllocationUsage = append(hb.AllocationUsage, u)
+	}
 	if err := c.s.Heartbeat(c.at(), &hb, &c.resp); err != nil {
 		c.t.Fatalf("heartbeat of %s: %v", n.name, err)
 	}
@@ -235,10 +243,11 @@ func TestHeartbeatSettlesReports(t *testing.T) {
 	n := &c.nodes[0]
 	first, second := n.allocs[0].ID, n.allocs[1].ID
 
-	// A completed job counts once even when reported twice.
+	// A completed job counts once even when reported twice (with the
+	// allocations still running, so that none vanishes).
 	n.allocs[0].State = AllocCompleted
 	c.heartbeat(0)
-	c.s.Heartbeat(c.at(), &NodeHeartbeat{Node: n.name, Limits: node, Allocations: []AllocationReport{{ID: first, State: AllocCompleted}}}, &c.resp)
+	c.s.Heartbeat(c.at(), &NodeHeartbeat{Node: n.name, Limits: node, Allocations: append([]AllocationReport{{ID: first, State: AllocCompleted}}, n.allocs...)}, &c.resp)
 	if info := c.info(id); info.CompletedJobs != 1 || info.RunningAllocations != 3 {
 		t.Fatalf("after a repeated completion: %+v", info)
 	}
@@ -255,7 +264,7 @@ func TestHeartbeatSettlesReports(t *testing.T) {
 	// An unknown running allocation is answered with an abort.
 	c.resp.Reset()
 	unknown := uint64(0)<<32 | 999
-	if err := c.s.Heartbeat(c.at(), &NodeHeartbeat{Node: n.name, Limits: node, Allocations: []AllocationReport{{ID: unknown, State: AllocRunning}}}, &c.resp); err != nil {
+	if err := c.s.Heartbeat(c.at(), &NodeHeartbeat{Node: n.name, Limits: node, Allocations: append([]AllocationReport{{ID: unknown, State: AllocRunning}}, n.allocs...)}, &c.resp); err != nil {
 		t.Fatal(err)
 	}
 	if len(c.resp.Abort) != 1 || c.resp.Abort[0].Allocation != unknown || c.resp.Abort[0].Reason != AbortUnknownAllocation {

@@ -41,9 +41,10 @@ func (s *Scheduler) collectVictims(sh *shard, n *node, st *stage) resource.Vec {
 // compareVictims is the reference's SortAllocationsWithPreemptionInfo
 // order (spec.md §5.5): status ascending; for non-Preemptible statuses
 // allocations without a cpu gap first; preemptible progress start time
-// ascending. NB: an allocation's usage is what it started with, so there
-// is never a cpu gap, and its progress start time is its start time; ties
-// go by ID so that the order is deterministic.
+// ascending. NB: the cpu gap (a usage below what the allocation was
+// started with, since nodes report usage) is not tracked, and an
+// allocation's progress start time is its start time; ties go by ID so
+// that the order is deterministic.
 func compareVictims(x, y victim) int {
 	if c := cmp.Compare(x.status, y.status); c != 0 {
 		return c

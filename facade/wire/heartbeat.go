@@ -15,7 +15,8 @@ import (
 // pooled Heartbeat decodes without allocating once its slices have grown.
 //
 // Allocations and AllocationUsage are parallel: AllocationUsage[i] is the
-// resource_usage reported for Allocations[i] (zero when not given). Tags
+// resource_usage reported for Allocations[i] (zero when not given; its
+// HasUsage says whether it was), as schedule.NodeHeartbeat takes them. Tags
 // are interned strings (see Interner) and never refer to the request body.
 type Heartbeat struct {
 	Limits          resource.Vec
@@ -205,6 +206,7 @@ func (h *Heartbeat) allocation(s *scanner, p lazyPath) bool {
 			if !s.resources(p.member("resource_usage"), &usage) {
 				return false
 			}
+			a.HasUsage = true
 		default:
 			s.fail(jsonpath.UnknownKey(p.String(), string(k), allocationKeys, "an allocation"))
 			return false
@@ -473,6 +475,8 @@ func abortReason(d *schedule.AbortDecision) string {
 		return "allocation " + id + " was preempted and outlived its preemption timeout"
 	case schedule.AbortNodeOvercommit:
 		return "node resources overcommitted: allocation " + id + " aborted"
+	case schedule.AbortVanished:
+		return "allocation " + id + " vanished: its node stopped listing it"
 	}
 	return d.Reason.String()
 }

@@ -41,7 +41,7 @@ func TestDecodeHeartbeat(t *testing.T) {
 		Usage:  resource.Vec{resource.UserSlots: 30, resource.CPU: 2950, resource.Memory: 120000000000},
 		Tags:   []string{"ssd", "rack-12"},
 		Allocations: []schedule.AllocationReport{
-			{ID: 1783, State: schedule.AllocRunning}, {ID: 1790, State: schedule.AllocCompleted}, {ID: 1791, State: schedule.AllocFailed},
+			{ID: 1783, State: schedule.AllocRunning, HasUsage: true}, {ID: 1790, State: schedule.AllocCompleted}, {ID: 1791, State: schedule.AllocFailed},
 		},
 		AllocationUsage: []resource.Vec{{resource.CPU: 100, resource.Memory: 4294967296}, {}, {}},
 	}
@@ -233,6 +233,7 @@ func refHeartbeat(data []byte) (*Heartbeat, error) {
 						if u, err = res(x); err != nil {
 							return nil, err
 						}
+						r.HasUsage = true
 					default:
 						return nil, errors.New("allocation key")
 					}

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/coretest"
@@ -25,14 +26,20 @@ func coreTime(s float64) clock.Time { return clock.FromSeconds(s) }
 // or after that time; they stop a preempted allocation stop_delay seconds
 // after being told (0: at their next heartbeat; never, when negative) and
 // report it aborted. A report is delivered once; an allocation the scheduler
-// tells a node to abort is gone from the node at once.
+// tells a node to abort is gone from the node at once. A node reports the
+// resource_usage of a running allocation once a script set one (usage), and
+// lists nothing of an allocation it was made to forget (forget).
 type Cluster struct {
 	s         *schedule.Scheduler
 	now       float64 // script seconds
 	nodes     []simNode
 	byName    map[string]int
 	durations map[string][]float64 // operation → its tasks' durations
+	// requested holds the resources each running allocation was started
+	// with, so that the node view can show a usage that differs.
+	requested map[uint64]resource.Vec
 	resp      schedule.Response
+	usage     []resource.Vec // scratch: NodeHeartbeat.AllocationUsage
 	events    []Event
 }
 
@@ -49,6 +56,10 @@ type simAlloc struct {
 	finishAt  float64 // 0: runs until stopped
 	preempted bool
 	stopAt    float64
+	// usage is reported as the allocation's resource_usage while it runs,
+	// when hasUsage.
+	usage    resource.Vec
+	hasUsage bool
 }
 
 // EventKind is what an Event records.
@@ -90,6 +101,7 @@ func New() *Cluster {
 		s:         schedule.New(tree.New(tree.PoolConfig{}), schedule.DefaultConfig()),
 		byName:    map[string]int{},
 		durations: map[string][]float64{},
+		requested: map[uint64]resource.Vec{},
 	}
 }
 
@@ -154,7 +166,13 @@ func (c *Cluster) heartbeat(i int) error {
 		}
 	}
 	c.resp.Reset()
-	hb := schedule.NodeHeartbeat{Node: n.name, Limits: n.limits, Allocations: n.allocs}
+	c.usage = c.usage[:0]
+	for j := range n.allocs {
+		m := &n.meta[j]
+		n.allocs[j].HasUsage = m.hasUsage && n.allocs[j].State == schedule.AllocRunning
+		c.usage = append(c.usage, m.usage)
+	}
+	hb := schedule.NodeHeartbeat{Node: n.name, Limits: n.limits, Allocations: n.allocs, AllocationUsage: c.usage}
 	if err := c.s.Heartbeat(coreTime(c.now), &hb, &c.resp); err != nil {
 		return errorf("heartbeat of %s: %v", n.name, err)
 	}
@@ -162,6 +180,7 @@ func (c *Cluster) heartbeat(i int) error {
 	kept, keptMeta := n.allocs[:0], n.meta[:0]
 	for j, a := range n.allocs {
 		if a.State != schedule.AllocRunning {
+			delete(c.requested, a.ID)
 			continue
 		}
 		aborted := false
@@ -170,6 +189,8 @@ func (c *Cluster) heartbeat(i int) error {
 		}
 		if !aborted {
 			kept, keptMeta = append(kept, a), append(keptMeta, n.meta[j])
+		} else {
+			delete(c.requested, a.ID)
 		}
 	}
 	n.allocs, n.meta = kept, keptMeta
@@ -200,8 +221,24 @@ func (c *Cluster) heartbeat(i int) error {
 		}
 		n.allocs = append(n.allocs, schedule.AllocationReport{ID: st.Allocation, State: schedule.AllocRunning})
 		n.meta = append(n.meta, m)
+		c.requested[st.Allocation] = st.Resources
 	}
 	return nil
+}
+
+// forget makes node i forget the allocations for which drop is true, as an
+// agent that restarts or lost an answer: it neither runs nor lists them.
+func (c *Cluster) forget(i int, drop func(id uint64) bool) {
+	n := &c.nodes[i]
+	kept, keptMeta := n.allocs[:0], n.meta[:0]
+	for j, a := range n.allocs {
+		if drop(a.ID) {
+			delete(c.requested, a.ID)
+			continue
+		}
+		kept, keptMeta = append(kept, a), append(keptMeta, n.meta[j])
+	}
+	n.allocs, n.meta = kept, keptMeta
 }
 
 func (c *Cluster) log(e Event) {
@@ -241,6 +278,42 @@ func (c *Cluster) checkGates(backoff float64) []string {
 		last[e.Node] = e.T
 	}
 	return bad
+}
+
+// parseAllocs parses a list of allocations written as node-index:sequence,
+// or ranges of them such as 0:1..0:5, separated by commas.
+func parseAllocs(s string) ([]uint64, error) {
+	var ids []uint64
+	for item := range strings.SplitSeq(s, ",") {
+		from, to, isRange := strings.Cut(item, "..")
+		lo, err := parseAlloc(from)
+		if err != nil {
+			return nil, err
+		}
+		hi := lo
+		if isRange {
+			if hi, err = parseAlloc(to); err != nil {
+				return nil, err
+			}
+			if hi>>32 != lo>>32 || hi < lo {
+				return nil, errorf("cannot use allocation range %s: want N:S..N:T with S <= T", item)
+			}
+		}
+		for id := lo; id <= hi; id++ {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+func parseAlloc(s string) (uint64, error) {
+	node, seq, ok := strings.Cut(s, ":")
+	n, err1 := strconv.ParseUint(node, 10, 32)
+	q, err2 := strconv.ParseUint(seq, 10, 32)
+	if !ok || err1 != nil || err2 != nil || q == 0 {
+		return 0, errorf("cannot use allocation %q: want node-index:sequence such as 0:1", s)
+	}
+	return n<<32 | q, nil
 }
 
 // allocName writes an allocation ID as node-index:sequence ("-" for none).

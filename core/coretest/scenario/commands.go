@@ -25,6 +25,8 @@ func init() {
 		"op":        (*Cluster).cmdOp,
 		"node":      (*Cluster).cmdNode,
 		"heartbeat": (*Cluster).cmdHeartbeat,
+		"usage":     (*Cluster).cmdUsage,
+		"forget":    (*Cluster).cmdForget,
 		"update":    (*Cluster).cmdUpdate,
 		"run":       (*Cluster).cmdRun,
 		"complete":  (*Cluster).cmdComplete,
@@ -318,6 +320,85 @@ func (c *Cluster) cmdHeartbeat(a *args) (string, error) {
 	return formatEvents(c.events[from:]), nil
 }
 
+// nodeArg reads node= (required) and returns the node's index.
+func (c *Cluster) nodeArg(a *args) int {
+	name, ok := a.str("node")
+	i, known := c.byName[name]
+	switch {
+	case !ok:
+		a.fail(errorf("cannot run %s without node=", a.cmd.Name))
+	case !known:
+		a.fail(errorf("cannot find node %q", name))
+	}
+	return i
+}
+
+// allocsArg reads alloc= (a list of allocations, see parseAllocs) and
+// reports whether it was given; every allocation must be one node i holds.
+func (c *Cluster) allocsArg(a *args, i int) ([]uint64, bool) {
+	v, ok := a.str("alloc")
+	if !ok || a.err != nil {
+		return nil, false
+	}
+	ids, err := parseAllocs(v)
+	if err != nil {
+		a.fail(err)
+		return nil, false
+	}
+	n := &c.nodes[i]
+	for _, id := range ids {
+		if !slices.ContainsFunc(n.allocs, func(r schedule.AllocationReport) bool { return r.ID == id }) {
+			a.fail(errorf("cannot find allocation %s on node %s", allocName(id), n.name))
+		}
+	}
+	return ids, true
+}
+
+// usage node=... alloc=...|op=... [resources] [clear]: the resource_usage
+// the node reports for those running allocations from its next heartbeat.
+func (c *Cluster) cmdUsage(a *args) (string, error) {
+	i := c.nodeArg(a)
+	ids, byAlloc := c.allocsArg(a, i)
+	op, byOp := a.str("op")
+	if byAlloc == byOp && a.err == nil {
+		a.fail(errorf("cannot run usage without exactly one of alloc= and op="))
+	}
+	var u resource.Vec
+	given := a.vec(&u)
+	clear := a.flag("clear")
+	if given == clear && a.err == nil {
+		a.fail(errorf("cannot run usage without exactly one of resources (slots=, cpu=, …) and clear"))
+	}
+	if err := a.done(); err != nil {
+		return "", err
+	}
+	n := &c.nodes[i]
+	matched := 0
+	for j := range n.allocs {
+		if n.allocs[j].State != schedule.AllocRunning || byAlloc && !slices.Contains(ids, n.allocs[j].ID) || byOp && n.meta[j].op != op {
+			continue
+		}
+		n.meta[j].usage, n.meta[j].hasUsage = u, !clear
+		matched++
+	}
+	if matched == 0 {
+		return "", errorf("cannot find a running allocation to report the usage of on node %s", n.name)
+	}
+	return "", nil
+}
+
+// forget node=... [alloc=...]: the node forgets those allocations (all by
+// default, as an agent that restarts).
+func (c *Cluster) cmdForget(a *args) (string, error) {
+	i := c.nodeArg(a)
+	ids, some := c.allocsArg(a, i)
+	if err := a.done(); err != nil {
+		return "", err
+	}
+	c.forget(i, func(id uint64) bool { return !some || slices.Contains(ids, id) })
+	return "", nil
+}
+
 // update [t=...] [resource=...]: a fair-share update; prints the tree.
 func (c *Cluster) cmdUpdate(a *args) (string, error) {
 	c.at(a)
@@ -442,7 +523,7 @@ func (c *Cluster) cmdInfo(a *args) (string, error) {
 					b.WriteString(name + ": not registered\n")
 					continue
 				}
-				formatNode(&b, &info)
+				formatNode(&b, &info, c.requested)
 			}
 		}
 	}

@@ -79,6 +79,25 @@
 // Sends the heartbeat of the named nodes (all nodes, in the order they were
 // added, by default) and prints the events (below).
 //
+//	usage node=NAME alloc=LIST|op=ID [slots=... cpu=... ...] [clear]
+//
+// From its next heartbeat on, the node reports a resource_usage (api.md §7)
+// for the named running allocations: LIST is allocations as events write
+// them, and ranges of them, separated by commas (0:1,0:4..0:6); op= names
+// every allocation of that operation the node runs. The usage has the
+// components given and 0 elsewhere (so cpu=0 reports an idle allocation);
+// clear stops reporting it, which keeps the usage last reported. An
+// allocation that finishes takes its usage with it; one started later
+// reports none.
+//
+//	forget node=NAME [alloc=LIST]
+//
+// The node forgets the named allocations (every allocation it holds by
+// default, as an agent that restarts), running or finished but not yet
+// reported: it neither runs nor lists them, and reports nothing about
+// them. The scheduler finishes them at the node's next heartbeat (api.md
+// §7); prints ok.
+//
 //	update [t=...] [resource=...]
 //
 // Runs a fair-share update and prints the tree: every pool and every
@@ -109,8 +128,9 @@
 // its schedulable children) and local satisfaction, status, starvation, the
 // fair share's
 // decomposition and an integral pool's volume; a node's limits, usage,
-// preempted usage and allocations with their start, status and, once
-// preempted, deadline.
+// preempted usage and allocations with their start, status, once
+// preempted, deadline and, when it is not what the allocation was started
+// with, usage.
 //
 //	stats
 //

@@ -256,14 +256,18 @@ func formatPool(b *strings.Builder, p *schedule.PoolInfo, k resource.Kind) {
 }
 
 // formatNode writes a node's view, merging runs of allocations that differ
-// only in consecutive IDs.
-func formatNode(b *strings.Builder, n *schedule.NodeInfo) {
+// only in consecutive IDs. An allocation whose usage is not what it was
+// started with (requested) shows its usage.
+func formatNode(b *strings.Builder, n *schedule.NodeInfo, requested map[uint64]resource.Vec) {
 	b.WriteString(n.Name + ": limits=" + fmtVec(n.Limits) + " usage=" + fmtVec(n.Usage) + " preempted_usage=" + fmtVec(n.PreemptedUsage) +
 		" allocations=" + strconv.Itoa(len(n.Allocations)) + " last_heartbeat=" + fmtFloat(n.LastHeartbeat.Seconds()) + "\n")
 	attrs := func(a *schedule.AllocationInfo) string {
 		s := " op=" + a.Operation + " task=" + strconv.Itoa(a.Task) + " start=" + fmtFloat(a.Start.Seconds()) + " status=" + a.Status.String()
 		if a.Preempted {
 			s += " preempted deadline=" + fmtFloat(a.Deadline.Seconds())
+		}
+		if r, ok := requested[a.ID]; ok && r != a.Resources {
+			s += " usage=" + fmtVec(a.Resources)
 		}
 		return s
 	}

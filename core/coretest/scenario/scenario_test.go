@@ -62,6 +62,15 @@ func TestScriptErrors(t *testing.T) {
 	f("check\n", "cannot run check without a property")
 	f("info\n", "cannot run info without op=, pool= or node=")
 	f("update\ninput\n", "cannot use input lines")
+	f("usage node=x op=a cpu=1\n", `cannot find node "x"`)
+	f("usage op=a cpu=1\n", "cannot run usage without node=")
+	f("node count=1\n\nusage node=n000 alloc=0:9 cpu=1\n", "cannot find allocation 0:9 on node n000")
+	f("node count=1\n\nusage node=n000 alloc=0:1..0:9 op=a cpu=1\n", "cannot find allocation 0:1 on node n000")
+	f("node count=1\n\nusage node=n000 cpu=1\n", "exactly one of alloc= and op=")
+	f("node count=1\n\nop id=a jobs=1\n\nupdate\n\nheartbeat\n\nusage node=n000 op=a\n", "exactly one of resources (slots=, cpu=, …) and clear")
+	f("node count=1\n\nusage node=n000 op=a cpu=1\n", "cannot find a running allocation to report the usage of on node n000")
+	f("node count=1\n\nforget node=n000 alloc=1\n", `cannot use allocation "1": want node-index:sequence`)
+	f("node count=1\n\nforget node=n000 alloc=0:3..0:2\n", "cannot use allocation range 0:3..0:2")
 }
 
 // TestCheckGates: the gate check fails the script on a node that preempted
