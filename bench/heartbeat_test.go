@@ -35,6 +35,9 @@ type benchNode struct {
 
 var benchJob = resource.Vec{resource.UserSlots: 1, resource.CPU: resource.Cores(1.6), resource.Memory: 4 * gib}
 
+// heartbeatLimits are the resources of every node of the cluster.
+var heartbeatLimits = resource.Vec{resource.UserSlots: 32, resource.CPU: resource.Cores(32), resource.Memory: 128 * gib}
+
 func newHeartbeatCluster(b *testing.B, nodes, pools, ops int, cfg schedule.Config) *heartbeatCluster {
 	b.Helper()
 	// 10,000 running operations need more than the default root limits.
@@ -61,7 +64,7 @@ func newHeartbeatCluster(b *testing.B, nodes, pools, ops int, cfg schedule.Confi
 			b.Fatal(err)
 		}
 	}
-	c := &heartbeatCluster{s: s, limits: resource.Vec{resource.UserSlots: 32, resource.CPU: resource.Cores(32), resource.Memory: 128 * gib}}
+	c := &heartbeatCluster{s: s, limits: heartbeatLimits}
 	c.nodes = make([]benchNode, nodes)
 	for i := range c.nodes {
 		n := &c.nodes[i]

@@ -127,6 +127,7 @@ func (ts *testServer) must(want int, method, path, body string) map[string]any {
 type simNode struct {
 	name     string
 	limits   string
+	tags     []string          // nil: ["ssd"]
 	running  map[string]string // allocation id → operation id
 	finished map[string]string // allocation id → state to report once
 	preempts []map[string]any  // every preemption received
@@ -140,7 +141,12 @@ func newNode(name string, cpu, memGiB int) *simNode {
 
 func (n *simNode) body() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, `{"resource_limits": %s, "tags": ["ssd"], "allocations": [`, n.limits)
+	tags := `["ssd"]`
+	if n.tags != nil {
+		out, _ := json.Marshal(n.tags)
+		tags = string(out)
+	}
+	fmt.Fprintf(&b, `{"resource_limits": %s, "tags": %s, "allocations": [`, n.limits, tags)
 	ids := make([]string, 0, len(n.running)+len(n.finished))
 	for id := range n.running {
 		ids = append(ids, id)
@@ -831,5 +837,77 @@ func TestSatisfactionAndSchedulingPriorityOrchid(t *testing.T) {
 		if _, ok := o["scheduling_satisfaction_ratio"]; !ok {
 			t.Errorf("operation %s: no scheduling_satisfaction_ratio in %v", id, o)
 		}
+	}
+}
+
+// TestStatusBoundaryIsExact: the reference's conditional-preemption case
+// over HTTP, in both fit-factor modes. The donor's fair share is exactly a
+// third of the cluster (a few ulps above it in the improved mode); its
+// first 10 allocations add up to it, so exactly 5 of its 15 are Preemptible
+// (spec.md §4), and the first 2 (up to aggressive_preemption_satisfaction_
+// threshold 0.2 of it) are NonPreemptible.
+func TestStatusBoundaryIsExact(t *testing.T) {
+	for _, improved := range []bool{true, false} {
+		t.Run(fmt.Sprintf("improved=%v", improved), func(t *testing.T) {
+			ts := startServer(t, fmt.Sprintf(`{"config": {"enable_improved_fair_share_by_fit_factor_computation": %v,
+				"min_spare_allocation_resources": {"user_slots": 1, "cpu": 1}},
+				"pools": [{"name": "blocking", "strong_guarantee_resources": {"cpu": 10}},
+					{"name": "guaranteed", "strong_guarantee_resources": {"cpu": 20}}]}`, improved), nil)
+			n := newNode("n1", 30, 0)
+			n.limits = `{"user_slots": 30, "cpu": 30, "memory": 314572800}`
+			ts.heartbeat(n)
+			ts.must(201, "POST", "/api/v1/operations", `{"id": "blocker", "pool": "blocking", "tasks": [{"job_count": 1, "resources": {"user_slots": 15, "cpu": 15, "memory": 157286400}}]}`)
+			ts.clock.advanceAndUpdate(ts.srv)
+			ts.heartbeat(n)
+			ts.must(201, "POST", "/api/v1/operations", `{"id": "donor", "pool": "guaranteed", "tasks": [{"job_count": 20, "resources": {"user_slots": 1, "cpu": 1, "memory": 10485760}}]}`)
+			ts.clock.advanceAndUpdate(ts.srv)
+			ts.heartbeat(n)
+			ts.must(201, "POST", "/api/v1/operations", `{"id": "starving", "pool": "guaranteed", "tasks": [{"job_count": 10, "resources": {"user_slots": 1, "cpu": 1, "memory": 10485760}}]}`)
+			ts.clock.advanceAndUpdate(ts.srv)
+			ts.heartbeat(n)
+			d := ts.must(200, "GET", "/api/v1/orchid/operations/donor", "")
+			c := obj(d["allocation_counts"])
+			if num(c["running"]) != 15 || num(c["non_preemptible"]) != 2 || num(c["aggressively_preemptible"]) != 8 || num(c["preemptible"]) != 5 {
+				t.Fatalf("donor: allocation counts %v, want 15 running: 2 non-preemptible, 8 aggressively preemptible, 5 preemptible", c)
+			}
+		})
+	}
+}
+
+// TestStarvingOperationNeverPreemptsItself: issue 18's case over HTTP. b
+// runs 3 of 8 slots, below its fair share of 4, and starves aggressively;
+// a's pool keeps a's allocations non-preemptible, so the only candidates
+// are b's own aggressively preemptible allocations: nothing may be
+// preempted, on any heartbeat, and no preemption ever names its own
+// operation as the beneficiary.
+func TestStarvingOperationNeverPreemptsItself(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		t.Run(fmt.Sprintf("allow_preemption_from_starving_operations=%v", allow), func(t *testing.T) {
+			ts := startServer(t, fmt.Sprintf(`{"config": {"enable_aggressive_starvation": true, "preemptive_scheduling_backoff_s": 0,
+				"allow_preemption_from_starving_operations": %v},
+				"pools": [{"name": "pa", "non_preemptible_resource_usage_threshold": {"user_slots": 8}}, {"name": "pb"}]}`, allow), nil)
+			n := newNode("n1", 8, 80)
+			n.limits = `{"user_slots": 8, "cpu": 8, "memory": 85899345920}`
+			ts.heartbeat(n)
+			ts.must(201, "POST", "/api/v1/operations", `{"id": "a", "pool": "pa", "tasks": [{"job_count": 5, "resources": {"cpu": 1}}]}`)
+			ts.clock.advanceAndUpdate(ts.srv)
+			ts.heartbeat(n)
+			ts.must(201, "POST", "/api/v1/operations", `{"id": "b", "pool": "pb", "tasks": [{"job_count": 1000, "resources": {"cpu": 1}}]}`)
+			for range 200 {
+				ts.clock.AdvanceSeconds(1)
+				ts.srv.UpdateFairShare()
+				ts.heartbeat(n)
+			}
+			for _, p := range n.preempts {
+				reason, _ := p["reason"].(string)
+				if p["operation_id"] == "b" || strings.Contains(reason, fmt.Sprintf("of operation %v ", p["operation_id"])) {
+					t.Errorf("preemption %v", p)
+				}
+			}
+			b := ts.must(200, "GET", "/api/v1/orchid/operations/b", "")
+			if b["starvation_status"] != "aggressively_starving" || num(obj(b["allocation_counts"])["running"]) != 3 {
+				t.Fatalf("b: %v; want it aggressively starving with its 3 allocations", b)
+			}
+		})
 	}
 }

@@ -30,22 +30,23 @@ func (u *Updater) updateOperations() {
 	for _, id := range u.opIDs {
 		raw := &u.opRaw[id]
 		spec := u.tree.Operation(id)
-		demand, usage := u.tree.Demand(id), u.tree.Usage(id)
+		demand, usage, nodesGen := u.tree.Demand(id), u.tree.Usage(id), u.tree.NodeLimitsGen(id)
 		if !raw.valid || raw.weight != spec.Weight {
 			raw.weight = spec.Weight
 			u.setWeight(id, spec.Weight.Or(1))
 			u.opIn[u.pos[id]].weightChanged = true
 		}
 		if raw.valid && sameEnv && raw.demand == demand && raw.usage == usage &&
-			raw.limits == spec.ResourceLimits && raw.gang == spec.IsGang {
+			raw.limits == spec.ResourceLimits && raw.nodesGen == nodesGen && raw.gang == spec.IsGang {
 			continue
 		}
-		raw.demand, raw.usage, raw.limits, raw.gang, raw.valid = demand, usage, spec.ResourceLimits, spec.IsGang, true
+		raw.demand, raw.usage, raw.limits, raw.nodesGen, raw.gang, raw.valid = demand, usage, spec.ResourceLimits, nodesGen, spec.IsGang, true
 		in := &u.opIn[u.pos[id]]
 		in.usage, in.demand = usage, demand.Max(usage)
 		in.gang, in.changed = spec.IsGang, true
 		a := &u.attrs[id]
-		a.LimitsShare = resource.FromResources(spec.ResourceLimits.OrInfinite().Min(total), total)
+		nodes := u.tree.NodeLimits(id)
+		a.LimitsShare = limitsShare(spec.ResourceLimits, &nodes, total)
 		a.StrongGuaranteeShare = resource.Share{}
 		if usage.IsZero() {
 			a.DominantResource = resource.DominantResource(in.demand, total)
@@ -78,6 +79,22 @@ func (u *Updater) updateOperations() {
 	}
 }
 
+// limitsShare is an element's limits share (spec.md §1.3, §1.5): its
+// specified resource limits and the resources of the nodes its scheduling
+// tag filter matches, the smaller of the two, as a share of the total; for
+// an operation also at most its best allocation share.
+func limitsShare(specified tree.PartialVec, nodes *tree.NodeLimits, total resource.Vec) resource.Share {
+	limits := specified.OrInfinite()
+	if !nodes.TagFilter.IsEmpty() {
+		limits = limits.Min(nodes.TagFilter.OrInfinite())
+	}
+	s := resource.FromResources(limits.Min(total), total)
+	if nodes.HasBestAllocationShare {
+		s = s.Min(nodes.BestAllocationShare)
+	}
+	return s
+}
+
 // ---- bottom-up attributes (spec.md §2.1 step 4) ----
 
 func (u *Updater) cumulative(p int32) {
@@ -102,11 +119,12 @@ func (u *Updater) cumulative(p int32) {
 		demand = demand.Add(ce.demand)
 	}
 	ps.usage, ps.demand = usage, demand
-	limits := resource.InfiniteVec()
 	if id != tree.Root {
-		limits = c.ResourceLimits.OrInfinite()
+		nodes := u.tree.NodeLimits(id)
+		a.LimitsShare = limitsShare(c.ResourceLimits, &nodes, total)
+	} else {
+		a.LimitsShare = resource.FromResources(total, total)
 	}
-	a.LimitsShare = resource.FromResources(limits.Min(total), total)
 	if c.Mode == tree.ModeFIFO {
 		u.sortFifo(id)
 	}

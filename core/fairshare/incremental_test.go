@@ -221,7 +221,7 @@ func (s *incSequence) change(cfg *fairshare.Config, total *resource.Vec) string 
 		cores := func(lo, hi int) tree.PartialVec {
 			return tree.PartialVec{V: resource.Vec{resource.CPU: resource.Cores(float64(lo + r.IntN(hi-lo+1)))}, Set: [5]bool{resource.CPU: true}}
 		}
-		switch k := r.IntN(20); {
+		switch k := r.IntN(21); {
 		case k < 2 && opOK: // demand
 			id, _ := tr.Lookup(op)
 			d := randomDemand(r)
@@ -312,6 +312,21 @@ func (s *incSequence) change(cfg *fairshare.Config, total *resource.Vec) string 
 			}
 			s.ops = append(s.ops, name)
 			done = append(done, fmt.Sprintf("add %s to %s", name, pool))
+		case k < 20: // node limits: tag-filter resources, best allocation share
+			var l tree.NodeLimits
+			if r.IntN(3) > 0 {
+				l.TagFilter = tree.Full(resource.Vec{100, resource.Cores(float64(20 + r.IntN(180))), 0, int64(50+r.IntN(350)) << 30, 0})
+			}
+			name, id := pool, pid
+			if opOK && r.IntN(2) == 0 {
+				name = op
+				id, _ = tr.Lookup(op)
+				if r.IntN(2) == 0 {
+					l.BestAllocationShare, l.HasBestAllocationShare = resource.Share{1, 1, 1, r.Float64(), 1}, true
+				}
+			}
+			tr.SetNodeLimits(id, l)
+			done = append(done, fmt.Sprintf("%s node limits %+v", name, l))
 		default: // total resources
 			total[resource.CPU] = resource.Cores(float64(100 + 50*r.IntN(4)))
 			done = append(done, fmt.Sprintf("total %v", *total))

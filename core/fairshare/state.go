@@ -47,6 +47,7 @@ const (
 type opRaw struct {
 	demand, usage resource.Vec
 	limits        tree.PartialVec
+	nodesGen      uint64 // tree.NodeLimitsGen
 	weight        tree.OptFloat
 	gang          bool
 	valid         bool

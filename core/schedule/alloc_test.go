@@ -7,6 +7,7 @@ import (
 
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/tagfilter"
 	"github.com/fairsched/fairsched/core/tree"
 )
 
@@ -197,5 +198,63 @@ func TestHeartbeatAllocsVanished(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("vanishing heartbeat: %v allocations per run, want 0", allocs)
+	}
+}
+
+// TestHeartbeatAllocsTagFilters: with scheduling tag filters in use (a
+// pool's and an operation's matching the node, and an operation whose
+// filter does not), a complete-and-start heartbeat still allocates
+// nothing: the node's class memo and the index's heaps are reused.
+func TestHeartbeatAllocsTagFilters(t *testing.T) {
+	s := New(tree.New(tree.PoolConfig{}), DefaultConfig())
+	if _, err := s.ApplyPools(tree.Mutation{Kind: tree.AddPool, Name: "p", Pool: tree.PoolConfig{SchedulingTagFilter: tagfilter.MustParse("gpu")}}); err != nil {
+		t.Fatal(err)
+	}
+	const slots = 100
+	limits := resource.Vec{resource.UserSlots: slots, resource.CPU: cores(slots), resource.Memory: slots * gib}
+	hb := &NodeHeartbeat{Node: "n0", Limits: limits, Tags: []string{"gpu", "fast"}, Allocations: make([]AllocationReport, 0, 4*slots)}
+	resp := &Response{}
+	if err := s.Heartbeat(0, hb, resp); err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range []OperationSpec{
+		{ID: "z", Tasks: tasks(1<<30, job(1, 0)), SchedulingTagFilter: tagfilter.MustParse("slow")},
+		{ID: "a", Pool: "p", Tasks: tasks(1<<30, job(1, 0)), SchedulingTagFilter: tagfilter.MustParse("!slow & (fast | ssd)")},
+	} {
+		if _, _, err := s.StartOperation(0, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.UpdateFairShare(0)
+	resp.Reset()
+	if err := s.Heartbeat(0, hb, resp); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range resp.Start {
+		if st.Operation != "a" {
+			t.Fatalf("started %+v on a node its filter does not match", st)
+		}
+		hb.Allocations = append(hb.Allocations, AllocationReport{ID: st.Allocation, State: AllocRunning})
+	}
+	if len(resp.Start) != slots {
+		t.Fatalf("started %d, want %d", len(resp.Start), slots)
+	}
+	s.UpdateFairShare(1)
+	now := 1.0
+	allocs := testing.AllocsPerRun(100, func() {
+		now++
+		hb.Allocations[0].State = AllocCompleted
+		resp.Reset()
+		if err := s.Heartbeat(clock.FromSeconds(now), hb, resp); err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Start) != 1 || resp.Start[0].Operation != "a" || len(resp.Preempt)+len(resp.Abort) != 0 {
+			t.Fatalf("heartbeat decided %+v, want one start of a", resp)
+		}
+		copy(hb.Allocations, hb.Allocations[1:])
+		hb.Allocations[len(hb.Allocations)-1] = AllocationReport{ID: resp.Start[0].Allocation, State: AllocRunning}
+	})
+	if allocs != 0 {
+		t.Errorf("complete-and-start heartbeat with tag filters: %v allocations per run, want 0", allocs)
 	}
 }

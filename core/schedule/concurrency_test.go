@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/tagfilter"
 	"github.com/fairsched/fairsched/core/tree"
 )
 
@@ -64,7 +66,7 @@ func TestConcurrentHeartbeatsKeepInvariants(t *testing.T) {
 	// Register the nodes, then publish a first snapshot.
 	var resp Response
 	for i := range nodes {
-		if err := s.Heartbeat(0, &NodeHeartbeat{Node: fmt.Sprintf("n%d", i), Limits: node}, &resp); err != nil {
+		if err := s.Heartbeat(0, &NodeHeartbeat{Node: fmt.Sprintf("n%d", i), Limits: node, Tags: nodeTags(i)}, &resp); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -73,6 +75,7 @@ func TestConcurrentHeartbeatsKeepInvariants(t *testing.T) {
 	var (
 		mu          sync.Mutex
 		preemptions = map[PreemptReason]int{}
+		heavyStarts atomic.Int64
 	)
 	type workerState struct {
 		r         *rand.Rand
@@ -128,9 +131,17 @@ func TestConcurrentHeartbeatsKeepInvariants(t *testing.T) {
 				listed, usage = append(listed, *a), append(usage, u)
 			}
 			resp.Reset()
-			if err := s.Heartbeat(clock.FromSeconds(float64(round)), &NodeHeartbeat{Node: name, Limits: node, Allocations: listed, AllocationUsage: usage}, resp); err != nil {
+			if err := s.Heartbeat(clock.FromSeconds(float64(round)), &NodeHeartbeat{Node: name, Limits: node, Tags: nodeTags(i), Allocations: listed, AllocationUsage: usage}, resp); err != nil {
 				t.Error(err)
 				return
+			}
+			for _, st := range resp.Start {
+				if st.Operation == "heavy" {
+					heavyStarts.Add(1)
+					if len(nodeTags(i)) == 0 {
+						t.Errorf("allocation %d of heavy, whose filter is gpu, started on %s without tags", st.Allocation, name)
+					}
+				}
 			}
 			vanished := map[uint64]bool{}
 			for _, ab := range resp.Abort {
@@ -184,12 +195,19 @@ func TestConcurrentHeartbeatsKeepInvariants(t *testing.T) {
 			s.AbortOperation(ops[0])
 		case 20:
 			// A heavy operation appears and starves.
-			s.StartOperation(clock.FromSeconds(float64(round)), OperationSpec{Pool: "b", Weight: tree.Some(4), Tasks: []TaskSpec{{JobCount: 2000, Resources: job(2, 2)}}})
+			// Its filter lets it only on the gpu nodes.
+			s.StartOperation(clock.FromSeconds(float64(round)), OperationSpec{ID: "heavy", Pool: "b", Weight: tree.Some(4), Tasks: []TaskSpec{{JobCount: 2000, Resources: job(2, 2)}},
+				SchedulingTagFilter: tagfilter.MustParse("gpu")})
 		case 30:
 			// Lower pool a's limits below its usage: limit violations.
 			lower := limit
 			lower[resource.CPU] = cores(16)
 			if _, err := s.ApplyPools(tree.Mutation{Kind: tree.SetPool, Name: "a", Pool: tree.PoolConfig{ResourceLimits: tree.Full(lower)}}); err != nil {
+				t.Error(err)
+			}
+		case 35:
+			// A filter on pool b: new filter classes while heartbeats run.
+			if _, err := s.ApplyPools(tree.Mutation{Kind: tree.SetPool, Name: "b", Pool: tree.PoolConfig{Weight: tree.Some(2), SchedulingTagFilter: tagfilter.MustParse("gpu | !gpu")}}); err != nil {
 				t.Error(err)
 			}
 		case 40:
@@ -230,6 +248,9 @@ func TestConcurrentHeartbeatsKeepInvariants(t *testing.T) {
 	}
 	if preemptions[PreemptForStarving]+preemptions[PreemptForStarvingAncestor] == 0 {
 		t.Logf("no preemption for starvation in this interleaving: %v", preemptions)
+	}
+	if heavyStarts.Load() == 0 {
+		t.Error("heavy never started an allocation")
 	}
 
 	// Invariants.
@@ -420,4 +441,13 @@ func checkQuiescent(t *testing.T, s *Scheduler) {
 		}
 		sh.mu.Unlock()
 	}
+}
+
+// nodeTags are node i's tags in the concurrency test: every other node is a
+// gpu node.
+func nodeTags(i int) []string {
+	if i%2 == 0 {
+		return []string{"gpu"}
+	}
+	return nil
 }

@@ -81,6 +81,10 @@ type Config struct {
 	// AllowedNodeResourcesOvercommitDuration is how long a node's usage may
 	// exceed its limits before allocations are aborted (spec.md §5.6; 0).
 	AllowedNodeResourcesOvercommitDuration clock.Duration
+	// BestAllocationShareUpdatePeriod is how often an operation's best
+	// allocation share is recomputed (spec.md §1.5, §8.1; 60 s); it is
+	// also recomputed when its nodes' memory sizes change.
+	BestAllocationShareUpdatePeriod clock.Duration
 
 	FairShare fairshare.Config
 	Limits    limits.Config

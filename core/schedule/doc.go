@@ -83,5 +83,10 @@
 //     (operations, pools, nodes) the API serves;
 //   - scheduler.go: operations' lifecycle and the pool tree's mutations;
 //     settings.go: the configuration table; opindex.go: the shards' index of
-//     schedulable operations; node.go and operation.go: their state.
+//     schedulable operations; node.go and operation.go: their state;
+//   - tags.go: scheduling tag filters (which nodes an operation may use,
+//     compiled once per tree change and memoized per node) and what the
+//     nodes allow each element in the fair-share update: the resources of
+//     the nodes its filter matches and the best allocation share (§1.3,
+//     §1.5).
 package schedule

@@ -253,9 +253,9 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 		n.index = s.registry.add(hb.Node)
 		sh.nodes[hb.Node] = n
 	}
-	n.limits = hb.Limits
+	n.setLimits(hb.Limits)
 	n.lastHeartbeat = now
-	n.tags = append(n.tags[:0], hb.Tags...)
+	n.setTags(hb.Tags)
 
 	// Collect the allocations listed running (n.listed) and count them:
 	// when fewer than the node holds remain, some vanished. NB: reported

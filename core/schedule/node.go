@@ -35,7 +35,10 @@ type node struct {
 	usage         resource.Vec // sum of its allocations' resources (their usage)
 	tags          []string
 	lastHeartbeat clock.Time
-	seq           uint32
+	// tagMatch: which filter classes the tags match (tags.go); its first
+	// fields share lastHeartbeat's cache line, which the sweep reads.
+	tagMatch tagMatch
+	seq      uint32
 	// listed is the set of the allocations (by index in allocs) that the
 	// heartbeat being processed listed running; one it did not list is
 	// finished. A bitmap that follows removals (unlist), cleared by each

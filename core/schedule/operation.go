@@ -5,6 +5,7 @@ import (
 
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/tagfilter"
 	"github.com/fairsched/fairsched/core/tree"
 )
 
@@ -76,6 +77,9 @@ type OperationSpec struct {
 	// NonPreemptibleResourceUsageThreshold may only lower the inherited
 	// threshold, per resource (spec.md §4, §8.4).
 	NonPreemptibleResourceUsageThreshold tree.PartialVec
+	// SchedulingTagFilter restricts the operation to the nodes it matches,
+	// besides its pools' filters (spec.md §1.3, §5.2).
+	SchedulingTagFilter tagfilter.Filter
 
 	Tasks []TaskSpec
 }
@@ -104,6 +108,9 @@ type operation struct {
 	// retired is set by the control plane when it removed the operation
 	// from the tree and the limits.
 	retired bool
+	// best is its best allocation share (control plane only, tags.go),
+	// next to what the update reads of every operation.
+	best bestShare
 	// limited holds the usage counters of the operation itself and of every
 	// ancestor pool with specified resource limits, checked and charged
 	// when an allocation starts (spec.md §5.2 precommit).

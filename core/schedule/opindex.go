@@ -7,10 +7,14 @@ import (
 
 // opIndex is a shard's index of the snapshot's operations for the regular
 // stage's search (spec.md §5.2: the least satisfied operation with a
-// pending job that fits): a binary min-heap keyed by (scheduling priority
-// class, satisfaction with live usage, snapshot pre-order index), so that
-// the high class (§3.6) goes first and ties go to the operation first in
-// the tree as with a scan. Shard mutex.
+// pending job that fits and whose scheduling tag filters match the node):
+// one binary min-heap per filter class (see tagTable; class 0, the
+// operations without any filter on their path, is the only one when no
+// filter is set), each keyed by (scheduling priority class, satisfaction
+// with live usage, snapshot pre-order index), so that the high class
+// (§3.6) goes first and ties go to the operation first in the tree as with
+// a scan. A search compares the tops of the heaps whose class matches the
+// node. Shard mutex.
 //
 // Keys are refreshed lazily. A start raises an operation's satisfaction;
 // this shard's starts re-key at once, other shards' are found when the
@@ -23,15 +27,22 @@ import (
 // for up to one fair-share period before this shard prefers it — the
 // analogue of the reference's usage snapshot (resource_usage_snapshot_
 // update_period, allowed_resource_usage_staleness); everything else
-// matches a scan of the snapshot exactly. A search costs O((1 + stale
-// keys + skipped operations) · log n) instead of O(n).
+// matches a scan of the snapshot exactly. A search costs O((classes + 1 +
+// stale keys + skipped operations) · log n) instead of O(n); a heap per
+// class keeps the operations whose filters do not match a node out of its
+// searches, instead of setting them aside one by one at every heartbeat.
 type opIndex struct {
 	snap  *Snapshot
-	items []heapItem
-	pos   []int32 // snapshot index → position in items, -1 when absent
+	heaps []opHeap // by filter class
+	pos   []int32  // snapshot index → position in its class's heap, -1 when absent
 	// skipped holds the operations taken off the heap during one stage
 	// because no pending job fits the node; restore puts them back.
 	skipped []int32
+}
+
+// opHeap is the heap of one filter class.
+type opHeap struct {
+	items []heapItem
 }
 
 type heapItem struct {
@@ -42,80 +53,83 @@ type heapItem struct {
 	high bool
 }
 
-func (h *opIndex) less(i, j int) bool {
-	a, b := &h.items[i], &h.items[j]
+func itemLess(a, b *heapItem) bool {
 	if a.high != b.high {
 		return a.high
 	}
 	return a.key < b.key || a.key == b.key && a.idx < b.idx
 }
 
-func (h *opIndex) swap(i, j int) {
-	h.items[i], h.items[j] = h.items[j], h.items[i]
-	h.pos[h.items[i].idx] = int32(i)
-	h.pos[h.items[j].idx] = int32(j)
+func (h *opIndex) swap(q *opHeap, i, j int) {
+	q.items[i], q.items[j] = q.items[j], q.items[i]
+	h.pos[q.items[i].idx] = int32(i)
+	h.pos[q.items[j].idx] = int32(j)
 }
 
-func (h *opIndex) up(i int) {
+func (h *opIndex) up(q *opHeap, i int) {
 	for i > 0 {
 		p := (i - 1) / 2
-		if !h.less(i, p) {
+		if !itemLess(&q.items[i], &q.items[p]) {
 			return
 		}
-		h.swap(i, p)
+		h.swap(q, i, p)
 		i = p
 	}
 }
 
-func (h *opIndex) down(i int) {
-	n := len(h.items)
+func (h *opIndex) down(q *opHeap, i int) {
+	n := len(q.items)
 	for {
 		l := 2*i + 1
 		if l >= n {
 			return
 		}
 		m := l
-		if r := l + 1; r < n && h.less(r, l) {
+		if r := l + 1; r < n && itemLess(&q.items[r], &q.items[l]) {
 			m = r
 		}
-		if !h.less(m, i) {
+		if !itemLess(&q.items[m], &q.items[i]) {
 			return
 		}
-		h.swap(i, m)
+		h.swap(q, i, m)
 		i = m
 	}
 }
 
-// removeAt takes the item at position i off the heap.
-func (h *opIndex) removeAt(i int) {
-	last := len(h.items) - 1
-	idx := h.items[i].idx
+// removeAt takes the item at position i off heap q.
+func (h *opIndex) removeAt(q *opHeap, i int) {
+	last := len(q.items) - 1
+	idx := q.items[i].idx
 	if i != last {
-		h.swap(i, last)
+		h.swap(q, i, last)
 	}
-	h.items = h.items[:last]
+	q.items = q.items[:last]
 	h.pos[idx] = -1
 	if i != last {
-		h.down(i)
-		h.up(i)
+		h.down(q, i)
+		h.up(q, i)
 	}
 }
 
+// heapOf returns the heap of operation idx's filter class.
+func (h *opIndex) heapOf(idx int32) *opHeap { return &h.heaps[h.snap.ops[idx].class] }
+
 // set inserts or re-keys operation idx.
 func (h *opIndex) set(idx int32, key float64) {
+	q := h.heapOf(idx)
 	if p := h.pos[idx]; p >= 0 {
-		old := h.items[p].key
-		h.items[p].key = key
+		old := q.items[p].key
+		q.items[p].key = key
 		if key < old {
-			h.up(int(p))
+			h.up(q, int(p))
 		} else {
-			h.down(int(p))
+			h.down(q, int(p))
 		}
 		return
 	}
-	h.items = append(h.items, heapItem{key: key, idx: idx, high: h.snap.ops[idx].highPriority})
-	h.pos[idx] = int32(len(h.items) - 1)
-	h.up(len(h.items) - 1)
+	q.items = append(q.items, heapItem{key: key, idx: idx, high: h.snap.ops[idx].highPriority})
+	h.pos[idx] = int32(len(q.items) - 1)
+	h.up(q, len(q.items)-1)
 }
 
 // satisfaction is an operation's local satisfaction with its live usage
@@ -131,7 +145,14 @@ func (h *opIndex) sync(snap *Snapshot) {
 		return
 	}
 	h.snap = snap
-	h.items = h.items[:0]
+	classes := snap.tags.classCount()
+	if cap(h.heaps) < classes {
+		h.heaps = append(h.heaps[:cap(h.heaps)], make([]opHeap, classes-cap(h.heaps))...) // NB: allocates once per growth
+	}
+	h.heaps = h.heaps[:classes]
+	for c := range h.heaps {
+		h.heaps[c].items = h.heaps[c].items[:0]
+	}
 	h.skipped = h.skipped[:0]
 	if cap(h.pos) < len(snap.ops) {
 		h.pos = make([]int32, len(snap.ops)) // NB: allocates once per snapshot growth
@@ -143,11 +164,15 @@ func (h *opIndex) sync(snap *Snapshot) {
 		if v.op.graceful() && !v.belowFairShare {
 			continue // not schedulable in this snapshot (spec.md §7)
 		}
-		h.pos[i] = int32(len(h.items))
-		h.items = append(h.items, heapItem{key: satisfaction(v, snap.Total), idx: int32(i), high: v.highPriority})
+		q := &h.heaps[v.class]
+		h.pos[i] = int32(len(q.items))
+		q.items = append(q.items, heapItem{key: satisfaction(v, snap.Total), idx: int32(i), high: v.highPriority})
 	}
-	for i := len(h.items)/2 - 1; i >= 0; i-- {
-		h.down(i)
+	for c := range h.heaps {
+		q := &h.heaps[c]
+		for i := len(q.items)/2 - 1; i >= 0; i-- {
+			h.down(q, i)
+		}
 	}
 }
 
@@ -164,27 +189,44 @@ func (h *opIndex) touch(o *operation) {
 	h.set(v.index, satisfaction(v, h.snap.Total))
 }
 
-// best returns the snapshot index of the least satisfied operation with a
-// pending job fitting free (and its operation's limits), and that job's
-// task; -1 if none. Operations that cannot be scheduled in this snapshot
-// or have no pending job are dropped; those whose jobs do not fit free
-// are set aside until restore.
-func (h *opIndex) best(free resource.Vec) (int32, int) {
+// best returns the snapshot index of the least satisfied operation whose
+// filters match node n with a pending job fitting free (and its
+// operation's limits), and that job's task; -1 if none. Operations that
+// cannot be scheduled in this snapshot or have no pending job are dropped;
+// those whose jobs do not fit free are set aside until restore.
+func (h *opIndex) best(free resource.Vec, n *node) (int32, int) {
+	bestIdx, bestTask := int32(-1), -1
+	var bestItem *heapItem
+	for c := range h.heaps {
+		q := &h.heaps[c]
+		if len(q.items) == 0 || c > 0 && !n.matches(h.snap.tags, int32(c)) {
+			continue
+		}
+		idx, t := h.top(q, free)
+		if idx >= 0 && (bestItem == nil || itemLess(&q.items[0], bestItem)) {
+			bestIdx, bestTask, bestItem = idx, t, &q.items[0]
+		}
+	}
+	return bestIdx, bestTask
+}
+
+// top is best within one heap.
+func (h *opIndex) top(q *opHeap, free resource.Vec) (int32, int) {
 	snap := h.snap
-	for len(h.items) > 0 {
-		top := h.items[0]
+	for len(q.items) > 0 {
+		top := q.items[0]
 		v := &snap.ops[top.idx]
 		o := v.op
 		if o.State() != StateRunning {
-			h.removeAt(0)
+			h.removeAt(q, 0)
 			continue
 		}
 		if k := satisfaction(v, snap.Total); k != top.key {
 			// Its usage changed on another shard's node: re-key, and
 			// take it if it is still the minimum.
-			h.items[0].key = k
-			h.down(0)
-			if h.items[0].idx != top.idx {
+			q.items[0].key = k
+			h.down(q, 0)
+			if q.items[0].idx != top.idx {
 				continue
 			}
 		}
@@ -192,7 +234,7 @@ func (h *opIndex) best(free resource.Vec) (int32, int) {
 		if t >= 0 {
 			return top.idx, t
 		}
-		h.removeAt(0)
+		h.removeAt(q, 0)
 		if pending {
 			h.skipped = append(h.skipped, top.idx)
 		}
@@ -203,7 +245,7 @@ func (h *opIndex) best(free resource.Vec) (int32, int) {
 // skip sets operation idx aside for the rest of the stage.
 func (h *opIndex) skip(idx int32) {
 	if p := h.pos[idx]; p >= 0 {
-		h.removeAt(int(p))
+		h.removeAt(h.heapOf(idx), int(p))
 		h.skipped = append(h.skipped, idx)
 	}
 }

@@ -6,18 +6,20 @@ import (
 	"testing"
 
 	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/tagfilter"
 	"github.com/fairsched/fairsched/core/tree"
 )
 
 // scanBest is the reference search the index replaces: the first operation
 // in the snapshot (tree pre-order) with the least satisfaction among those
-// that may be scheduled and have a pending job fitting free.
-func scanBest(snap *Snapshot, free resource.Vec) (int32, int) {
+// that may be scheduled, whose filter and whose pools' filters match the
+// node's tags and that have a pending job fitting free.
+func scanBest(s *Scheduler, snap *Snapshot, free resource.Vec, tags []string, ignoreTags bool) (int32, int) {
 	best, bestTask, bestSat := int32(-1), -1, 0.0
 	for i := range snap.ops {
 		v := &snap.ops[i]
 		o := v.op
-		if o.State() != StateRunning || o.graceful() && !v.belowFairShare {
+		if o.State() != StateRunning || o.graceful() && !v.belowFairShare || !ignoreTags && !pathMatches(s, o, tags) {
 			continue
 		}
 		t, _ := o.fittingTask(free)
@@ -31,10 +33,25 @@ func scanBest(snap *Snapshot, free resource.Vec) (int32, int) {
 	return best, bestTask
 }
 
+// pathMatches evaluates an operation's filter and its pools' on a node's
+// tags with tagfilter's own evaluation, independently of the classes.
+func pathMatches(s *Scheduler, o *operation, tags []string) bool {
+	if !o.spec.SchedulingTagFilter.Match(tags) {
+		return false
+	}
+	for p := s.tree.Parent(o.treeID); p != tree.None; p = s.tree.Parent(p) {
+		if !s.tree.Pool(p).SchedulingTagFilter.Match(tags) {
+			return false
+		}
+	}
+	return true
+}
+
 // TestOpIndexMatchesScan drives a one-shard scheduler (every usage change
 // is local, so the index must be exact) through random operations, pools,
 // heartbeats, completions, failures and updates, and compares the index's
-// choice with a scan of the snapshot for random free vectors.
+// choice with a scan of the snapshot for random free vectors. Pools and
+// operations have random scheduling tag filters and nodes random tags.
 func TestOpIndexMatchesScan(t *testing.T) {
 	for seed := uint64(1); seed <= 20; seed++ {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
@@ -44,11 +61,19 @@ func TestOpIndexMatchesScan(t *testing.T) {
 			c := newCluster(t, cfg, 1+r.IntN(5), resource.Vec{resource.UserSlots: 20, resource.CPU: cores(16), resource.Memory: 64 * gib},
 				tree.Mutation{Kind: tree.AddPool, Name: "p", Pool: tree.PoolConfig{Weight: tree.Some(1 + float64(r.IntN(3)))}},
 				tree.Mutation{Kind: tree.AddPool, Name: "q", Pool: tree.PoolConfig{Mode: tree.ModeFIFO}},
-				tree.Mutation{Kind: tree.AddPool, Name: "lim", Parent: "p", Pool: tree.PoolConfig{ResourceLimits: tree.PartialVec{V: resource.Vec{resource.CPU: cores(10)}, Set: [resource.Count]bool{resource.CPU: true}}}})
+				tree.Mutation{Kind: tree.AddPool, Name: "lim", Parent: "p", Pool: tree.PoolConfig{ResourceLimits: tree.PartialVec{V: resource.Vec{resource.CPU: cores(10)}, Set: [resource.Count]bool{resource.CPU: true}}}},
+				tree.Mutation{Kind: tree.AddPool, Name: "gpu", Pool: tree.PoolConfig{SchedulingTagFilter: randomFilter(r)}},
+				tree.Mutation{Kind: tree.AddPool, Name: "gpu2", Parent: "gpu", Pool: tree.PoolConfig{SchedulingTagFilter: randomFilter(r)}})
+			tagNames := []string{"a", "b", "c"}
 			for i := range c.nodes {
 				c.nodes[i].limits[resource.CPU] = cores(float64(4 + r.IntN(16)))
+				for _, tg := range tagNames {
+					if r.IntN(2) == 0 {
+						c.nodes[i].tags = append(c.nodes[i].tags, tg)
+					}
+				}
 			}
-			pools := []string{"", "p", "q", "lim"}
+			pools := []string{"", "p", "q", "lim", "gpu", "gpu2"}
 			for i := range 6 + r.IntN(20) {
 				var ts []TaskSpec
 				for range 1 + r.IntN(3) {
@@ -58,9 +83,13 @@ func TestOpIndexMatchesScan(t *testing.T) {
 				if r.IntN(5) == 0 {
 					mode = PreemptionGraceful
 				}
-				c.start(OperationSpec{ID: fmt.Sprintf("o%d", i), Pool: pools[r.IntN(len(pools))], Weight: tree.Some(1 + float64(r.IntN(4))), PreemptionMode: mode, Tasks: ts})
+				var flt tagfilter.Filter
+				if r.IntN(3) == 0 {
+					flt = randomFilter(r)
+				}
+				c.start(OperationSpec{ID: fmt.Sprintf("o%d", i), Pool: pools[r.IntN(len(pools))], Weight: tree.Some(1 + float64(r.IntN(4))), PreemptionMode: mode, Tasks: ts, SchedulingTagFilter: flt})
 			}
-			compared := 0
+			compared, filtered := 0, 0
 			for step := range 300 {
 				switch r.IntN(6) {
 				case 0:
@@ -85,12 +114,19 @@ func TestOpIndexMatchesScan(t *testing.T) {
 				h := &sh.ops
 				h.sync(snap)
 				for range 4 {
+					nodeIdx := r.IntN(len(c.nodes))
+					sh.mu.Unlock()
+					n := c.s.shardOf(c.nodes[nodeIdx].name).nodes[c.nodes[nodeIdx].name]
+					sh.mu.Lock()
 					var free resource.Vec
 					free[resource.UserSlots] = int64(r.IntN(4))
 					free[resource.CPU] = cores(float64(r.IntN(12)))
 					free[resource.Memory] = int64(r.IntN(10)) * gib
-					gi, gt := h.best(free)
-					wi, wt := scanBest(snap, free)
+					gi, gt := h.best(free, n)
+					wi, wt := scanBest(c.s, snap, free, n.tags, false) // the tags of its last heartbeat
+					if ui, _ := scanBest(c.s, snap, free, nil, true); ui != wi {
+						filtered++
+					}
 					h.restore()
 					if gi != wi || gt != wt {
 						sh.mu.Unlock()
@@ -105,6 +141,12 @@ func TestOpIndexMatchesScan(t *testing.T) {
 			if compared == 0 {
 				t.Fatal("no search found an operation")
 			}
+			t.Logf("%d searches found an operation, %d chose another one than without the filters", compared, filtered)
 		})
 	}
+}
+
+// randomFilter is a small random formula over the tags a, b and c, or none.
+func randomFilter(r *rand.Rand) tagfilter.Filter {
+	return tagfilter.MustParse([]string{"", "a", "!a", "b", "a | b", "a & !c", "(b | c) & !a", "c"}[r.IntN(8)])
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/fairsched/fairsched/core/limits"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/starvation"
+	"github.com/fairsched/fairsched/core/tagfilter"
 	"github.com/fairsched/fairsched/core/tree"
 )
 
@@ -48,6 +49,14 @@ type OperationInfo struct {
 	// PreemptedAllocations counts those told to stop that still run.
 	AllocationsByStatus  [statusCount]int64
 	PreemptedAllocations int64
+	// SchedulingTagFilter is the operation's own filter (spec.md §1.3).
+	SchedulingTagFilter tagfilter.Filter
+	// SchedulingTagFilterResourceLimits are the resources of the nodes
+	// that match it at the last update (all nodes without a filter), and
+	// BestAllocationShare the share of the cluster its allocations could
+	// use by memory granularity (spec.md §1.5; zero before its first update).
+	SchedulingTagFilterResourceLimits tree.PartialVec
+	BestAllocationShare               resource.Share
 }
 
 // Operation returns an operation's view.
@@ -87,11 +96,16 @@ func (s *Scheduler) operationInfo(o *operation) OperationInfo {
 	}
 	if !o.retired && s.fsGen > 0 && o.fsGen == s.fsGen {
 		info.Attrs = *s.fs.Attributes(o.treeID)
+		info.SchedulingTagFilterResourceLimits = s.tagFilterLimits(s.tree.NodeLimits(o.treeID).TagFilter)
 	}
 	o.pre.mu.Lock()
 	info.AllocationsByStatus = o.pre.counts()
 	o.pre.mu.Unlock()
 	info.PreemptedAllocations = o.preemptedCount.Load()
+	info.SchedulingTagFilter = o.spec.SchedulingTagFilter
+	if o.best.valid {
+		info.BestAllocationShare = o.best.share
+	}
 	if snap := s.snap.Load(); snap != nil {
 		if v := o.view.Load(); v != nil && !o.retired && inSnapshot(snap, v) {
 			info.PreemptionPriority = v.priority
@@ -128,6 +142,10 @@ type PoolInfo struct {
 	PendingOperationCount            int64
 	MaxOperationCount                int64
 	MaxRunningOperationCount         int64
+	// SchedulingTagFilterResourceLimits are the resources of the nodes that
+	// match the pool's scheduling_tag_filter at the last update (all nodes
+	// without a filter; spec.md §1.3).
+	SchedulingTagFilterResourceLimits tree.PartialVec
 }
 
 // Pool returns a pool's view (the root is "<Root>").
@@ -168,6 +186,7 @@ func (s *Scheduler) poolInfo(id tree.ID) PoolInfo {
 	}
 	if s.fsGen > 0 && s.poolsAtUpdate == t.StructureVersion() {
 		info.Attrs = *s.fs.Attributes(id)
+		info.SchedulingTagFilterResourceLimits = s.tagFilterLimits(t.NodeLimits(id).TagFilter)
 	}
 	st := s.poolStarvation[info.Name]
 	if id == tree.Root {
@@ -178,6 +197,15 @@ func (s *Scheduler) poolInfo(id tree.ID) PoolInfo {
 		info.Satisfaction, info.LocalSatisfaction = st.satisfaction, st.localSatisfaction
 	}
 	return info
+}
+
+// tagFilterLimits returns an element's scheduling-tag-filter resource
+// limits for its view: those of its filter's nodes, or all nodes.
+func (s *Scheduler) tagFilterLimits(l tree.PartialVec) tree.PartialVec {
+	if l.IsEmpty() {
+		return tree.Full(s.total)
+	}
+	return l
 }
 
 // Total returns the total resources of the registered nodes at the last update.
@@ -195,7 +223,9 @@ type NodeInfo struct {
 	// that have not stopped yet.
 	PreemptedUsage resource.Vec
 	LastHeartbeat  clock.Time
-	Allocations    []AllocationInfo
+	// Tags are the tags of its last heartbeat (a copy).
+	Tags        []string
+	Allocations []AllocationInfo
 }
 
 // AllocationInfo is one allocation of a node.
@@ -222,7 +252,8 @@ func (s *Scheduler) Node(name string) (NodeInfo, bool) {
 	if n == nil {
 		return NodeInfo{}, false
 	}
-	info := NodeInfo{Name: n.name, Limits: n.limits, Usage: n.usage, PreemptedUsage: n.preemptedUsage, LastHeartbeat: n.lastHeartbeat}
+	info := NodeInfo{Name: n.name, Limits: n.limits, Usage: n.usage, PreemptedUsage: n.preemptedUsage, LastHeartbeat: n.lastHeartbeat,
+		Tags: slices.Clone(n.tags)}
 	info.Allocations = make([]AllocationInfo, 0, len(n.allocs))
 	n.idxMu.Lock()
 	for _, a := range n.allocs {

@@ -77,7 +77,7 @@ func (s *Scheduler) startPreemptively(now clock.Time, sh *shard, n *node, snap *
 		return nil
 	}
 	free := n.limits.Sub(usage).Add(discount)
-	v, t := bestTarget(snap, free, target, sh.victims)
+	v, t := bestTarget(snap, n, free, target, sh.victims)
 	if v == nil {
 		return nil
 	}

@@ -28,7 +28,7 @@ func (s *Scheduler) scheduleRegular(now clock.Time, sh *shard, n *node, snap *Sn
 	started := 0
 	for s.canStartMore(n, n.usage, resource.Vec{}, started) {
 		free := n.limits.Sub(n.usage)
-		idx, t := h.best(free)
+		idx, t := h.best(free, n)
 		if idx < 0 {
 			break
 		}
@@ -48,10 +48,11 @@ func (s *Scheduler) scheduleRegular(now clock.Time, sh *shard, n *node, snap *Sn
 // job's task (spec.md §5.2; with composite satisfaction the minimum over
 // children, descending the tree by least satisfaction reaches the least
 // satisfied active operation). The preemptive stages use it: only their
-// target operations are active, usually few, so it scans them. free counts
+// target operations are active, usually few, so it scans them; those whose
+// scheduling tag filters do not match node n are not. free counts
 // the victims' resources as free; an operation never preempts itself, so
 // its own victims are taken out of free for it.
-func bestTarget(snap *Snapshot, free resource.Vec, target PreemptionPriority, victims []victim) (*opView, int) {
+func bestTarget(snap *Snapshot, n *node, free resource.Vec, target PreemptionPriority, victims []victim) (*opView, int) {
 	var best *opView
 	bestTask := -1
 	bestSat := 0.0
@@ -61,7 +62,7 @@ func bestTarget(snap *Snapshot, free resource.Vec, target PreemptionPriority, vi
 		if o.State() != StateRunning {
 			continue
 		}
-		if o.graceful() && !v.belowFairShare {
+		if o.graceful() && !v.belowFairShare || !n.matches(snap.tags, v.class) {
 			continue
 		}
 		t, _ := o.fittingTask(free)

@@ -54,6 +54,7 @@ type loggedAbort struct {
 type simNode struct {
 	name   string
 	limits resource.Vec
+	tags   []string
 	allocs []AllocationReport
 	meta   []simAlloc // parallel to allocs
 }
@@ -108,7 +109,7 @@ func (c *cluster) heartbeat(i int) {
 		}
 	}
 	c.resp.Reset()
-	hb := NodeHeartbeat{Node: n.name, Limits: n.limits, Allocations: n.allocs}
+	hb := NodeHeartbeat{Node: n.name, Limits: n.limits, Tags: n.tags, Allocations: n.allocs}
 	for j := range n.allocs {
 		u, ok := c.usage[n.allocs[j].ID]
 		n.allocs[j].HasUsage = ok

@@ -57,6 +57,8 @@ type Scheduler struct {
 
 	snap atomic.Pointer[Snapshot]
 
+	tags tagState // scheduling tag filters and node limits (tags.go)
+
 	finishedMu sync.Mutex // leaf: operations finished by heartbeats
 	finished   []*operation
 
@@ -87,6 +89,7 @@ func New(t *tree.Tree, cfg Config) *Scheduler {
 		s.shards[i].index = i
 	}
 	s.snap.Store(&Snapshot{})
+	s.countPoolFilters() // t may come with pools
 	return s
 }
 
@@ -136,6 +139,7 @@ func (s *Scheduler) ApplyPools(ms ...tree.Mutation) (int, error) {
 	s.scratchIDs = s.limits.RescanAll(s.scratchIDs[:0])
 	s.syncStates()
 	s.refreshLimitCounters()
+	s.countPoolFilters()
 	return -1, nil
 }
 
@@ -356,6 +360,9 @@ func (s *Scheduler) StartOperation(now clock.Time, spec OperationSpec) (string, 
 	}
 	s.byTree[o.treeID] = o
 	s.ops[id] = o
+	if !spec.SchedulingTagFilter.IsEmpty() {
+		s.tags.opFilters++
+	}
 	switch s.limits.Register(o.treeID) {
 	case limits.Pending:
 		o.state.Store(uint32(StatePending))
@@ -430,7 +437,8 @@ func specEqual(a, b *OperationSpec) bool {
 		a.AllocationGracefulPreemptionTimeout != b.AllocationGracefulPreemptionTimeout ||
 		a.FairShareStarvationTolerance != b.FairShareStarvationTolerance ||
 		a.FairShareStarvationTimeout != b.FairShareStarvationTimeout ||
-		a.NonPreemptibleResourceUsageThreshold != b.NonPreemptibleResourceUsageThreshold {
+		a.NonPreemptibleResourceUsageThreshold != b.NonPreemptibleResourceUsageThreshold ||
+		!a.SchedulingTagFilter.Equal(b.SchedulingTagFilter) {
 		return false
 	}
 	for i := range a.Tasks {
@@ -492,6 +500,9 @@ func (s *Scheduler) retire(o *operation) {
 		return
 	}
 	o.retired = true
+	if !o.spec.SchedulingTagFilter.IsEmpty() {
+		s.tags.opFilters--
+	}
 	s.scratchIDs = s.limits.Unregister(o.treeID, s.scratchIDs[:0])
 	for _, id := range s.scratchIDs {
 		if a := s.byTree[id]; a != nil && a.State() == StatePending {

@@ -14,6 +14,9 @@ type Snapshot struct {
 	Time  clock.Time
 	Total resource.Vec
 	ops   []opView // running operations, in tree pre-order
+	// tags holds the compiled scheduling tag filters (nil when no element
+	// has one); opView.class indexes its classes.
+	tags *tagTable
 	// targets lists the operations (indices into ops) of each preemption
 	// priority: the candidates of the preemptive stage with that target; a
 	// stage without any is skipped (spec.md §5.4).
@@ -40,6 +43,9 @@ type opView struct {
 	// detached marks a copy held by an operation that left the snapshots
 	// (see detachViews); it is never an element of Snapshot.ops.
 	detached bool
+	// class is the operation's filter class (tags.go): the scheduling tag
+	// filters of its path, which a node must match. 0: none.
+	class int32
 }
 
 // starvationState is an element's persistent status (control plane only).
@@ -78,19 +84,25 @@ func (s *Scheduler) UpdateFairShare(now clock.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.retireFinished()
+	s.prepareTags()
 	total := s.sweepNodes(now)
 	s.retireFinished()
 	s.total = total
 	s.lastNow = now
 
 	t := s.tree
+	s.setPoolNodeLimits()
 	for _, o := range s.ops {
 		if o.retired {
 			continue
 		}
 		if o.State() == StateRunning {
-			t.SetDemandUsage(o.treeID, o.demand(), o.Usage())
+			demand := o.demand()
+			t.SetDemandUsage(o.treeID, demand, o.Usage())
 			t.SetPendingJobCount(o.treeID, o.pendingJobs())
+			if l, changed := s.nodeLimits(o, demand, now); changed {
+				t.SetNodeLimits(o.treeID, l)
+			}
 		} else {
 			t.SetDemandUsage(o.treeID, resource.Vec{}, resource.Vec{})
 		}
@@ -104,7 +116,7 @@ func (s *Scheduler) UpdateFairShare(now clock.Time) {
 	}
 	s.poolsAtUpdate = t.StructureVersion()
 
-	snap := &Snapshot{Time: now, Total: total}
+	snap := &Snapshot{Time: now, Total: total, tags: s.tags.table}
 	eff := make([]effective, t.Len())
 	pools := 0
 	t.Walk(func(id tree.ID) {
@@ -135,7 +147,7 @@ func (s *Scheduler) UpdateFairShare(now clock.Time) {
 			starvation.StrictlyDominatesNonBlocked(a.PromisedGuaranteeFairShare.Total, a.UsageShare, a.FairShare.Total, a.DemandShare)
 		snap.ops = append(snap.ops, opView{op: o, fairShare: a.FairShare.Total, demandShare: a.DemandShare,
 			belowFairShare: below, starvation: state, priority: s.preemptionPriority(state, &e), highPriority: high,
-			allowAggressive: e.allowAggressive, normalBlocked: e.normalBlocked})
+			allowAggressive: e.allowAggressive, normalBlocked: e.normalBlocked, class: s.classOf(id)})
 	})
 	a := s.fs.Attributes(tree.Root)
 	s.rootStatus.localSatisfaction = starvation.LocalSatisfaction(a.FairShare.Total, a.DemandShare, a.UsageShare)
@@ -320,9 +332,14 @@ func (s *Scheduler) forgetPools(seen int) {
 
 // sweepNodes unregisters nodes silent for longer than the heartbeat timeout
 // (their allocations count as aborted and their jobs return to pending) and
-// returns the total resources of the remaining nodes.
+// returns the total resources of the remaining nodes; when a node came,
+// went or changed, it records them for the scheduling-tag-filter limits and
+// the best allocation shares too (collectNodes).
 func (s *Scheduler) sweepNodes(now clock.Time) resource.Vec {
 	var total resource.Vec
+	ts := &s.tags
+	changed := !ts.collected || ts.table != ts.sweptTable
+	count := 0
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
@@ -332,11 +349,17 @@ func (s *Scheduler) sweepNodes(now clock.Time) resource.Vec {
 					s.release(sh, n, n.allocs[len(n.allocs)-1], false)
 				}
 				delete(sh.nodes, name)
+				changed = true
 				continue
 			}
 			total = total.Add(n.limits)
+			count++
+			changed = changed || n.tagMatch.changed
 		}
 		sh.mu.Unlock()
+	}
+	if changed || count != ts.sweptCount {
+		s.collectNodes()
 	}
 	return total
 }

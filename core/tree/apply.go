@@ -199,6 +199,9 @@ func (t *Tree) setPool(m *Mutation) (func(), error) {
 	if id == Root && m.Pool.Mode == ModeFIFO {
 		return nil, errorf(CodeInvalidValue, "mode", "cannot make the root pool fifo: the root is always fair_share")
 	}
+	if id == Root && !m.Pool.SchedulingTagFilter.IsEmpty() {
+		return nil, errorf(CodeInvalidValue, "scheduling_tag_filter", "cannot give the root pool a scheduling_tag_filter: the root holds every node")
+	}
 	if m.Pool.Mode == ModeFIFO && t.childPools[id] > 0 {
 		return nil, errorf(CodeFifoChildPool, "mode", "cannot make pool %q fifo: it has child pools", m.Name)
 	}
@@ -286,7 +289,7 @@ func (t *Tree) removeOperation(m *Mutation) (func(), error) {
 		return nil, err
 	}
 	p, prev := t.parent[id], t.prevSibling[id]
-	st := t.ops[t.slot[id]]
+	st, nodes := t.ops[t.slot[id]], t.opNodes[t.slot[id]]
 	t.dropOperation(id)
 	return func() {
 		nid := t.allocID(KindOperation, m.Name)
@@ -294,6 +297,7 @@ func (t *Tree) removeOperation(m *Mutation) (func(), error) {
 			panic("BUG: undo of RemoveOperation did not get its ID back")
 		}
 		t.slot[id] = t.allocOpSlot(id, st)
+		t.opNodes[t.slot[id]] = nodes
 		t.byName[m.Name] = id
 		t.relink(id, p, prev)
 		t.structVersion++

@@ -5,6 +5,7 @@ import (
 
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/tagfilter"
 )
 
 // Mode is a pool's scheduling mode (spec.md §1.3).
@@ -209,6 +210,10 @@ type PoolConfig struct {
 
 	EnablePriorityStrongGuaranteeAdjustment          bool
 	EnablePriorityStrongGuaranteeAdjustmentDonorship bool
+
+	// SchedulingTagFilter restricts the pool's subtree to the nodes it
+	// matches (spec.md §1.3, §5.2); the empty filter matches every node.
+	SchedulingTagFilter tagfilter.Filter
 }
 
 // DefaultFifoSortParameters is the FIFO order used when a pool names none.

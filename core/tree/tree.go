@@ -16,6 +16,7 @@ package tree
 
 import (
 	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/tagfilter"
 )
 
 // ID identifies an element of the tree.
@@ -56,7 +57,9 @@ type Tree struct {
 
 	pools     []PoolConfig
 	poolOwner []ID
+	poolNodes []NodeLimits // by pool slot
 	ops       []opState
+	opNodes   []NodeLimits // by operation slot
 	opOwner   []ID
 
 	freeIDs       []ID
@@ -66,6 +69,7 @@ type Tree struct {
 	byName map[string]ID
 
 	structVersion uint64
+	nodesSeq      uint64 // last opState.nodesGen handed out
 	dirty         []ID
 	isDirty       []bool
 }
@@ -75,13 +79,18 @@ type opState struct {
 	demand  resource.Vec
 	usage   resource.Vec
 	pending int64 // pending job count, a FIFO sort key
+	// nodesGen changes whenever the operation's node limits (Tree.opNodes,
+	// kept apart: the fair-share update reads them only when they change)
+	// do; unique across operations.
+	nodesGen uint64
 }
 
 // New returns a tree holding only the root pool, configured by root.
-// The root is always in fair-share mode (spec.md §1.3): a fifo mode in root
-// is ignored.
+// The root is always in fair-share mode (spec.md §1.3) and holds every
+// node: a fifo mode or a scheduling tag filter in root is ignored.
 func New(root PoolConfig) *Tree {
 	root.Mode = ModeFairShare
+	root.SchedulingTagFilter = tagfilter.Filter{}
 	t := &Tree{byName: make(map[string]ID)}
 	id := t.allocID(KindRoot, RootName)
 	t.slot[id] = t.allocPoolSlot(id, root)
@@ -156,6 +165,50 @@ func (t *Tree) SetPendingJobCount(id ID, n int64) {
 	// Only FIFO order depends on it; the parent re-sorts when its child is dirty.
 	t.markDirty(id)
 }
+
+// NodeLimits is what the cluster's nodes allow an element, besides its
+// configured resource limits (spec.md §1.3, §1.5). The scheduler computes
+// it from its nodes before each fair-share update; the zero value limits
+// nothing.
+type NodeLimits struct {
+	// TagFilter is the total resources of the nodes that match the
+	// element's own scheduling tag filter; empty when it has none.
+	TagFilter PartialVec
+	// BestAllocationShare (operations only, when HasBestAllocationShare)
+	// is the share of the cluster the operation's allocations could use
+	// given how many of them fit on each node (spec.md §1.5).
+	BestAllocationShare    resource.Share
+	HasBestAllocationShare bool
+}
+
+// NodeLimits returns the element's node limits (see SetNodeLimits).
+func (t *Tree) NodeLimits(id ID) NodeLimits {
+	if t.kind[id] == KindOperation {
+		return t.opNodes[t.slot[id]]
+	}
+	return t.poolNodes[t.slot[id]]
+}
+
+// SetNodeLimits sets an element's node limits; an operation whose limits
+// change is marked dirty. The root's are ignored by the fair-share update
+// (the total is the root's limit).
+func (t *Tree) SetNodeLimits(id ID, l NodeLimits) {
+	if t.kind[id] != KindOperation {
+		t.poolNodes[t.slot[id]] = l
+		return
+	}
+	s := t.slot[id]
+	if t.opNodes[s] != l {
+		t.opNodes[s] = l
+		t.nodesSeq++
+		t.ops[s].nodesGen = t.nodesSeq
+		t.markDirty(id)
+	}
+}
+
+// NodeLimitsGen returns a number that changes whenever operation id's node
+// limits do, so that a reader can tell without comparing them.
+func (t *Tree) NodeLimitsGen(id ID) uint64 { return t.ops[t.slot[id]].nodesGen }
 
 // SetOperationWeight sets an operation's runtime weight.
 func (t *Tree) SetOperationWeight(id ID, w OptFloat) error {
@@ -276,11 +329,12 @@ func (t *Tree) allocPoolSlot(owner ID, c PoolConfig) int32 {
 	if n := len(t.freePoolSlots); n > 0 {
 		s := t.freePoolSlots[n-1]
 		t.freePoolSlots = t.freePoolSlots[:n-1]
-		t.pools[s], t.poolOwner[s] = c, owner
+		t.pools[s], t.poolOwner[s], t.poolNodes[s] = c, owner, NodeLimits{}
 		return s
 	}
 	t.pools = append(t.pools, c)
 	t.poolOwner = append(t.poolOwner, owner)
+	t.poolNodes = append(t.poolNodes, NodeLimits{})
 	return int32(len(t.pools) - 1)
 }
 
@@ -288,10 +342,11 @@ func (t *Tree) allocOpSlot(owner ID, o opState) int32 {
 	if n := len(t.freeOpSlots); n > 0 {
 		s := t.freeOpSlots[n-1]
 		t.freeOpSlots = t.freeOpSlots[:n-1]
-		t.ops[s], t.opOwner[s] = o, owner
+		t.ops[s], t.opOwner[s], t.opNodes[s] = o, owner, NodeLimits{}
 		return s
 	}
 	t.ops = append(t.ops, o)
+	t.opNodes = append(t.opNodes, NodeLimits{})
 	t.opOwner = append(t.opOwner, owner)
 	return int32(len(t.ops) - 1)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/settings"
+	"github.com/fairsched/fairsched/core/tagfilter"
 	"github.com/fairsched/fairsched/core/tree"
 	"github.com/fairsched/fairsched/internal/jsonpath"
 )
@@ -175,7 +176,17 @@ func AppendPool(dst []byte, name, parent string, c *tree.PoolConfig) []byte {
 	if c.EnablePriorityStrongGuaranteeAdjustmentDonorship {
 		dst = append(dst, `,"enable_priority_strong_guarantee_adjustment_donorship":true`...)
 	}
+	dst = appendTagFilter(dst, &c.SchedulingTagFilter)
 	return append(dst, '}')
+}
+
+// appendTagFilter appends "scheduling_tag_filter" in canonical form, when
+// the filter is not empty.
+func appendTagFilter(dst []byte, f *tagfilter.Filter) []byte {
+	if f.IsEmpty() {
+		return dst
+	}
+	return jsonpath.AppendString(appendKey(dst, "scheduling_tag_filter"), f.String())
 }
 
 func appendKey(dst []byte, k string) []byte {
@@ -229,7 +240,8 @@ func AppendPartialResources(dst []byte, p *tree.PartialVec) []byte {
 var (
 	startKeys = []string{"id", "type", "pool", "weight", "preemption_mode", "is_gang", "resource_limits",
 		"allocation_preemption_timeout_s", "allocation_graceful_preemption_timeout_s",
-		"fair_share_starvation_tolerance", "fair_share_starvation_timeout_s", "non_preemptible_resource_usage_threshold", "tasks"}
+		"fair_share_starvation_tolerance", "fair_share_starvation_timeout_s", "non_preemptible_resource_usage_threshold",
+		"scheduling_tag_filter", "tasks"}
 	taskKeys = []string{"name", "job_count", "resources", "duration_hint_s"}
 )
 
@@ -281,6 +293,8 @@ func DecodeStartOperation(data []byte) (schedule.OperationSpec, error) {
 			spec.FairShareStarvationTolerance, e = optRange(p, x, 0, 1, "a number in [0, 1]")
 		case "non_preemptible_resource_usage_threshold":
 			spec.NonPreemptibleResourceUsageThreshold, e = resources(p, x)
+		case "scheduling_tag_filter":
+			spec.SchedulingTagFilter, e = tagFilter(p, x)
 		case "tasks":
 			spec.Tasks, e = tasks(p, x)
 		default:

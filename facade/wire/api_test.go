@@ -449,3 +449,53 @@ func FuzzDecodeConfigPatch(f *testing.F) {
 		}
 	})
 }
+
+// TestSchedulingTagFilter: pools and operations take a scheduling_tag_filter
+// formula (spec.md §1.3); answers give it in canonical form, which decodes
+// to the same filter; a formula that does not parse is an invalid_value at
+// its path whose message names the offset.
+func TestSchedulingTagFilter(t *testing.T) {
+	b, err := DecodePool([]byte(`{"scheduling_tag_filter": "gpu&!preemptible"}`), tree.PoolConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Config.SchedulingTagFilter.String(); got != "gpu & !preemptible" {
+		t.Fatalf("decoded filter %q", got)
+	}
+	out := AppendPool(nil, "p", "", &b.Config)
+	if want := `{"name":"p","mode":"fair_share","scheduling_tag_filter":"gpu & !preemptible"}`; string(out) != want {
+		t.Fatalf("encoded %s, want %s", out, want)
+	}
+	b2, err := DecodePool(out, tree.PoolConfig{})
+	if err != nil || !b2.Config.SchedulingTagFilter.Equal(b.Config.SchedulingTagFilter) {
+		t.Fatalf("round trip: %v, %v", b2, err)
+	}
+	// PATCH: null and "" take the filter away.
+	for _, body := range []string{`{"scheduling_tag_filter": null}`, `{"scheduling_tag_filter": ""}`} {
+		b3, err := DecodePool([]byte(body), b.Config)
+		if err != nil || !b3.Config.SchedulingTagFilter.IsEmpty() {
+			t.Fatalf("%s: %+v, %v", body, b3, err)
+		}
+	}
+	spec, err := DecodeStartOperation([]byte(`{"scheduling_tag_filter": "tag_2 | tag_1 & tag_4", "tasks": [{"job_count": 1, "resources": {"cpu": 1}}]}`))
+	if err != nil || spec.SchedulingTagFilter.String() != "tag_2 | (tag_1 & tag_4)" {
+		t.Fatalf("start: %q, %v", spec.SchedulingTagFilter.String(), err)
+	}
+
+	f := func(body, path, msg string) {
+		t.Helper()
+		_, err := DecodePool([]byte(body), tree.PoolConfig{})
+		if strings.Contains(body, `"tasks"`) { // an operation body
+			_, err = DecodeStartOperation([]byte(body))
+		}
+		wantError(t, body, err, CodeInvalidValue, path)
+		if e := err.(*Error); !strings.Contains(e.Message, msg) {
+			t.Fatalf("%s: message %q, want one with %q", body, e.Message, msg)
+		}
+	}
+	f(`{"scheduling_tag_filter": "gpu & & ssd"}`, "$.scheduling_tag_filter", `at offset 6: unexpected '&': want a tag, "!" or "("`)
+	f(`{"scheduling_tag_filter": "(gpu"}`, "$.scheduling_tag_filter", `want ")" to close the "(" at offset 0`)
+	f(`{"tasks": [{"job_count": 1, "resources": {"cpu": 1}}], "scheduling_tag_filter": "a b"}`, "$.scheduling_tag_filter", `unexpected 'b'`)
+	_, err = DecodePool([]byte(`{"scheduling_tag_filter": 1}`), tree.PoolConfig{})
+	wantError(t, "a number", err, CodeWrongType, "$.scheduling_tag_filter")
+}

@@ -24,8 +24,9 @@ func appendStatus(dst []byte, below bool, starving string, satisfaction float64)
 
 // AppendPoolOrchid appends a pool's orchid view (api.md §5): its name,
 // parent, mode, the fair-share attributes of the last update, status,
-// starvation status, operation counts and effective operation limits, and
-// for integral pools their volume attributes.
+// starvation status, operation counts and effective operation limits, its
+// scheduling_tag_filter with the resources of the nodes it matches (when
+// it has one), and for integral pools their volume attributes.
 func AppendPoolOrchid(dst []byte, p *schedule.PoolInfo) []byte {
 	dst = append(dst, `{"name":`...)
 	dst = jsonpath.AppendString(dst, p.Name)
@@ -53,6 +54,10 @@ func AppendPoolOrchid(dst []byte, p *schedule.PoolInfo) []byte {
 	} {
 		dst = strconv.AppendInt(appendKey(dst, c.k), c.v, 10)
 	}
+	if f := &p.Config.SchedulingTagFilter; !f.IsEmpty() {
+		dst = appendTagFilter(dst, f)
+		dst = appendPartial(dst, "scheduling_tag_filter_resource_limits", &p.SchedulingTagFilterResourceLimits)
+	}
 	if p.Config.Integral.Type != tree.GuaranteeNone {
 		ig := p.Attrs.Integral
 		// The attributes of a pool the last update has not seen yet still
@@ -64,9 +69,11 @@ func AppendPoolOrchid(dst []byte, p *schedule.PoolInfo) []byte {
 }
 
 // AppendOperation appends an operation's view: GET /api/v1/operations/{id}
-// (detailed false: state, pool, demand, usage, fair_share, usage_share,
-// demand_share, status, starvation status, job and allocation counts) or
-// the orchid's (detailed true: every fair-share attribute of api.md §5).
+// (detailed false: state, pool, demand, usage, its scheduling_tag_filter
+// when it has one, fair_share, usage_share, demand_share, status,
+// starvation status, job and allocation counts) or the orchid's (detailed
+// true: every fair-share attribute of api.md §5, the best allocation share
+// and the resources of the nodes its filter matches).
 func AppendOperation(dst []byte, o *schedule.OperationInfo, detailed bool) []byte {
 	dst = append(dst, `{"id":`...)
 	dst = jsonpath.AppendString(dst, o.ID)
@@ -78,8 +85,14 @@ func AppendOperation(dst []byte, o *schedule.OperationInfo, detailed bool) []byt
 	dst = AppendResources(dst, &o.Demand)
 	dst = append(dst, `,"usage":`...)
 	dst = AppendResources(dst, &o.Usage)
+	dst = appendTagFilter(dst, &o.SchedulingTagFilter)
 	if detailed {
 		dst = appendShares(append(dst, ','), &o.Attrs)
+		dst = append(dst, `,"best_allocation_share":`...)
+		dst = appendShare(dst, &o.BestAllocationShare)
+		if !o.SchedulingTagFilter.IsEmpty() {
+			dst = appendPartial(dst, "scheduling_tag_filter_resource_limits", &o.SchedulingTagFilterResourceLimits)
+		}
 	} else {
 		dst = append(dst, `,"fair_share":`...)
 		dst = appendShare(dst, &o.Attrs.FairShare.Total)
@@ -131,7 +144,7 @@ func AppendOperation(dst []byte, o *schedule.OperationInfo, detailed bool) []byt
 }
 
 // AppendNodeOrchid appends a node's orchid view: its limits, usage, the
-// time of its last heartbeat and its allocations with their preemption
+// time and tags of its last heartbeat and its allocations with their preemption
 // status (spec.md §4) and whether they were told to stop.
 func AppendNodeOrchid(dst []byte, n *schedule.NodeInfo) []byte {
 	dst = append(dst, `{"id":`...)
@@ -142,6 +155,14 @@ func AppendNodeOrchid(dst []byte, n *schedule.NodeInfo) []byte {
 	dst = AppendResources(dst, &n.Usage)
 	dst = append(dst, `,"last_heartbeat_s":`...)
 	dst = appendFloat(dst, n.LastHeartbeat.Seconds())
+	dst = append(dst, `,"tags":[`...)
+	for i, tg := range n.Tags {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = jsonpath.AppendString(dst, tg)
+	}
+	dst = append(dst, ']')
 	dst = append(dst, `,"allocations":[`...)
 	for i := range n.Allocations {
 		a := &n.Allocations[i]

@@ -3,6 +3,7 @@ package wire
 import (
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/schedule"
+	"github.com/fairsched/fairsched/core/tagfilter"
 	"github.com/fairsched/fairsched/core/tree"
 	"github.com/fairsched/fairsched/internal/jsonpath"
 )
@@ -20,7 +21,8 @@ var poolAttrKeys = []string{"mode", "weight", "strong_guarantee_resources", "min
 	"enable_lightweight_operations", "integral_guarantees", "fair_share_starvation_timeout_s",
 	"fair_share_starvation_tolerance", "enable_aggressive_starvation", "allow_aggressive_preemption",
 	"allow_normal_preemption", "non_preemptible_resource_usage_threshold", "compute_promised_guarantee_fair_share",
-	"enable_priority_strong_guarantee_adjustment", "enable_priority_strong_guarantee_adjustment_donorship"}
+	"enable_priority_strong_guarantee_adjustment", "enable_priority_strong_guarantee_adjustment_donorship",
+	"scheduling_tag_filter"}
 
 var poolIGKeys = []string{"guarantee_type", "resource_flow", "burst_guarantee_resources",
 	"relaxed_share_multiplier_limit", "can_accept_free_volume", "should_distribute_free_volume_among_children"}
@@ -79,6 +81,8 @@ func poolAttr(c *tree.PoolConfig, k string) any {
 		return &c.EnablePriorityStrongGuaranteeAdjustment
 	case "enable_priority_strong_guarantee_adjustment_donorship":
 		return &c.EnablePriorityStrongGuaranteeAdjustmentDonorship
+	case "scheduling_tag_filter":
+		return &c.SchedulingTagFilter
 	}
 	return nil
 }
@@ -161,6 +165,9 @@ func decodeAttr(f any, p string, x any) *Error {
 		return set(f, ps, e)
 	case *tree.IntegralConfig:
 		return poolIntegral(p, x, f)
+	case *tagfilter.Filter:
+		flt, e := tagFilter(p, x)
+		return set(f, flt, e)
 	}
 	panic("BUG: wire: no decoder for a configuration field of this type")
 }
@@ -196,9 +203,26 @@ func resetAttr(f any) {
 		*f = nil
 	case *tree.IntegralConfig:
 		*f = tree.IntegralConfig{}
+	case *tagfilter.Filter:
+		*f = tagfilter.Filter{}
 	default:
 		panic("BUG: wire: no default for a configuration field of this type")
 	}
+}
+
+// tagFilter decodes a scheduling_tag_filter (spec.md §1.3): a formula
+// string, "" for none. A formula that does not parse is an invalid_value
+// at path whose message names the offset and what was expected there.
+func tagFilter(path string, v any) (tagfilter.Filter, *Error) {
+	s, e := jsonpath.String(path, v)
+	if e != nil {
+		return tagfilter.Filter{}, e
+	}
+	f, err := tagfilter.Parse(s)
+	if err != nil {
+		return tagfilter.Filter{}, jsonpath.NewError(CodeInvalidValue, path, err.Error())
+	}
+	return f, nil
 }
 
 func fifoSortParameters(path string, v any) ([]tree.FifoSortParam, *Error) {

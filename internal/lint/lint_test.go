@@ -106,6 +106,13 @@ var rules = []rule{
 		why:        "core/resource is the leaf of the core",
 	},
 	{
+		from:       []string{mod("core/tagfilter")},
+		to:         []string{module},
+		allow:      []string{mod("core/tagfilter")},
+		transitive: true,
+		why:        "core/tagfilter is a leaf: the tree, the scheduler and the decoders share its filters",
+	},
+	{
 		// Every layer of the core and the decoders share its error type.
 		from:       []string{mod("core/apierr")},
 		to:         []string{module},
@@ -117,7 +124,7 @@ var rules = []rule{
 		// The configuration tables of every layer share its kinds and checks.
 		from: []string{mod("core/settings")},
 		to:   []string{module},
-		allow: []string{mod("core/settings"), mod("core/apierr"), mod("core/clock"), mod("core/resource"), mod("core/tree"),
+		allow: []string{mod("core/settings"), mod("core/apierr"), mod("core/clock"), mod("core/resource"), mod("core/tree"), mod("core/tagfilter"),
 			mod("core/internal/invariants")},
 		transitive: true,
 		why:        "core/settings is below every layer that owns a config: it knows values and the error type, never a layer",

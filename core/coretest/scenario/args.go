@@ -10,6 +10,7 @@ import (
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/coretest"
 	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/tagfilter"
 	"github.com/fairsched/fairsched/core/tree"
 )
 
@@ -209,6 +210,36 @@ func (a *args) partialVec(key string, dst *tree.PartialVec) {
 // vec reads the resource arguments slots=, cpu=, gpu=, memory= and network=
 // into v, leaving the components not given as they are; it reports whether
 // any was given.
+// tagFilter reads a scheduling tag filter formula (written without spaces,
+// such as gpu&!preemptible; empty for none).
+func (a *args) tagFilter(key string, dst *tagfilter.Filter) {
+	v, ok := a.str(key)
+	if !ok {
+		return
+	}
+	f, err := tagfilter.Parse(v)
+	if err != nil {
+		a.fail(err)
+		return
+	}
+	*dst = f
+}
+
+// tags reads a comma-separated list of node tags (empty for none).
+func (a *args) tags(key string, dst *[]string) bool {
+	v, ok := a.str(key)
+	if !ok {
+		return false
+	}
+	*dst = []string{}
+	for t := range strings.SplitSeq(v, ",") {
+		if t != "" {
+			*dst = append(*dst, t)
+		}
+	}
+	return true
+}
+
 func (a *args) vec(v *resource.Vec) bool {
 	given := false
 	for k := resource.Kind(0); k < resource.Count; k++ {

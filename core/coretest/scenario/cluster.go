@@ -47,6 +47,7 @@ type simNode struct {
 	name      string
 	limits    resource.Vec
 	stopDelay float64 // < 0: never stops a preempted allocation
+	tags      []string
 	allocs    []schedule.AllocationReport
 	meta      []simAlloc // parallel to allocs
 }
@@ -172,7 +173,7 @@ func (c *Cluster) heartbeat(i int) error {
 		n.allocs[j].HasUsage = m.hasUsage && n.allocs[j].State == schedule.AllocRunning
 		c.usage = append(c.usage, m.usage)
 	}
-	hb := schedule.NodeHeartbeat{Node: n.name, Limits: n.limits, Allocations: n.allocs, AllocationUsage: c.usage}
+	hb := schedule.NodeHeartbeat{Node: n.name, Limits: n.limits, Tags: n.tags, Allocations: n.allocs, AllocationUsage: c.usage}
 	if err := c.s.Heartbeat(coreTime(c.now), &hb, &c.resp); err != nil {
 		return errorf("heartbeat of %s: %v", n.name, err)
 	}

@@ -157,6 +157,7 @@ func readPoolConfig(a *args, cfg *tree.PoolConfig) {
 	a.optBool("allow_normal_preemption", &cfg.AllowNormalPreemption)
 	a.partialVec("non_preemptible_resource_usage_threshold", &cfg.NonPreemptibleResourceUsageThreshold)
 	a.bool("compute_promised_guarantee_fair_share", &cfg.ComputePromisedGuaranteeFairShare)
+	a.tagFilter("scheduling_tag_filter", &cfg.SchedulingTagFilter)
 }
 
 // pool name=... [parent=...] [attributes]: adds the pool, or changes the
@@ -209,6 +210,7 @@ func (c *Cluster) cmdOp(a *args) (string, error) {
 	a.optFloat("fair_share_starvation_tolerance", &spec.FairShareStarvationTolerance)
 	a.optDuration("fair_share_starvation_timeout", &spec.FairShareStarvationTimeout)
 	a.partialVec("non_preemptible_resource_usage_threshold", &spec.NonPreemptibleResourceUsageThreshold)
+	a.tagFilter("scheduling_tag_filter", &spec.SchedulingTagFilter)
 	c.at(a)
 	if err := a.done(); err != nil {
 		return "", err
@@ -234,7 +236,7 @@ var defaultNode = resource.Vec{resource.UserSlots: 10, resource.CPU: resource.Co
 
 // node name=...|count=... [resources] [stop_delay=...] [t=...]: adds
 // simulated nodes, each registering with a heartbeat, or changes an existing
-// node's limits (reported from its next heartbeat) and stop delay.
+// node's limits and tags (reported from its next heartbeat) and stop delay.
 func (c *Cluster) cmdNode(a *args) (string, error) {
 	name, named := a.str("name")
 	var count int64
@@ -249,12 +251,15 @@ func (c *Cluster) cmdNode(a *args) (string, error) {
 		n := &c.nodes[i]
 		a.vec(&n.limits)
 		a.seconds("stop_delay", &n.stopDelay)
+		a.tags("tags", &n.tags)
 		return "", a.done()
 	}
 	limits := defaultNode
 	a.vec(&limits)
 	var stopDelay float64
 	a.seconds("stop_delay", &stopDelay)
+	var tags []string
+	a.tags("tags", &tags)
 	c.at(a)
 	if err := a.done(); err != nil {
 		return "", err
@@ -274,7 +279,7 @@ func (c *Cluster) cmdNode(a *args) (string, error) {
 	from := len(c.events)
 	for _, name := range names {
 		c.byName[name] = len(c.nodes)
-		c.nodes = append(c.nodes, simNode{name: name, limits: limits, stopDelay: stopDelay})
+		c.nodes = append(c.nodes, simNode{name: name, limits: limits, stopDelay: stopDelay, tags: tags})
 		if err := c.heartbeat(len(c.nodes) - 1); err != nil {
 			return "", err
 		}

@@ -47,16 +47,21 @@
 //	     [allow_normal_preemption=BOOL]
 //	     [non_preemptible_resource_usage_threshold=LIST]
 //	     [compute_promised_guarantee_fair_share=BOOL]
+//	     [scheduling_tag_filter=FORMULA]
 //
 // Adds a pool under parent (the root by default), or changes the given
-// attributes of an existing one (and moves it under parent, if given).
+// attributes of an existing one (and moves it under parent, if given). A
+// FORMULA is a scheduling tag filter (core/tagfilter) written without
+// spaces, such as gpu&!spot or tag_2|(tag_1&tag_4); an empty one
+// (scheduling_tag_filter=) takes the filter away.
 //
 //	op [id=...] [pool=...] [type=...] jobs=N [slots=... cpu=... ...]
 //	   [duration=S] [weight=...] [preemption_mode=normal|graceful] [gang=BOOL]
 //	   [resource_limits=LIST] [allocation_preemption_timeout=S]
 //	   [allocation_graceful_preemption_timeout=S]
 //	   [fair_share_starvation_tolerance=...] [fair_share_starvation_timeout=S]
-//	   [non_preemptible_resource_usage_threshold=LIST] [t=...]
+//	   [non_preemptible_resource_usage_threshold=LIST]
+//	   [scheduling_tag_filter=FORMULA] [t=...]
 //
 // Starts an operation of one task of N jobs, each of the given resources
 // (components not given: slots=1 cpu=1 memory=1G). Jobs with a duration
@@ -64,15 +69,17 @@
 // Prints "ID: STATE", with the pool and limit a pending operation waits
 // behind.
 //
-//	node name=...|count=N [slots=... cpu=... ...] [stop_delay=S|never] [t=...]
+//	node name=...|count=N [slots=... cpu=... ...] [tags=TAG,...]
+//	     [stop_delay=S|never] [t=...]
 //
 // Adds a simulated node (count=N adds N nodes named n000, n001, … after
 // those already there) with the given resources (by default slots=10 cpu=10
-// memory=100G), each registering with a heartbeat at once; prints the
-// heartbeats' decisions. A node stops a preempted allocation stop_delay
-// seconds after being told (default 0: at its next heartbeat; never: not
-// before the scheduler aborts it). On an existing node, name= changes its
-// limits (reported from its next heartbeat) and stop delay.
+// memory=100G) and tags (by default none), each registering with a
+// heartbeat at once; prints the heartbeats' decisions. A node stops a
+// preempted allocation stop_delay seconds after being told (default 0: at
+// its next heartbeat; never: not before the scheduler aborts it). On an
+// existing node, name= changes its limits and tags (reported from its next
+// heartbeat; tags= with no value: none) and stop delay.
 //
 //	heartbeat [node=NAME,...] [t=...]
 //
@@ -123,12 +130,15 @@
 // an operation's state, allocations (running ones, and those preempted but
 // still running), jobs, shares, satisfaction, status, starvation, preemption
 // priority (and scheduling_priority=high when it is in the high scheduling
-// class) and its running, not preempted allocations per preemption status; a
+// class), its scheduling tag filter with the resources of the nodes it
+// matches and its limits share (when it has a filter), its best allocation
+// share in memory with its limits share in memory (when below 1: spec.md
+// §1.5) and its running, not preempted allocations per preemption status; a
 // pool's operation counts and limits, shares, satisfaction (the minimum over
 // its schedulable children) and local satisfaction, status, starvation, the
-// fair share's
-// decomposition and an integral pool's volume; a node's limits, usage,
-// preempted usage and allocations with their start, status, once
+// fair share's decomposition, its scheduling tag filter as for an
+// operation and an integral pool's volume; a node's limits, usage,
+// preempted usage, tags and allocations with their start, status, once
 // preempted, deadline and, when it is not what the allocation was started
 // with, usage.
 //

@@ -228,6 +228,14 @@ func formatOperation(b *strings.Builder, o *schedule.OperationInfo, k resource.K
 		b.WriteString(" scheduling_priority=high")
 	}
 	b.WriteString("\n")
+	if f := o.SchedulingTagFilter; !f.IsEmpty() {
+		b.WriteString("  scheduling_tag_filter=" + strings.ReplaceAll(f.String(), " ", "") +
+			" resource_limits=" + fmtVec(o.SchedulingTagFilterResourceLimits.V) + " limits_share=" + fmtShare(a.LimitsShare, k) + "\n")
+	}
+	// Only memory granularity makes it less than the whole cluster.
+	if m := o.BestAllocationShare[resource.Memory]; m > 0 && m < 1 {
+		b.WriteString("  best_allocation_share=" + fmtShare(o.BestAllocationShare, resource.Memory) + " limits_share=" + fmtShare(a.LimitsShare, resource.Memory) + " (memory)\n")
+	}
 	b.WriteString("  allocations by status:")
 	for st, n := range o.AllocationsByStatus {
 		b.WriteString(" " + schedule.PreemptionStatus(st).String() + "=" + fmtInt(n))
@@ -250,6 +258,10 @@ func formatPool(b *strings.Builder, p *schedule.PoolInfo, k resource.Kind) {
 		" status=" + status(p.BelowFairShare) + " starvation=" + p.Starvation.String() + "\n")
 	b.WriteString("  fair_share: strong_guarantee=" + fmtShare(a.FairShare.StrongGuarantee, k) + " integral_guarantee=" + fmtShare(a.FairShare.IntegralGuarantee, k) +
 		" weight_proportional=" + fmtShare(a.FairShare.WeightProportional, k) + "\n")
+	if f := p.Config.SchedulingTagFilter; !f.IsEmpty() {
+		b.WriteString("  scheduling_tag_filter=" + strings.ReplaceAll(f.String(), " ", "") +
+			" resource_limits=" + fmtVec(p.SchedulingTagFilterResourceLimits.V) + " limits_share=" + fmtShare(a.LimitsShare, k) + "\n")
+	}
 	if in := &a.Integral; in.Type != tree.GuaranteeNone {
 		b.WriteString("  integral: type=" + in.Type.String() + " accumulated_resource_ratio_volume=" + strconv.FormatFloat(in.AccumulatedResourceRatioVolume, 'g', 4, 64) + "\n")
 	}
@@ -260,7 +272,11 @@ func formatPool(b *strings.Builder, p *schedule.PoolInfo, k resource.Kind) {
 // started with (requested) shows its usage.
 func formatNode(b *strings.Builder, n *schedule.NodeInfo, requested map[uint64]resource.Vec) {
 	b.WriteString(n.Name + ": limits=" + fmtVec(n.Limits) + " usage=" + fmtVec(n.Usage) + " preempted_usage=" + fmtVec(n.PreemptedUsage) +
-		" allocations=" + strconv.Itoa(len(n.Allocations)) + " last_heartbeat=" + fmtFloat(n.LastHeartbeat.Seconds()) + "\n")
+		" allocations=" + strconv.Itoa(len(n.Allocations)) + " last_heartbeat=" + fmtFloat(n.LastHeartbeat.Seconds()))
+	if len(n.Tags) > 0 {
+		b.WriteString(" tags=" + strings.Join(n.Tags, ","))
+	}
+	b.WriteString("\n")
 	attrs := func(a *schedule.AllocationInfo) string {
 		s := " op=" + a.Operation + " task=" + strconv.Itoa(a.Task) + " start=" + fmtFloat(a.Start.Seconds()) + " status=" + a.Status.String()
 		if a.Preempted {
