@@ -8,6 +8,7 @@ require (
 	github.com/goccy/go-json v0.12.0
 	github.com/google/pprof v0.0.0-20260906184651-6331bc6350fe
 	github.com/klauspost/cpuid/v2 v2.4.2
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 	github.com/valyala/fasthttp v1.74.0
 	gonum.org/v1/plot v0.17.0
 )

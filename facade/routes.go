@@ -94,6 +94,13 @@ func (s *Server) routeService(ctx *fasthttp.RequestCtx, path []byte) {
 
 // routeAPI dispatches the path below /api/v1/ by its first segment and the
 // method; it reports false for a path no endpoint has (a 404).
+//
+// NB: docs/openapi.json lists every route, and TestOpenAPIRoutes checks it
+// against this file by probing the server with every path it can build, to
+// a depth of four segments, from the string literals that routing compares
+// against here (plus a placeholder and the empty segment). A route must
+// therefore be recognised by comparing path segments with literals written
+// in this file, never with strings computed elsewhere.
 func (s *Server) routeAPI(ctx *fasthttp.RequestCtx, path []byte) bool {
 	seg, rest := cut(path)
 	switch string(seg) {
@@ -132,6 +139,14 @@ func (s *Server) routeAPI(ctx *fasthttp.RequestCtx, path []byte) bool {
 		}
 		if s.method(ctx, "POST") {
 			s.solve(ctx)
+		}
+		return true
+	case "openapi.json":
+		if len(rest) > 0 {
+			return false
+		}
+		if s.method(ctx, "GET") {
+			s.serveOpenAPI(ctx)
 		}
 		return true
 	}

@@ -192,6 +192,15 @@ var rules = []rule{
 		testAllow:  []string{"github.com/cockroachdb/datadriven"},
 		why:        "test-only dependencies appear only in _test.go files (and the shared test harness)",
 	},
+	{
+		// The facade's OpenAPI tests validate the document and the answers
+		// with it (facade/openapi_test.go).
+		from:       []string{module},
+		to:         []string{"github.com/santhosh-tekuri/jsonschema"},
+		transitive: true,
+		testAllow:  []string{"github.com/santhosh-tekuri/jsonschema"},
+		why:        "test-only dependencies appear only in _test.go files",
+	},
 }
 
 // pkgImports is what go list reports for one package of the module.
