@@ -105,7 +105,7 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error, prefix string) {
 
 func (s *Server) notFound(ctx *fasthttp.RequestCtx) {
 	s.writeError(ctx, fasthttp.StatusNotFound, &wire.Error{Code: CodeNotFound,
-		Message: "cannot find " + string(ctx.Method()) + " " + string(ctx.Path()) + ": see api.md for the endpoints"})
+		Message: "cannot find " + string(ctx.Method()) + " " + string(ctx.Path()) + ": see docs/api.md (or GET /api/v1/openapi.json) for the endpoints"})
 }
 
 func (s *Server) methodNotAllowed(ctx *fasthttp.RequestCtx, allow string) {

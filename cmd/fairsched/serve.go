@@ -24,7 +24,7 @@ const serveUsage = `usage: fairsched serve [--listen ADDR] [--config FILE] [--pp
                        [--finished-operation-retention DURATION]
                        [--mutex-profile-fraction N] [--block-profile-rate NS]
 
-Serves the HTTP/JSON API of api.md (pools, config, operations, node
+Serves the HTTP/JSON API of docs/api.md (pools, config, operations, node
 heartbeats, orchid, solve, /metrics, /debug/pprof/, /healthz) until SIGINT or
 SIGTERM, then shuts down gracefully. The fair-share update runs on the wall
 clock every fair_share_update_period_s (0.2 s by default).

@@ -13,7 +13,7 @@ import (
 
 const solveUsage = `usage: fairsched solve [FILE]
 
-Reads a snapshot (api.md §6) from FILE, or from stdin without FILE or with
+Reads a snapshot (docs/api.md, "Solve") from FILE, or from stdin without FILE or with
 "-", runs its fair-share updates and prints the result as one line of JSON:
 {"updates": [{"label": ..., "elements": {"<Root>": {...}, ...}}]}.
 The output is deterministic: the same snapshot gives the same bytes.
