@@ -72,6 +72,9 @@ type preemptParams struct {
 	threshold              resource.Vec // N, absolute; zero never applies
 	// preemptible is operation_preemptible: NOT(F ≈ D) OR D ≈ 0.
 	preemptible bool
+	// aggressiveBound and preemptibleBound are F·a and F·p lowered by
+	// statusPrecision: set by setParams, read by every rebalance.
+	aggressiveBound, preemptibleBound resource.Share
 }
 
 // opPreemption is an operation's NonPreemptible | AggressivelyPreemptible |
@@ -219,9 +222,7 @@ func (p *opPreemption) balance(left PreemptionStatus, prefix resource.Vec, bound
 // nothing the second would find the same lists and is skipped.
 func (p *opPreemption) rebalance() {
 	pr := &p.params
-	// NB: once per rebalance rather than once per comparison in below.
-	aggressive := pr.fairShare.Mul(pr.aggressiveThreshold).Sub(resource.Uniform(statusPrecision))
-	preemptible := pr.fairShare.Mul(pr.preemptionThreshold).Sub(resource.Uniform(statusPrecision))
+	aggressive, preemptible := pr.aggressiveBound, pr.preemptibleBound
 	for range 2 {
 		moved := p.balance(NonPreemptible, p.lists[NonPreemptible].usage, aggressive, false)
 		if p.balance(AggressivelyPreemptible, p.lists[NonPreemptible].usage.Add(p.lists[AggressivelyPreemptible].usage), preemptible, !pr.preemptible) {
@@ -235,6 +236,10 @@ func (p *opPreemption) rebalance() {
 
 // setParams installs new inputs and rebalances. Caller holds mu.
 func (p *opPreemption) setParams(params preemptParams) {
+	// NB: the bounds are computed once per publish, not at every
+	// rebalance (every start and release).
+	params.aggressiveBound = params.fairShare.Mul(params.aggressiveThreshold).Sub(resource.Uniform(statusPrecision))
+	params.preemptibleBound = params.fairShare.Mul(params.preemptionThreshold).Sub(resource.Uniform(statusPrecision))
 	p.params = params
 	p.rebalance()
 }
