@@ -211,6 +211,9 @@ func checkLink(root, file, target string, load func(string) *markdownText) strin
 // points (docs/api.md is the repository's own).
 var designNotes = regexp.MustCompile(`[A-Za-z0-9_./-]*\b(?:api|spec|style|performance|persistence|security)\.md\b`)
 
+// outside matches a path that climbs out of the repository (../shared/…).
+var outside = regexp.MustCompile(`(?:^|[^A-Za-z0-9_./])(\.\./[A-Za-z0-9_./-]+)`)
+
 // TestMarkdownDesignNotes: no Markdown file of the repository mentions a
 // design note as if the reader had it. A mention, in prose or in code, is
 // fine when it names a file of the repository relative to the mentioning
@@ -225,6 +228,11 @@ func TestMarkdownDesignNotes(t *testing.T) {
 					continue
 				}
 				t.Errorf("%s:%d: mentions %s, which the repository does not have: link the repository's own document (docs/) or say it in the file's own words", file, i+1, name)
+			}
+			for _, m := range outside.FindAllStringSubmatch(l, -1) {
+				if !exists(root, filepath.Join(filepath.Dir(file), m[1])) {
+					t.Errorf("%s:%d: mentions %s, outside the repository: a user of the repository does not have it", file, i+1, m[1])
+				}
 			}
 		}
 	}
@@ -275,7 +283,8 @@ func TestMarkdownHelpers(t *testing.T) {
 		t.Errorf("heading(%q) is a heading", "#hashtag")
 	}
 	if designNotes.FindString("see spec.md §4") != "spec.md" || designNotes.FindString("../shared/design/performance.md") != "../shared/design/performance.md" ||
-		designNotes.FindString("openapi.json and api.go") != "" {
+		designNotes.FindString("openapi.json and api.go") != "" ||
+		outside.FindStringSubmatch("see ../shared/tools/x.py")[1] != "../shared/tools/x.py" || outside.FindString("a/../b") != "" {
 		t.Errorf("designNotes matches the wrong text")
 	}
 }
