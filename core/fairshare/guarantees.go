@@ -42,11 +42,7 @@ func (u *Updater) inferStrongGuarantees() {
 				if u.tree.Pool(ce.id).StrongGuarantee.Set[r] {
 					continue
 				}
-				ratio := 0.0
-				if parentMain > 0 {
-					ratio = float64(ce.inferred[main]) / parentMain
-				}
-				totalImplicit += ratio * parentR
+				totalImplicit += implicitGuarantee(float64(ce.inferred[main]), parentMain, parentR)
 			}
 			scale := 1.0
 			if pe.id != tree.Root && totalImplicit > float64(residual[r]) {
@@ -57,11 +53,7 @@ func (u *Updater) inferStrongGuarantees() {
 				if u.tree.Pool(ce.id).StrongGuarantee.Set[r] {
 					continue
 				}
-				ratio := 0.0
-				if parentMain > 0 {
-					ratio = float64(ce.inferred[main]) / parentMain
-				}
-				v := ratio * parentR
+				v := implicitGuarantee(float64(ce.inferred[main]), parentMain, parentR)
 				if scale != 1 {
 					v *= scale
 				}
@@ -207,4 +199,16 @@ func (u *Updater) computeWeights() {
 		}
 		u.setWeight(id, w)
 	}
+}
+
+// implicitGuarantee is the part of the parent's guarantee parentR in a
+// resource that a child without an explicit guarantee in it is inferred to
+// have: the child's share of the parent's main-resource guarantee (spec.md
+// §2.2).
+func implicitGuarantee(childMain, parentMain, parentR float64) float64 {
+	ratio := 0.0
+	if parentMain > 0 {
+		ratio = childMain / parentMain
+	}
+	return ratio * parentR
 }
