@@ -262,7 +262,8 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 	// usage is applied by a second pass (applyUsage) over the allocations
 	// this loop kept: with the call in this loop, a heartbeat that reports
 	// no usage took 145 ns instead of 130 in BenchmarkHeartbeatReports/
-	// steady (120 before usage and vanishing). Marks on the allocations
+	// steady (120 before usage and vanishing; single runs, not kept: the
+	// kept A/B is bench/results/usage-vanished-ab.txt). Marks on the allocations
 	// would dirty a cache line per allocation, marks in an array of the
 	// node's cost a cache miss per heartbeat in BenchmarkHeartbeat: the
 	// bitmap is in the node's hot fields.
