@@ -2,7 +2,6 @@ package facade
 
 import (
 	"strconv"
-	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -195,7 +194,7 @@ func (s *Server) patchConfig(ctx *fasthttp.RequestCtx) {
 		}
 	}
 	s.cfg = next
-	s.period.Store(int64(next.FairShareUpdatePeriod.Micros()) * int64(time.Microsecond))
+	s.setPeriod(next.FairShareUpdatePeriod)
 	c := s.cfg
 	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte { return wire.AppendConfig(dst, &c) })
 }

@@ -164,7 +164,7 @@ func New(opts Options) (*Server, error) {
 		start := time.Now()
 		s.clock = clock.Func(func() clock.Time { return clock.Time(time.Since(start).Microseconds()) })
 	}
-	s.period.Store(int64(sc.Scheduler.FairShareUpdatePeriod.Micros()) * int64(time.Microsecond))
+	s.setPeriod(sc.Scheduler.FairShareUpdatePeriod)
 
 	var root tree.PoolConfig
 	var ms []tree.Mutation
@@ -220,6 +220,12 @@ func (s *Server) Scheduler() *schedule.Scheduler { return s.sched }
 // HTTPServer returns the fasthttp server, for callers that serve it
 // themselves (tests over an in-memory listener).
 func (s *Server) HTTPServer() *fasthttp.Server { return s.http }
+
+// setPeriod sets the fair-share update period of the updater, which runs on
+// the wall clock (time.Duration).
+func (s *Server) setPeriod(d clock.Duration) {
+	s.period.Store(int64(time.Duration(d.Micros()) * time.Microsecond))
+}
 
 // now returns the clock's reading, as the core takes it.
 func (s *Server) now() clock.Time { return s.clock.Now() }
