@@ -1,0 +1,253 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+)
+
+// RootPool is the root pool's name.
+const RootPool = "<Root>"
+
+const api = "/api/v1/"
+
+func poolPath(name string) string { return api + "pools/" + url.PathEscape(name) }
+func opPath(id string) string     { return api + "operations/" + url.PathEscape(id) }
+
+// Health is GET /healthz.
+func (c *Client) Health(ctx context.Context) (*Health, error) {
+	var h Health
+	err := c.do(ctx, request{method: http.MethodGet, path: "/healthz", idempotent: true}, &h)
+	return result(&h, err)
+}
+
+// OpenAPI is GET /api/v1/openapi.json: the API's OpenAPI 3.1 document.
+func (c *Client) OpenAPI(ctx context.Context) (json.RawMessage, error) {
+	var b []byte
+	err := c.do(ctx, request{method: http.MethodGet, path: api + "openapi.json", idempotent: true}, &b)
+	return b, err
+}
+
+// Metrics is GET /metrics: the Prometheus text exposition.
+func (c *Client) Metrics(ctx context.Context) ([]byte, error) {
+	var b []byte
+	err := c.do(ctx, request{method: http.MethodGet, path: "/metrics", idempotent: true}, &b)
+	return b, err
+}
+
+// Config is GET /api/v1/config: the tree config.
+func (c *Client) Config(ctx context.Context) (Config, error) {
+	var cfg Config
+	err := c.do(ctx, request{method: http.MethodGet, path: api + "config", idempotent: true}, &cfg)
+	return cfg, err
+}
+
+// PatchConfig changes the tree config keys of patch and answers the whole
+// config as it now is.
+func (c *Client) PatchConfig(ctx context.Context, patch Config) (Config, error) {
+	var cfg Config
+	err := c.do(ctx, request{method: http.MethodPatch, path: api + "config", body: patch,
+		idempotent: true}, &cfg)
+	return cfg, err
+}
+
+// Pools is GET /api/v1/pools: every pool, the root first, parents before
+// children.
+func (c *Client) Pools(ctx context.Context) ([]Pool, error) {
+	var out struct {
+		Pools []Pool `json:"pools"`
+	}
+	err := c.do(ctx, request{method: http.MethodGet, path: api + "pools", idempotent: true}, &out)
+	return out.Pools, err
+}
+
+// Pool is GET /api/v1/pools/{name}.
+func (c *Client) Pool(ctx context.Context, name string) (*Pool, error) {
+	var p Pool
+	err := c.do(ctx, request{method: http.MethodGet, path: poolPath(name), idempotent: true}, &p)
+	return result(&p, err)
+}
+
+// PutPool creates the pool name or replaces its configuration by p (an
+// attribute p leaves out takes its default; p.Name is not sent). created
+// tells the two apart.
+func (c *Client) PutPool(ctx context.Context, name string, p Pool) (pool *Pool, created bool, err error) {
+	p.Name = ""
+	var out Pool
+	status := 0
+	err = c.do(ctx, request{method: http.MethodPut, path: poolPath(name), body: p, idempotent: true},
+		statusInto(&out, &status))
+	if err != nil {
+		return nil, false, err
+	}
+	return &out, status == http.StatusCreated, nil
+}
+
+// PatchPool changes the attributes patch sets.
+func (c *Client) PatchPool(ctx context.Context, name string, patch PoolPatch) (*Pool, error) {
+	var p Pool
+	// A PATCH of absolute values has the same effect sent twice.
+	err := c.do(ctx, request{method: http.MethodPatch, path: poolPath(name), body: patch,
+		idempotent: true}, &p)
+	return result(&p, err)
+}
+
+// DeletePool removes an empty pool.
+func (c *Client) DeletePool(ctx context.Context, name string) error {
+	return c.do(ctx, request{method: http.MethodDelete, path: poolPath(name), idempotent: true}, nil)
+}
+
+// StartOperation is POST /api/v1/operations. A start that names its ID is
+// retried after a transport error (the same id and body answer the same
+// operation); one without an ID is not.
+func (c *Client) StartOperation(ctx context.Context, spec OperationSpec) (*OperationStarted, error) {
+	var out OperationStarted
+	err := c.do(ctx, request{method: http.MethodPost, path: api + "operations", body: spec,
+		idempotent: spec.ID != ""}, &out)
+	return result(&out, err)
+}
+
+// Operation is GET /api/v1/operations/{id}.
+func (c *Client) Operation(ctx context.Context, id string) (*Operation, error) {
+	var op Operation
+	err := c.do(ctx, request{method: http.MethodGet, path: opPath(id), idempotent: true}, &op)
+	return result(&op, err)
+}
+
+// PatchOperation changes an operation's weight, pool or limits.
+func (c *Client) PatchOperation(ctx context.Context, id string, patch OperationPatch) (*Operation, error) {
+	var op Operation
+	err := c.do(ctx, request{method: http.MethodPatch, path: opPath(id), body: patch,
+		idempotent: true}, &op)
+	return result(&op, err)
+}
+
+// CompleteOperation finishes an operation as completed: its running
+// allocations are aborted at their nodes' next heartbeats.
+func (c *Client) CompleteOperation(ctx context.Context, id string) (*Operation, error) {
+	var op Operation
+	err := c.do(ctx, request{method: http.MethodPost, path: opPath(id) + "/complete"}, &op)
+	return result(&op, err)
+}
+
+// AbortOperation finishes an operation as aborted.
+func (c *Client) AbortOperation(ctx context.Context, id string) (*Operation, error) {
+	var op Operation
+	err := c.do(ctx, request{method: http.MethodPost, path: opPath(id) + "/abort"}, &op)
+	return result(&op, err)
+}
+
+// ListOperations is one page of GET /api/v1/operations.
+func (c *Client) ListOperations(ctx context.Context, f OperationFilter) (*OperationPage, error) {
+	q := url.Values{}
+	if f.Pool != "" {
+		q.Set("pool", f.Pool)
+	}
+	if f.State != "" {
+		q.Set("state", f.State)
+	}
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	if f.Cursor != "" {
+		q.Set("cursor", f.Cursor)
+	}
+	var page OperationPage
+	err := c.do(ctx, request{method: http.MethodGet, path: api + "operations", query: q,
+		idempotent: true}, &page)
+	return result(&page, err)
+}
+
+// Operations iterates over every operation f selects, page by page from
+// f.Cursor on; it stops at the first error, which it yields.
+func (c *Client) Operations(ctx context.Context, f OperationFilter) iter.Seq2[Operation, error] {
+	return func(yield func(Operation, error) bool) {
+		for {
+			page, err := c.ListOperations(ctx, f)
+			if err != nil {
+				yield(Operation{}, err)
+				return
+			}
+			for _, op := range page.Operations {
+				if !yield(op, nil) {
+					return
+				}
+			}
+			if page.NextCursor == nil {
+				return
+			}
+			f.Cursor = *page.NextCursor
+		}
+	}
+}
+
+// Heartbeat is POST /api/v1/nodes/{id}/heartbeat. It is not retried after a
+// transport error: the node sends its next heartbeat instead.
+func (c *Client) Heartbeat(ctx context.Context, node string, hb Heartbeat) (*HeartbeatResponse, error) {
+	var out HeartbeatResponse
+	err := c.do(ctx, request{method: http.MethodPost, path: api + "nodes/" + url.PathEscape(node) + "/heartbeat",
+		body: hb}, &out)
+	return result(&out, err)
+}
+
+// PoolOrchids is GET /api/v1/orchid/pools: every pool's fair-share state.
+func (c *Client) PoolOrchids(ctx context.Context) ([]PoolOrchid, error) {
+	var out struct {
+		Pools []PoolOrchid `json:"pools"`
+	}
+	err := c.do(ctx, request{method: http.MethodGet, path: api + "orchid/pools", idempotent: true}, &out)
+	return out.Pools, err
+}
+
+// PoolOrchid is GET /api/v1/orchid/pools/{name}.
+func (c *Client) PoolOrchid(ctx context.Context, name string) (*PoolOrchid, error) {
+	var p PoolOrchid
+	err := c.do(ctx, request{method: http.MethodGet, path: api + "orchid/pools/" + url.PathEscape(name),
+		idempotent: true}, &p)
+	return result(&p, err)
+}
+
+// OperationOrchid is GET /api/v1/orchid/operations/{id}.
+func (c *Client) OperationOrchid(ctx context.Context, id string) (*OperationOrchid, error) {
+	var op OperationOrchid
+	err := c.do(ctx, request{method: http.MethodGet, path: api + "orchid/operations/" + url.PathEscape(id),
+		idempotent: true}, &op)
+	return result(&op, err)
+}
+
+// NodeOrchid is GET /api/v1/orchid/nodes/{id}.
+func (c *Client) NodeOrchid(ctx context.Context, id string) (*NodeOrchid, error) {
+	var n NodeOrchid
+	err := c.do(ctx, request{method: http.MethodGet, path: api + "orchid/nodes/" + url.PathEscape(id),
+		idempotent: true}, &n)
+	return result(&n, err)
+}
+
+// Solve is POST /api/v1/solve: the fair-share updates of a snapshot
+// (docs/api.md, "Solve"). snapshot is anything that marshals to the
+// snapshot's JSON (a json.RawMessage of a file, a map, a struct).
+func (c *Client) Solve(ctx context.Context, snapshot any) (*SolveResult, error) {
+	var out SolveResult
+	// A solve changes nothing on the server.
+	err := c.do(ctx, request{method: http.MethodPost, path: api + "solve", body: snapshot,
+		idempotent: true}, &out)
+	return result(&out, err)
+}
+
+func result[T any](v *T, err error) (*T, error) {
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// statusInto decodes an answer into out and records its status.
+type statusOut struct {
+	out    any
+	status *int
+}
+
+func statusInto(out any, status *int) *statusOut { return &statusOut{out: out, status: status} }

@@ -1,0 +1,463 @@
+package client
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// The resource names of Resources and Limits.
+const (
+	ResourceUserSlots = "user_slots"
+	ResourceCPU       = "cpu"
+	ResourceGPU       = "gpu"
+	ResourceMemory    = "memory"
+	ResourceNetwork   = "network"
+)
+
+// Resources is an amount per resource: a demand, a usage, a guarantee, a
+// job's size. An amount of 0 is left out of the JSON, which the server reads
+// as 0. cpu is in cores (kept in hundredths by the server), memory in bytes.
+type Resources struct {
+	UserSlots int64   `json:"user_slots,omitempty"`
+	CPU       float64 `json:"cpu,omitempty"`
+	GPU       int64   `json:"gpu,omitempty"`
+	Memory    int64   `json:"memory,omitempty"`
+	Network   int64   `json:"network,omitempty"`
+}
+
+// Limits are resource limits by resource name (ResourceCPU, …): a resource
+// that is not in the map is unlimited, and one mapped to 0 may not be used
+// at all.
+type Limits map[string]float64
+
+// Share is a fraction of the cluster per resource.
+type Share struct {
+	UserSlots float64 `json:"user_slots"`
+	CPU       float64 `json:"cpu"`
+	GPU       float64 `json:"gpu"`
+	Memory    float64 `json:"memory"`
+	Network   float64 `json:"network"`
+}
+
+// Optional is a value of a PATCH body: left out (the zero Optional: the
+// attribute keeps its value), Set to a value, or Reset (JSON null: the
+// attribute goes back to its default).
+type Optional[T any] struct {
+	value T
+	state optionalState
+}
+
+type optionalState uint8
+
+const (
+	optionalOmitted optionalState = iota
+	optionalSet
+	optionalNull
+)
+
+// Set is an Optional holding v.
+func Set[T any](v T) Optional[T] { return Optional[T]{value: v, state: optionalSet} }
+
+// Reset is an Optional that resets the attribute to its default.
+func Reset[T any]() Optional[T] { return Optional[T]{state: optionalNull} }
+
+// IsZero reports whether o is left out (encoding/json's omitzero).
+func (o Optional[T]) IsZero() bool { return o.state == optionalOmitted }
+
+// Get returns the value and whether o is Set.
+func (o Optional[T]) Get() (T, bool) { return o.value, o.state == optionalSet }
+
+// MarshalJSON writes the value, or null for Reset.
+func (o Optional[T]) MarshalJSON() ([]byte, error) {
+	switch o.state {
+	case optionalSet:
+		return json.Marshal(o.value)
+	case optionalNull:
+		return []byte("null"), nil
+	}
+	return nil, fmt.Errorf("client: an omitted Optional is written only with omitzero")
+}
+
+// UnmarshalJSON reads null as Reset and anything else as Set.
+func (o *Optional[T]) UnmarshalJSON(b []byte) error {
+	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+		*o = Reset[T]()
+		return nil
+	}
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*o = Set(v)
+	return nil
+}
+
+// Pool is a pool's configuration: what GET answers (the attributes that are
+// set) and what PUT takes (an attribute left out takes its default). Name is
+// the pool's name in answers; PutPool takes the name as an argument.
+type Pool struct {
+	Name                                             string              `json:"name,omitempty"`
+	Parent                                           string              `json:"parent,omitempty"`
+	Mode                                             string              `json:"mode,omitempty"`
+	Weight                                           float64             `json:"weight,omitempty"`
+	StrongGuaranteeResources                         *Resources          `json:"strong_guarantee_resources,omitempty"`
+	MinShareResources                                *Resources          `json:"min_share_resources,omitempty"`
+	ResourceLimits                                   Limits              `json:"resource_limits,omitempty"`
+	MaxOperationCount                                *int64              `json:"max_operation_count,omitempty"`
+	MaxRunningOperationCount                         *int64              `json:"max_running_operation_count,omitempty"`
+	FifoSortParameters                               []string            `json:"fifo_sort_parameters,omitempty"`
+	EnableLightweightOperations                      *bool               `json:"enable_lightweight_operations,omitempty"`
+	IntegralGuarantees                               *IntegralGuarantees `json:"integral_guarantees,omitempty"`
+	FairShareStarvationTimeoutS                      *float64            `json:"fair_share_starvation_timeout_s,omitempty"`
+	FairShareStarvationTolerance                     *float64            `json:"fair_share_starvation_tolerance,omitempty"`
+	EnableAggressiveStarvation                       *bool               `json:"enable_aggressive_starvation,omitempty"`
+	AllowAggressivePreemption                        *bool               `json:"allow_aggressive_preemption,omitempty"`
+	AllowNormalPreemption                            *bool               `json:"allow_normal_preemption,omitempty"`
+	NonPreemptibleResourceUsageThreshold             *Resources          `json:"non_preemptible_resource_usage_threshold,omitempty"`
+	ComputePromisedGuaranteeFairShare                *bool               `json:"compute_promised_guarantee_fair_share,omitempty"`
+	EnablePriorityStrongGuaranteeAdjustment          *bool               `json:"enable_priority_strong_guarantee_adjustment,omitempty"`
+	EnablePriorityStrongGuaranteeAdjustmentDonorship *bool               `json:"enable_priority_strong_guarantee_adjustment_donorship,omitempty"`
+	SchedulingTagFilter                              string              `json:"scheduling_tag_filter,omitempty"`
+}
+
+// IntegralGuarantees are an integral pool's settings.
+type IntegralGuarantees struct {
+	GuaranteeType                           string     `json:"guarantee_type,omitempty"`
+	ResourceFlow                            *Resources `json:"resource_flow,omitempty"`
+	BurstGuaranteeResources                 *Resources `json:"burst_guarantee_resources,omitempty"`
+	RelaxedShareMultiplierLimit             *float64   `json:"relaxed_share_multiplier_limit,omitempty"`
+	CanAcceptFreeVolume                     *bool      `json:"can_accept_free_volume,omitempty"`
+	ShouldDistributeFreeVolumeAmongChildren *bool      `json:"should_distribute_free_volume_among_children,omitempty"`
+}
+
+// PoolPatch changes the attributes it sets (PATCH /api/v1/pools/{name});
+// Reset puts one back to its default. In IntegralGuarantees, the members
+// that are set change and the others keep their values.
+type PoolPatch struct {
+	Parent                                           Optional[string]             `json:"parent,omitzero"`
+	Mode                                             Optional[string]             `json:"mode,omitzero"`
+	Weight                                           Optional[float64]            `json:"weight,omitzero"`
+	StrongGuaranteeResources                         Optional[Resources]          `json:"strong_guarantee_resources,omitzero"`
+	MinShareResources                                Optional[Resources]          `json:"min_share_resources,omitzero"`
+	ResourceLimits                                   Optional[Limits]             `json:"resource_limits,omitzero"`
+	MaxOperationCount                                Optional[int64]              `json:"max_operation_count,omitzero"`
+	MaxRunningOperationCount                         Optional[int64]              `json:"max_running_operation_count,omitzero"`
+	FifoSortParameters                               Optional[[]string]           `json:"fifo_sort_parameters,omitzero"`
+	EnableLightweightOperations                      Optional[bool]               `json:"enable_lightweight_operations,omitzero"`
+	IntegralGuarantees                               Optional[IntegralGuarantees] `json:"integral_guarantees,omitzero"`
+	FairShareStarvationTimeoutS                      Optional[float64]            `json:"fair_share_starvation_timeout_s,omitzero"`
+	FairShareStarvationTolerance                     Optional[float64]            `json:"fair_share_starvation_tolerance,omitzero"`
+	EnableAggressiveStarvation                       Optional[bool]               `json:"enable_aggressive_starvation,omitzero"`
+	AllowAggressivePreemption                        Optional[bool]               `json:"allow_aggressive_preemption,omitzero"`
+	AllowNormalPreemption                            Optional[bool]               `json:"allow_normal_preemption,omitzero"`
+	NonPreemptibleResourceUsageThreshold             Optional[Resources]          `json:"non_preemptible_resource_usage_threshold,omitzero"`
+	ComputePromisedGuaranteeFairShare                Optional[bool]               `json:"compute_promised_guarantee_fair_share,omitzero"`
+	EnablePriorityStrongGuaranteeAdjustment          Optional[bool]               `json:"enable_priority_strong_guarantee_adjustment,omitzero"`
+	EnablePriorityStrongGuaranteeAdjustmentDonorship Optional[bool]               `json:"enable_priority_strong_guarantee_adjustment_donorship,omitzero"`
+	SchedulingTagFilter                              Optional[string]             `json:"scheduling_tag_filter,omitzero"`
+}
+
+// Config is the tree config: every key of docs/configuration.md with its
+// value as JSON gives it (numbers are float64, integral_guarantees an
+// object). PatchConfig takes the keys to change.
+type Config map[string]any
+
+// OperationSpec is an operation to start (POST /api/v1/operations).
+type OperationSpec struct {
+	// ID is the client's id for the operation: starting the same id with
+	// the same body again answers the same operation, so such a start is
+	// retried safely. Empty: the server names it.
+	ID                                   string     `json:"id,omitempty"`
+	Type                                 string     `json:"type,omitempty"`
+	Pool                                 string     `json:"pool,omitempty"`
+	Weight                               float64    `json:"weight,omitempty"`
+	PreemptionMode                       string     `json:"preemption_mode,omitempty"`
+	IsGang                               bool       `json:"is_gang,omitempty"`
+	ResourceLimits                       Limits     `json:"resource_limits,omitempty"`
+	AllocationPreemptionTimeoutS         *float64   `json:"allocation_preemption_timeout_s,omitempty"`
+	AllocationGracefulPreemptionTimeoutS *float64   `json:"allocation_graceful_preemption_timeout_s,omitempty"`
+	FairShareStarvationTolerance         *float64   `json:"fair_share_starvation_tolerance,omitempty"`
+	FairShareStarvationTimeoutS          *float64   `json:"fair_share_starvation_timeout_s,omitempty"`
+	NonPreemptibleResourceUsageThreshold *Resources `json:"non_preemptible_resource_usage_threshold,omitempty"`
+	SchedulingTagFilter                  string     `json:"scheduling_tag_filter,omitempty"`
+	Tasks                                []Task     `json:"tasks"`
+}
+
+// Task is a group of alike jobs of an operation.
+type Task struct {
+	Name          string    `json:"name,omitempty"`
+	JobCount      int64     `json:"job_count"`
+	Resources     Resources `json:"resources"`
+	DurationHintS float64   `json:"duration_hint_s,omitempty"`
+}
+
+// OperationStarted is the answer to a start: the operation's id and state.
+type OperationStarted struct {
+	ID    string `json:"id"`
+	State string `json:"state"`
+}
+
+// OperationPatch changes an operation's runtime parameters, all or nothing.
+type OperationPatch struct {
+	Weight         float64          `json:"weight,omitempty"`
+	Pool           string           `json:"pool,omitempty"`
+	ResourceLimits Optional[Limits] `json:"resource_limits,omitzero"`
+}
+
+// Operation is an operation's state, demand, usage and shares as of the
+// last fair-share update.
+type Operation struct {
+	ID                          string           `json:"id"`
+	State                       string           `json:"state"`
+	Pool                        string           `json:"pool"`
+	Demand                      Resources        `json:"demand"`
+	Usage                       Resources        `json:"usage"`
+	SchedulingTagFilter         string           `json:"scheduling_tag_filter,omitempty"`
+	FairShare                   Share            `json:"fair_share"`
+	UsageShare                  Share            `json:"usage_share"`
+	DemandShare                 Share            `json:"demand_share"`
+	SatisfactionRatio           float64          `json:"satisfaction_ratio"`
+	Status                      string           `json:"status"`
+	StarvationStatus            string           `json:"starvation_status"`
+	LocalSatisfactionRatio      float64          `json:"local_satisfaction_ratio"`
+	SchedulingSatisfactionRatio float64          `json:"scheduling_satisfaction_ratio"`
+	SchedulingPriority          string           `json:"scheduling_priority"`
+	AllocationCounts            AllocationCounts `json:"allocation_counts"`
+	PreemptionPriority          string           `json:"preemption_priority"`
+	PendingJobCount             int64            `json:"pending_job_count"`
+	CompletedJobCount           int64            `json:"completed_job_count"`
+	StartTimeS                  float64          `json:"start_time_s"`
+	// WaitingFor names the pool whose running limit keeps a pending
+	// operation waiting.
+	WaitingFor *WaitingFor `json:"waiting_for,omitempty"`
+}
+
+// AllocationCounts counts an operation's running allocations by how
+// preemptible they are.
+type AllocationCounts struct {
+	Running                 int64 `json:"running"`
+	NonPreemptible          int64 `json:"non_preemptible"`
+	AggressivelyPreemptible int64 `json:"aggressively_preemptible"`
+	Preemptible             int64 `json:"preemptible"`
+	Preempted               int64 `json:"preempted"`
+}
+
+// WaitingFor is the pool and limit a pending operation waits for.
+type WaitingFor struct {
+	Pool                     string `json:"pool"`
+	MaxRunningOperationCount int64  `json:"max_running_operation_count"`
+}
+
+// OperationPage is one page of GET /api/v1/operations.
+type OperationPage struct {
+	Operations []Operation `json:"operations"`
+	// NextCursor is the cursor of the next page; nil on the last page.
+	NextCursor *string `json:"next_cursor"`
+}
+
+// OperationFilter selects the operations of a listing; the zero value lists
+// every operation with the server's default page size.
+type OperationFilter struct {
+	Pool   string // only this pool's (and not its subtree's)
+	State  string // pending, running, completed or aborted
+	Limit  int    // page size (0: the server's default)
+	Cursor string // the previous page's NextCursor
+}
+
+// Detailed is a fair share in its three parts.
+type Detailed struct {
+	StrongGuarantee    Share `json:"strong_guarantee"`
+	IntegralGuarantee  Share `json:"integral_guarantee"`
+	WeightProportional Share `json:"weight_proportional"`
+}
+
+// Shares are an element's fair-share attributes of the last update.
+type Shares struct {
+	FairShare                  Share    `json:"fair_share"`
+	Detailed                   Detailed `json:"detailed"`
+	UsageShare                 Share    `json:"usage_share"`
+	DemandShare                Share    `json:"demand_share"`
+	LimitsShare                Share    `json:"limits_share"`
+	StrongGuaranteeShare       Share    `json:"strong_guarantee_share"`
+	ProposedIntegralShare      Share    `json:"proposed_integral_share"`
+	PromisedGuaranteeFairShare Share    `json:"promised_guarantee_fair_share"`
+	Weight                     float64  `json:"weight"`
+	DominantResource           string   `json:"dominant_resource"`
+}
+
+// Integral is an integral pool's state; every field is nil or empty for
+// other pools.
+type Integral struct {
+	IntegralGuaranteeType              string   `json:"integral_guarantee_type,omitempty"`
+	AccumulatedResourceVolume          *Share   `json:"accumulated_resource_volume,omitempty"`
+	AccumulatedResourceRatioVolume     *float64 `json:"accumulated_resource_ratio_volume,omitempty"`
+	IntegralPoolCapacity               *Share   `json:"integral_pool_capacity,omitempty"`
+	SpecifiedBurstRatio                *float64 `json:"specified_burst_ratio,omitempty"`
+	SpecifiedResourceFlowRatio         *float64 `json:"specified_resource_flow_ratio,omitempty"`
+	TotalBurstRatio                    *float64 `json:"total_burst_ratio,omitempty"`
+	TotalResourceFlowRatio             *float64 `json:"total_resource_flow_ratio,omitempty"`
+	EstimatedBurstUsageDurationSeconds *float64 `json:"estimated_burst_usage_duration_seconds,omitempty"`
+}
+
+// PoolOrchid is a pool as of the last fair-share update.
+type PoolOrchid struct {
+	Name   string `json:"name"`
+	Parent string `json:"parent,omitempty"`
+	Mode   string `json:"mode"`
+	Shares
+	SatisfactionRatio                 float64    `json:"satisfaction_ratio"`
+	Status                            string     `json:"status"`
+	StarvationStatus                  string     `json:"starvation_status"`
+	LocalSatisfactionRatio            float64    `json:"local_satisfaction_ratio"`
+	OperationCount                    int64      `json:"operation_count"`
+	RunningOperationCount             int64      `json:"running_operation_count"`
+	LightweightRunningOperationCount  int64      `json:"lightweight_running_operation_count"`
+	PendingOperationCount             int64      `json:"pending_operation_count"`
+	MaxOperationCount                 int64      `json:"max_operation_count"`
+	MaxRunningOperationCount          int64      `json:"max_running_operation_count"`
+	SchedulingTagFilter               string     `json:"scheduling_tag_filter,omitempty"`
+	SchedulingTagFilterResourceLimits *Resources `json:"scheduling_tag_filter_resource_limits,omitempty"`
+	Integral
+}
+
+// OperationOrchid is an operation with every fair-share attribute of the
+// last update.
+type OperationOrchid struct {
+	Operation
+	Detailed                          Detailed   `json:"detailed"`
+	LimitsShare                       Share      `json:"limits_share"`
+	StrongGuaranteeShare              Share      `json:"strong_guarantee_share"`
+	ProposedIntegralShare             Share      `json:"proposed_integral_share"`
+	PromisedGuaranteeFairShare        Share      `json:"promised_guarantee_fair_share"`
+	Weight                            float64    `json:"weight"`
+	DominantResource                  string     `json:"dominant_resource"`
+	BestAllocationShare               Share      `json:"best_allocation_share"`
+	SchedulingTagFilterResourceLimits *Resources `json:"scheduling_tag_filter_resource_limits,omitempty"`
+}
+
+// Heartbeat is a node's heartbeat.
+type Heartbeat struct {
+	ResourceLimits Resources          `json:"resource_limits"`
+	ResourceUsage  *Resources         `json:"resource_usage,omitempty"`
+	Tags           []string           `json:"tags,omitempty"`
+	Allocations    []AllocationReport `json:"allocations,omitempty"`
+}
+
+// AllocationReport is one allocation of a heartbeat: running, or how it
+// ended.
+type AllocationReport struct {
+	ID            string     `json:"id"`
+	State         string     `json:"state"`
+	ResourceUsage *Resources `json:"resource_usage,omitempty"`
+}
+
+// HeartbeatResponse tells the node what to start, preempt and abort.
+type HeartbeatResponse struct {
+	AllocationsToStart   []AllocationStart   `json:"allocations_to_start"`
+	AllocationsToPreempt []AllocationPreempt `json:"allocations_to_preempt"`
+	AllocationsToAbort   []AllocationAbort   `json:"allocations_to_abort"`
+}
+
+// AllocationStart is an allocation the node is to start.
+type AllocationStart struct {
+	ID          string    `json:"id"`
+	OperationID string    `json:"operation_id"`
+	TaskIndex   int       `json:"task_index"`
+	Resources   Resources `json:"resources"`
+}
+
+// AllocationPreempt is an allocation the node is to stop within TimeoutS.
+type AllocationPreempt struct {
+	ID          string  `json:"id"`
+	OperationID string  `json:"operation_id"`
+	Reason      string  `json:"reason"`
+	TimeoutS    float64 `json:"timeout_s"`
+}
+
+// AllocationAbort is an allocation the node is to stop now.
+type AllocationAbort struct {
+	ID          string `json:"id"`
+	OperationID string `json:"operation_id,omitempty"`
+	Reason      string `json:"reason"`
+}
+
+// NodeOrchid is a node's resources and allocations.
+type NodeOrchid struct {
+	ID             string           `json:"id"`
+	ResourceLimits Resources        `json:"resource_limits"`
+	ResourceUsage  Resources        `json:"resource_usage"`
+	LastHeartbeatS float64          `json:"last_heartbeat_s"`
+	Tags           []string         `json:"tags"`
+	Allocations    []NodeAllocation `json:"allocations"`
+}
+
+// NodeAllocation is one of a node's allocations.
+type NodeAllocation struct {
+	ID                  string    `json:"id"`
+	OperationID         string    `json:"operation_id"`
+	TaskIndex           int       `json:"task_index"`
+	Resources           Resources `json:"resources"`
+	StartTimeS          float64   `json:"start_time_s"`
+	PreemptionStatus    string    `json:"preemption_status"`
+	Preempted           bool      `json:"preempted"`
+	PreemptionDeadlineS *float64  `json:"preemption_deadline_s,omitempty"`
+}
+
+// SolveResult is the answer of POST /api/v1/solve: one entry per update.
+type SolveResult struct {
+	Updates []SolveUpdate `json:"updates"`
+}
+
+// SolveUpdate is one update's elements.
+type SolveUpdate struct {
+	Label string `json:"label,omitempty"`
+	// Elements by name, the root ("<Root>") included.
+	Elements map[string]SolveElement `json:"elements"`
+	// Order is the elements' names as the server wrote them: the root
+	// first, then in tree order.
+	Order []string `json:"-"`
+}
+
+// UnmarshalJSON reads the update and keeps the order of its elements.
+func (u *SolveUpdate) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Label    string          `json:"label"`
+		Elements json.RawMessage `json:"elements"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	u.Label, u.Elements, u.Order = raw.Label, nil, nil
+	if err := json.Unmarshal(raw.Elements, &u.Elements); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw.Elements))
+	if _, err := dec.Token(); err != nil { // {
+		return err
+	}
+	for dec.More() {
+		name, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		u.Order = append(u.Order, name.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SolveElement is one element's attributes after an update.
+type SolveElement struct {
+	Shares
+	FittingJobs *int64 `json:"fitting_jobs,omitempty"`
+	Integral
+}
+
+// Health is GET /healthz's answer.
+type Health struct {
+	Status string `json:"status"`
+}
