@@ -31,6 +31,14 @@ func (c *Client) OpenAPI(ctx context.Context) (json.RawMessage, error) {
 	return b, err
 }
 
+// Version is GET /api/v1/version: the server's version, commit and Go
+// version.
+func (c *Client) Version(ctx context.Context) (*Version, error) {
+	var v Version
+	err := c.do(ctx, request{method: http.MethodGet, path: api + "version", idempotent: true}, &v)
+	return result(&v, err)
+}
+
 // Metrics is GET /metrics: the Prometheus text exposition.
 func (c *Client) Metrics(ctx context.Context) ([]byte, error) {
 	var b []byte

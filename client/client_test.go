@@ -46,6 +46,9 @@ func TestEveryEndpointAgainstTheServer(t *testing.T) {
 	if h, err := c.Health(ctx); err != nil || h.Status != "ok" {
 		t.Fatalf("Health = %+v, %v", h, err)
 	}
+	if v, err := c.Version(ctx); err != nil || v.Version == "" || v.GoVersion == "" || v.Commit == "" {
+		t.Fatalf("Version = %+v, %v", v, err)
+	}
 	doc, err := c.OpenAPI(ctx)
 	if err != nil || !json.Valid(doc) || !strings.Contains(string(doc), `"openapi"`) {
 		t.Fatalf("OpenAPI: %v (%d bytes)", err, len(doc))

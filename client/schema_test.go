@@ -49,6 +49,7 @@ func TestTypesMatchTheOpenAPIDocument(t *testing.T) {
 		{"SolveElement", SolveElement{}},
 		{"SolveResult", SolveResult{}},
 		{"Health", Health{}},
+		{"Version", Version{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.schema, func(t *testing.T) {

@@ -461,3 +461,10 @@ type SolveElement struct {
 type Health struct {
 	Status string `json:"status"`
 }
+
+// Version is the server's build: GET /api/v1/version.
+type Version struct {
+	Version   string `json:"version"`
+	Commit    string `json:"commit"`
+	GoVersion string `json:"go_version"`
+}

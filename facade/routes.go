@@ -149,6 +149,14 @@ func (s *Server) routeAPI(ctx *fasthttp.RequestCtx, path []byte) bool {
 			s.serveOpenAPI(ctx)
 		}
 		return true
+	case "version":
+		if len(rest) > 0 {
+			return false
+		}
+		if s.method(ctx, "GET") {
+			s.serveVersion(ctx)
+		}
+		return true
 	}
 	return false
 }

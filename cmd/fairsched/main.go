@@ -1,10 +1,16 @@
 // Command fairsched is the fair-share scheduler's command line:
 //
 //	fairsched serve [--listen ADDR] [--config FILE] [--pprof=BOOL]
-//	                         serve the HTTP/JSON API (api.md) until SIGINT/SIGTERM
-//	fairsched solve [FILE]   run a snapshot's fair-share updates (api.md §6)
+//	                         serve the HTTP/JSON API (docs/api.md) until SIGINT/SIGTERM
+//	fairsched solve [FILE]   run a snapshot's fair-share updates
 //	fairsched simulate SCENARIO --out DIR
 //	                         replay a scenario on the core with a virtual clock
+//	fairsched pools|operations|nodes|config VERB …
+//	                         read and change a running server (package client)
+//	fairsched top            a refreshing view of a running server's pool tree
+//	fairsched version        this binary's version (and a server's)
+//	fairsched completion SHELL
+//	                         a shell completion script
 //	fairsched help           print the usage
 //
 // Each subcommand lives in its own file as a run function taking its
@@ -12,6 +18,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -30,9 +37,27 @@ commands:
                 replay a scenario (cluster, pool tree, workload) on the
                 scheduling core with a virtual clock; write a time series,
                 a summary and charts into DIR
-  help          print this message
 
-Exit status: 0 on success, 1 for I/O errors, 2 for bad input or usage.
+  pools list|get|put|patch|delete        a running server's pools
+  operations list|get|start|patch|complete|abort
+                                         its operations
+  nodes get ID                           a node's resources and allocations
+  config get|patch|validate              the tree config; validate checks a
+                                         --config file without a server
+  top                                    a refreshing view of the pool tree
+                (these take --server URL, default $FAIRSCHED_SERVER or
+                http://127.0.0.1:8080, and -o table|json; "fairsched pools"
+                lists a group's commands)
+
+  version [--server URL]
+                this binary's version, commit and Go version (and the server's)
+  completion bash|zsh|fish
+                a shell completion script
+  help [COMMAND]
+                print this message, or a command's
+
+Exit status: 0 on success, 1 for I/O errors and server failures, 2 for bad
+input or usage (and for a request the server refused with a 4xx).
 `
 
 func main() {
@@ -53,7 +78,25 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runSolve(args[1:], stdin, stdout, stderr)
 	case "simulate":
 		return runSimulate(args[1:], stdin, stdout, stderr)
+	case "version", "--version", "-version":
+		return runVersion(context.Background(), args[1:], stdout, stderr)
+	case "completion":
+		return runCompletion(args[1:], stdout, stderr)
+	case "__names":
+		return runNames(args[1:], stdout)
 	case "help", "-h", "-help", "--help":
+		if len(args) > 1 && isClientGroup(args[1]) {
+			fmt.Fprint(stdout, groupUsage(args[1]))
+			return 0
+		}
+		if len(args) > 1 && args[1] == "version" {
+			fmt.Fprint(stdout, versionUsage)
+			return 0
+		}
+		if len(args) > 1 && args[1] == "completion" {
+			fmt.Fprint(stdout, completionUsage)
+			return 0
+		}
 		if len(args) > 1 && args[1] == "serve" {
 			fmt.Fprint(stdout, serveUsage)
 			return 0
@@ -69,6 +112,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
+		if isClientGroup(cmd) {
+			return runClient(args, stdin, stdout, stderr)
+		}
 		fmt.Fprintf(stderr, "fairsched: unknown command %q\n\n%s", cmd, usage)
 		return 2
 	}

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -510,6 +511,11 @@ func DecodeServeConfig(data []byte) (*ServeConfig, error) {
 		seen := map[string]string{}
 		for i, x := range a {
 			p := jsonpath.Index("$.pools", i)
+			if isRoot, e := rootEntry(p, x); e != nil {
+				return nil, e
+			} else if isRoot {
+				continue
+			}
 			b, e := poolBody(p, x, tree.PoolConfig{})
 			if e != nil {
 				return nil, e
@@ -528,6 +534,30 @@ func DecodeServeConfig(data []byte) (*ServeConfig, error) {
 		}
 	}
 	return sc, nil
+}
+
+// rootEntry reports whether the serve configuration's pool x is the root's
+// entry, as GET /api/v1/pools writes it ({"name": "<Root>", "mode":
+// "fair_share"}), which a configuration may carry so that the GET output
+// round-trips: the root has no other attributes, so anything else in it is
+// refused.
+func rootEntry(p string, x any) (bool, *Error) {
+	m, ok := x.(map[string]any)
+	if !ok || m["name"] != tree.RootName {
+		return false, nil
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		v := m[k]
+		switch {
+		case k == "name":
+		case k == "mode" && (v == "fair_share" || v == nil):
+		case k == "mode":
+			return true, jsonpath.NewError(CodeInvalidValue, jsonpath.Key(p, k), "cannot use mode "+jsonpath.Describe(v)+" for the root: it is always fair_share")
+		default:
+			return true, jsonpath.NewError(CodeInvalidValue, jsonpath.Key(p, k), "cannot set "+k+" of the root: its entry may have only name and mode")
+		}
+	}
+	return true, nil
 }
 
 // schedConfigKeys are the keys of a tree config: the fair-share keys of a
