@@ -46,31 +46,76 @@ clock every fair_share_update_period_s (0.2 s by default).
                         sample one blocking event per NS nanoseconds blocked
                         for /debug/pprof/block (default 0: off; needs --pprof)
 
+SIGHUP reloads the --config file: pools it adds are created, pools whose
+attributes or parent changed are changed, pools it leaves out are removed when
+they hold no operations (and kept, with a warning, otherwise), and the tree
+config takes its keys (node_shards only at start-up). A file that is not valid
+changes nothing and the log says why.
+
 A configuration that is not valid is reported as
   fairsched serve: <json path>: <message>
 with exit status 2.
 `
 
-// runServe is the serve subcommand: it serves until SIGINT or SIGTERM.
+// runServe is the serve subcommand: it serves until SIGINT or SIGTERM and
+// reloads --config on SIGHUP.
 func runServe(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return serve(ctx, args, stdout, stderr, nil)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer func() { signal.Stop(hup); close(hup) }()
+	reload := make(chan struct{}, 1)
+	go func() {
+		for range hup {
+			select {
+			case reload <- struct{}{}:
+			default: // a reload is pending already
+			}
+		}
+	}()
+	return serve(ctx, args, stdout, stderr, serveHooks{reload: reload})
 }
 
-// serve runs the server until ctx ends; ready, when set, is called with the
-// listening address once the server accepts connections (tests).
-func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready func(addr string)) int {
+// serveHooks connect serve to its signals (and tests to serve).
+type serveHooks struct {
+	// ready, when set, is called with the listening address once the
+	// server accepts connections.
+	ready func(addr string)
+	// reload: each receive reloads the --config file.
+	reload <-chan struct{}
+	// reloaded, when set, is called after each reload with its error.
+	reloaded func(error)
+}
+
+// serveOptions are the flags of fairsched serve.
+type serveOptions struct {
+	listen, configFile       string
+	pprof                    bool
+	maxBody                  int
+	retention                time.Duration
+	mutexFraction, blockRate int
+}
+
+// serveFlags is the flag set of fairsched serve.
+func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveOptions) {
+	f := &serveOptions{}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), serveUsage) }
-	listen := fs.String("listen", "127.0.0.1:8080", "address to listen on")
-	configFile := fs.String("config", "", "tree config and initial pools (JSON)")
-	pprof := fs.Bool("pprof", true, "serve /debug/pprof/ to loopback clients")
-	maxBody := fs.Int("max-body-size", facade.DefaultMaxBodySize, "request body limit in bytes")
-	retention := fs.Duration("finished-operation-retention", 10*time.Minute, "how long finished operations stay visible")
-	mutexFraction := fs.Int("mutex-profile-fraction", 0, "mutex profile sampling (0: off)")
-	blockRate := fs.Int("block-profile-rate", 0, "block profile sampling in ns (0: off)")
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to listen on")
+	fs.StringVar(&f.configFile, "config", "", "tree config and initial pools (JSON)")
+	fs.BoolVar(&f.pprof, "pprof", true, "serve /debug/pprof/ to loopback clients")
+	fs.IntVar(&f.maxBody, "max-body-size", facade.DefaultMaxBodySize, "request body limit in bytes")
+	fs.DurationVar(&f.retention, "finished-operation-retention", 10*time.Minute, "how long finished operations stay visible")
+	fs.IntVar(&f.mutexFraction, "mutex-profile-fraction", 0, "mutex profile sampling (0: off)")
+	fs.IntVar(&f.blockRate, "block-profile-rate", 0, "block profile sampling in ns (0: off)")
+	return fs, f
+}
+
+// serve runs the server until ctx ends.
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks serveHooks) int {
+	fs, f := serveFlags(stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -81,35 +126,35 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready f
 		fmt.Fprintf(stderr, "fairsched serve: cannot use argument %q: want flags only\n", fs.Arg(0))
 		return 2
 	}
-	if *maxBody < 1024 {
-		fmt.Fprintf(stderr, "fairsched serve: cannot use --max-body-size %d: want at least 1024 bytes\n", *maxBody)
+	if f.maxBody < 1024 {
+		fmt.Fprintf(stderr, "fairsched serve: cannot use --max-body-size %d: want at least 1024 bytes\n", f.maxBody)
 		return 2
 	}
-	if *retention <= 0 {
-		fmt.Fprintf(stderr, "fairsched serve: cannot use --finished-operation-retention %v: want a positive duration\n", *retention)
+	if f.retention <= 0 {
+		fmt.Fprintf(stderr, "fairsched serve: cannot use --finished-operation-retention %v: want a positive duration\n", f.retention)
 		return 2
 	}
-	for _, f := range []struct {
+	for _, pf := range []struct {
 		name string
 		v    int
-	}{{"mutex-profile-fraction", *mutexFraction}, {"block-profile-rate", *blockRate}} {
+	}{{"mutex-profile-fraction", f.mutexFraction}, {"block-profile-rate", f.blockRate}} {
 		switch {
-		case f.v < 0:
-			fmt.Fprintf(stderr, "fairsched serve: cannot use --%s %d: want 0 (off) or more\n", f.name, f.v)
+		case pf.v < 0:
+			fmt.Fprintf(stderr, "fairsched serve: cannot use --%s %d: want 0 (off) or more\n", pf.name, pf.v)
 			return 2
-		case f.v > 0 && !*pprof:
-			fmt.Fprintf(stderr, "fairsched serve: cannot use --%s %d with --pprof=false: nothing would serve the profile\n", f.name, f.v)
+		case pf.v > 0 && !f.pprof:
+			fmt.Fprintf(stderr, "fairsched serve: cannot use --%s %d with --pprof=false: nothing would serve the profile\n", pf.name, pf.v)
 			return 2
 		}
 	}
 	data, source := examples.ServeConfig, "embedded examples/serve.json"
-	if *configFile != "" {
+	if f.configFile != "" {
 		var err error
-		if data, err = os.ReadFile(*configFile); err != nil {
+		if data, err = os.ReadFile(f.configFile); err != nil {
 			fmt.Fprintf(stderr, "fairsched serve: cannot read the config: %v\n", err)
 			return 1
 		}
-		source = *configFile
+		source = f.configFile
 	}
 	cfg, err := wire.DecodeServeConfig(data)
 	if err != nil {
@@ -117,25 +162,25 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready f
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	srv, err := facade.New(facade.Options{Config: cfg, Pprof: *pprof, MaxBodySize: *maxBody, Logger: log,
-		FinishedOperationRetention: *retention})
+	srv, err := facade.New(facade.Options{Config: cfg, Pprof: f.pprof, MaxBodySize: f.maxBody, Logger: log,
+		FinishedOperationRetention: f.retention})
 	if err != nil {
 		fmt.Fprintf(stderr, "fairsched serve: %s: %v\n", source, err)
 		return 2
 	}
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
-		fmt.Fprintf(stderr, "fairsched serve: cannot listen on %s: %v\n", *listen, err)
+		fmt.Fprintf(stderr, "fairsched serve: cannot listen on %s: %v\n", f.listen, err)
 		return 1
 	}
 	addr := ln.Addr().String()
-	if *mutexFraction > 0 || *blockRate > 0 {
-		runtime.SetMutexProfileFraction(*mutexFraction)
-		runtime.SetBlockProfileRate(*blockRate)
+	if f.mutexFraction > 0 || f.blockRate > 0 {
+		runtime.SetMutexProfileFraction(f.mutexFraction)
+		runtime.SetBlockProfileRate(f.blockRate)
 	}
 	log.Info("fairsched serve", "listen", "http://"+addr, "config", source,
-		"pools", len(cfg.Pools), "fair_share_update_period_s", cfg.Scheduler.FairShareUpdatePeriod, "pprof", *pprof,
-		"finished_operation_retention", *retention)
+		"pools", len(cfg.Pools), "fair_share_update_period_s", cfg.Scheduler.FairShareUpdatePeriod, "pprof", f.pprof,
+		"finished_operation_retention", f.retention)
 	log.Info("cpu", "features", cpufeat.Get().String())
 	fmt.Fprintf(stdout, "fairsched serve: listening on http://%s (Ctrl-C stops it). Try:\n"+
 		"  curl -s -X POST http://%s/api/v1/nodes/node-1/heartbeat -d '{\"resource_limits\": {\"user_slots\": 32, \"cpu\": 32, \"memory\": 137438953472}}'\n"+
@@ -144,17 +189,25 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready f
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	if ready != nil {
-		ready(addr)
+	if hooks.ready != nil {
+		hooks.ready(addr)
 	}
-	select {
-	case err := <-errc:
-		if err != nil {
-			fmt.Fprintf(stderr, "fairsched serve: %v\n", err)
-			return 1
+	for done := false; !done; {
+		select {
+		case err := <-errc:
+			if err != nil {
+				fmt.Fprintf(stderr, "fairsched serve: %v\n", err)
+				return 1
+			}
+			return 0
+		case <-ctx.Done():
+			done = true
+		case <-hooks.reload:
+			err := reloadConfig(srv, f.configFile, log)
+			if hooks.reloaded != nil {
+				hooks.reloaded(err)
+			}
 		}
-		return 0
-	case <-ctx.Done():
 	}
 	log.Info("shutting down: waiting for requests in flight (at most 10 s)")
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -169,4 +222,35 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready f
 	}
 	log.Info("stopped")
 	return 0
+}
+
+// reloadConfig applies the --config file to the running server (SIGHUP):
+// pools added or changed, left-out pools removed when empty, the tree
+// config changed. A file that cannot be read or is not valid changes
+// nothing; the log says why.
+func reloadConfig(srv *facade.Server, file string, log *slog.Logger) error {
+	if file == "" {
+		err := errors.New("no --config file to reload: the server runs the embedded examples/serve.json")
+		log.Warn("reload refused", "error", err)
+		return err
+	}
+	data, err := os.ReadFile(file)
+	var sc *wire.ServeConfig
+	if err == nil {
+		sc, err = wire.DecodeServeConfig(data)
+	}
+	var res facade.ReloadResult
+	if err == nil {
+		res, err = srv.Reload(sc)
+	}
+	if err != nil {
+		log.Error("reload refused: the running config is kept", "file", file, "error", err)
+		return err
+	}
+	log.Info("config reloaded", "file", file, "config_changed", res.ConfigChanged,
+		"pools_added", res.Added, "pools_changed", res.Changed, "pools_removed", res.Removed)
+	if len(res.Kept) > 0 {
+		log.Warn("pools left out of the config file are kept: they have operations", "file", file, "pools", res.Kept)
+	}
+	return nil
 }

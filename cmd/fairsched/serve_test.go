@@ -44,7 +44,7 @@ func TestServe(t *testing.T) {
 	addrc := make(chan string, 1)
 	exit := make(chan int, 1)
 	go func() {
-		exit <- serve(ctx, []string{"--listen", "127.0.0.1:0"}, &stdout, &stderr, func(a string) { addrc <- a })
+		exit <- serve(ctx, []string{"--listen", "127.0.0.1:0"}, &stdout, &stderr, serveHooks{ready: func(a string) { addrc <- a }})
 	}()
 	var addr string
 	select {
@@ -101,7 +101,7 @@ func TestServeProfileRates(t *testing.T) {
 	exit := make(chan int, 1)
 	go func() {
 		exit <- serve(ctx, []string{"--listen", "127.0.0.1:0", "--mutex-profile-fraction", "7", "--block-profile-rate", "1000"},
-			&stdout, &stderr, func(string) { close(ready) })
+			&stdout, &stderr, serveHooks{ready: func(string) { close(ready) }})
 	}()
 	select {
 	case <-ready:
@@ -168,5 +168,72 @@ func TestEmbeddedServeConfig(t *testing.T) {
 	}
 	if _, err := wire.DecodeServeConfig(examples.ServeConfig); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestServeReloadsOnHUP: a reload (SIGHUP) applies the changed --config
+// file; a bad file keeps the running config and says why.
+func TestServeReloadsOnHUP(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	file := filepath.Join(t.TempDir(), "serve.json")
+	write := func(s string) {
+		if err := os.WriteFile(file, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"pools": [{"name": "a"}, {"name": "b", "parent": "a"}]}`)
+	var stdout, stderr syncBuffer
+	addrc := make(chan string, 1)
+	reload := make(chan struct{})
+	reloaded := make(chan error)
+	exit := make(chan int, 1)
+	go func() {
+		exit <- serve(ctx, []string{"--listen", "127.0.0.1:0", "--config", file}, &stdout, &stderr,
+			serveHooks{ready: func(a string) { addrc <- a }, reload: reload, reloaded: func(err error) { reloaded <- err }})
+	}()
+	var addr string
+	select {
+	case addr = <-addrc:
+	case code := <-exit:
+		t.Fatalf("serve exited with %d: %s", code, stderr.String())
+	}
+	pools := func() string {
+		t.Helper()
+		resp, err := http.Get("http://" + addr + "/api/v1/pools")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	write(`{"pools": [{"name": "a", "weight": 4}, {"name": "c"}]}`)
+	reload <- struct{}{}
+	if err := <-reloaded; err != nil {
+		t.Fatal(err)
+	}
+	if p := pools(); !strings.Contains(p, `"name":"a","parent":"<Root>","mode":"fair_share","weight":4`) ||
+		!strings.Contains(p, `"name":"c"`) || strings.Contains(p, `"name":"b"`) {
+		t.Fatalf("pools after the reload: %s", p)
+	}
+	if !strings.Contains(stderr.String(), "config reloaded") || !strings.Contains(stderr.String(), "pools_removed=[b]") {
+		t.Fatalf("log: %s", stderr.String())
+	}
+	before := pools()
+	write(`{"pools": [{"name": "a", "weight": -1}]}`)
+	reload <- struct{}{}
+	if err := <-reloaded; err == nil || !strings.Contains(err.Error(), "$.pools[0].weight") {
+		t.Fatalf("bad file: %v", err)
+	}
+	if after := pools(); after != before {
+		t.Fatalf("a refused reload changed the pools:\n%s\nwant\n%s", after, before)
+	}
+	if !strings.Contains(stderr.String(), "reload refused: the running config is kept") {
+		t.Fatalf("log: %s", stderr.String())
+	}
+	cancel()
+	if code := <-exit; code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 }

@@ -21,8 +21,25 @@ type Info struct {
 	GoVersion string `json:"go_version"`
 }
 
+// version and commit, when set at link time (go build -ldflags "-X
+// github.com/fairsched/fairsched/internal/buildinfo.version=v1.2.0 -X
+// …commit=abc123", as deploy/Dockerfile does for a build without .git),
+// take the place of what the build information says.
+var version, commit string
+
 // Get returns the binary's build information.
 var Get = sync.OnceValue(func() Info {
+	info := fromBuildInfo()
+	if version != "" {
+		info.Version = version
+	}
+	if commit != "" {
+		info.Commit = commit
+	}
+	return info
+})
+
+func fromBuildInfo() Info {
 	info := Info{Version: "devel", Commit: "unknown", GoVersion: runtime.Version()}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
@@ -47,4 +64,4 @@ var Get = sync.OnceValue(func() Info {
 		info.Commit += "+dirty"
 	}
 	return info
-})
+}
