@@ -92,6 +92,7 @@ func (s *Server) writeError(ctx *fasthttp.RequestCtx, status int, e *wire.Error)
 	writeJSON(ctx, status, *bp)
 	s.putBuf(bp)
 	s.m.countError(status)
+	s.logRefused(ctx, status, e)
 }
 
 // fail answers with the status and body of err (see errorBody).

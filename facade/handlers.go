@@ -1,6 +1,9 @@
 package facade
 
 import (
+	"encoding/json"
+	"reflect"
+	"slices"
 	"strconv"
 
 	"github.com/valyala/fasthttp"
@@ -97,6 +100,11 @@ func (s *Server) putPool(ctx *fasthttp.RequestCtx, name string) {
 		s.fail(ctx, err, "$")
 		return
 	}
+	if exists {
+		s.logChange(ctx, "pool replaced", "pool", name)
+	} else {
+		s.logChange(ctx, "pool created", "pool", name, "parent", parentName(m.Parent))
+	}
 	s.writePool(ctx, status, name, appendPoolConfig)
 }
 
@@ -145,6 +153,7 @@ func (s *Server) patchPool(ctx *fasthttp.RequestCtx, name string) {
 		s.fail(ctx, err, "$")
 		return
 	}
+	s.logChange(ctx, "pool changed", "pool", name)
 	s.writePool(ctx, fasthttp.StatusOK, name, appendPoolConfig)
 }
 
@@ -164,6 +173,7 @@ func (s *Server) deletePool(ctx *fasthttp.RequestCtx, name string) {
 		s.fail(ctx, err, "$")
 		return
 	}
+	s.logChange(ctx, "pool removed", "pool", name)
 	ctx.SetStatusCode(fasthttp.StatusNoContent)
 }
 
@@ -192,6 +202,7 @@ func (s *Server) patchConfig(ctx *fasthttp.RequestCtx) {
 			s.fail(ctx, err, "$")
 			return
 		}
+		s.logChange(ctx, "config changed", "keys", changedKeys(&s.cfg, &next))
 	}
 	s.cfg = next
 	s.setPeriod(next.FairShareUpdatePeriod)
@@ -212,8 +223,9 @@ func (s *Server) startOperation(ctx *fasthttp.RequestCtx) {
 	}
 	s.mu.Lock()
 	id, st, err := s.sched.StartOperation(s.now(), spec)
+	known := false
 	if err == nil {
-		if _, known := s.ops[id]; !known {
+		if _, known = s.ops[id]; !known {
 			s.opSeq++
 			s.ops[id] = &opRecord{seq: s.opSeq}
 		}
@@ -222,6 +234,9 @@ func (s *Server) startOperation(ctx *fasthttp.RequestCtx) {
 	if err != nil {
 		s.fail(ctx, err, "$")
 		return
+	}
+	if !known {
+		s.logChange(ctx, "operation started", "operation", id, "pool", parentName(spec.Pool), "state", st.String())
 	}
 	s.respond(ctx, fasthttp.StatusCreated, func(dst []byte) []byte {
 		dst = append(dst, `{"id":`...)
@@ -397,6 +412,8 @@ func (s *Server) patchOperation(ctx *fasthttp.RequestCtx, id string) {
 			return
 		}
 	}
+	s.logChange(ctx, "operation changed", "operation", id, "pool_changed", p.HasPool, "weight_changed", p.Weight.Set,
+		"limits_changed", p.HasResourceLimits)
 	s.getOperation(ctx, id, false)
 }
 
@@ -416,6 +433,7 @@ func (s *Server) finishOperation(ctx *fasthttp.RequestCtx, id, action string) {
 		s.fail(ctx, err, "$")
 		return
 	}
+	s.logChange(ctx, "operation "+map[string]string{"complete": "completed", "abort": "aborted"}[action], "operation", id)
 	s.getOperation(ctx, id, false)
 }
 
@@ -465,4 +483,27 @@ func (s *Server) solve(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte { return wire.AppendSolveResult(dst, r) })
+}
+
+// parentName is a pool reference for the log: "" is the root.
+func parentName(p string) string {
+	if p == "" {
+		return tree.RootName
+	}
+	return p
+}
+
+// changedKeys are the tree config keys whose values differ, for the log.
+func changedKeys(a, b *schedule.Config) []string {
+	before, after := map[string]any{}, map[string]any{}
+	json.Unmarshal(wire.AppendConfig(nil, a), &before)
+	json.Unmarshal(wire.AppendConfig(nil, b), &after)
+	var keys []string
+	for k, v := range after {
+		if !reflect.DeepEqual(before[k], v) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
 }

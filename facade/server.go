@@ -102,8 +102,9 @@ type Server struct {
 	inFl   atomic.Int64
 	solves chan struct{}
 
-	updateMu sync.Mutex // one fair-share update at a time
-	lastJan  clock.Time // the last forgetFinished pass, on s.clock
+	updateMu    sync.Mutex // one fair-share update at a time
+	lastSlowLog time.Time  // when UpdateFairShare last warned of a slow update
+	lastJan     clock.Time // the last forgetFinished pass, on s.clock
 
 	hbPool  sync.Pool // *hbScratch
 	bufPool sync.Pool // *[]byte
@@ -331,6 +332,12 @@ func (s *Server) UpdateFairShare() {
 	start := time.Now()
 	s.sched.UpdateFairShare(now)
 	s.m.fairShareUpdate.UpdateDuration(start)
+	if took, period := time.Since(start), time.Duration(s.period.Load()); took > period && !s.opts.ManualUpdates &&
+		time.Since(s.lastSlowLog) >= time.Minute {
+		// At most once a minute: the fair shares lag behind demand.
+		s.lastSlowLog = time.Now()
+		s.log.Warn("the fair-share update took longer than its period", "took", took, "period", period)
+	}
 	if now.Sub(s.lastJan) >= s.janitorPeriod() {
 		s.lastJan = now
 		s.forgetFinished(now)

@@ -21,7 +21,7 @@ import (
 )
 
 const serveUsage = `usage: fairsched serve [--listen ADDR] [--config FILE] [--pprof=BOOL] [--max-body-size BYTES]
-                       [--finished-operation-retention DURATION]
+                       [--finished-operation-retention DURATION] [--log-format text|json] [--log-level LEVEL]
                        [--mutex-profile-fraction N] [--block-profile-rate NS]
 
 Serves the HTTP/JSON API of docs/api.md (pools, config, operations, node
@@ -39,6 +39,11 @@ clock every fair_share_update_period_s (0.2 s by default).
                         how long a finished operation stays visible to GET
                         /api/v1/operations before it is forgotten (default 10m;
                         it goes within another half of it, at most 10 s later)
+  --log-format text|json
+                        the log's format: slog's key=value text (default) or
+                        one JSON object per line
+  --log-level LEVEL     the least level logged: debug, info (default), warn,
+                        error
   --mutex-profile-fraction N
                         sample one mutex contention event in N for
                         /debug/pprof/mutex (default 0: off; needs --pprof)
@@ -95,6 +100,7 @@ type serveOptions struct {
 	maxBody                  int
 	retention                time.Duration
 	mutexFraction, blockRate int
+	logFormat, logLevel      string
 }
 
 // serveFlags is the flag set of fairsched serve.
@@ -110,6 +116,8 @@ func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveOptions) {
 	fs.DurationVar(&f.retention, "finished-operation-retention", 10*time.Minute, "how long finished operations stay visible")
 	fs.IntVar(&f.mutexFraction, "mutex-profile-fraction", 0, "mutex profile sampling (0: off)")
 	fs.IntVar(&f.blockRate, "block-profile-rate", 0, "block profile sampling in ns (0: off)")
+	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&f.logLevel, "log-level", "info", "least level logged: debug, info, warn or error")
 	return fs, f
 }
 
@@ -161,7 +169,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 		fmt.Fprintf(stderr, "fairsched serve: %s: %v\n", source, err)
 		return 2
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log, err := newLogger(stderr, f.logFormat, f.logLevel)
+	if err != nil {
+		fmt.Fprintf(stderr, "fairsched serve: %v\n", err)
+		return 2
+	}
 	srv, err := facade.New(facade.Options{Config: cfg, Pprof: f.pprof, MaxBodySize: f.maxBody, Logger: log,
 		FinishedOperationRetention: f.retention})
 	if err != nil {
@@ -253,4 +265,21 @@ func reloadConfig(srv *facade.Server, file string, log *slog.Logger) error {
 		log.Warn("pools left out of the config file are kept: they have operations", "file", file, "pools", res.Kept)
 	}
 	return nil
+}
+
+// newLogger is the server's logger: slog's text or JSON lines on w from
+// level on.
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("cannot use --log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("cannot use --log-format %q: want text or json", format)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -235,5 +236,42 @@ func TestServeReloadsOnHUP(t *testing.T) {
 	cancel()
 	if code := <-exit; code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+}
+
+func TestServeLogFlags(t *testing.T) {
+	tests := []struct {
+		format, level string
+		wantErr       string
+	}{
+		{"text", "info", ""},
+		{"json", "debug", ""},
+		{"json", "WARN", ""},
+		{"yaml", "info", "--log-format"},
+		{"text", "loud", "--log-level"},
+	}
+	for _, tt := range tests {
+		var buf bytes.Buffer
+		log, err := newLogger(&buf, tt.format, tt.level)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%s/%s: %v, want an error naming %s", tt.format, tt.level, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		log.Info("hello", "k", 1)
+		if tt.format == "json" && !strings.EqualFold(tt.level, "warn") && !json.Valid(buf.Bytes()) {
+			t.Errorf("json log: %q", buf.String())
+		}
+		if strings.EqualFold(tt.level, "warn") && buf.Len() != 0 {
+			t.Errorf("level warn logged info: %q", buf.String())
+		}
+	}
+	code, _, errOut := call("", "serve", "--log-format", "xml")
+	if code != 2 || !strings.Contains(errOut, `cannot use --log-format "xml"`) {
+		t.Fatalf("serve --log-format xml: %d %s", code, errOut)
 	}
 }

@@ -1,0 +1,55 @@
+package facade
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/fairsched/fairsched/facade/wire"
+)
+
+// The control plane's log: one line per state change a request made (who,
+// what, the result) at level INFO, and one per refused change. Heartbeats,
+// reads and solves change nothing an operator audits and are not logged
+// (their counts and latencies are in the metrics).
+
+// logChange logs a change the request ctx made; attrs say what.
+func (s *Server) logChange(ctx *fasthttp.RequestCtx, msg string, attrs ...any) {
+	if !s.log.Enabled(context.Background(), slog.LevelInfo) {
+		return
+	}
+	s.log.Info(msg, append(attrs, "caller", caller(ctx))...)
+}
+
+// logRefused logs a refused change (a 4xx or 5xx answer to a request that
+// would have changed something).
+func (s *Server) logRefused(ctx *fasthttp.RequestCtx, status int, e *wire.Error) {
+	if !isChange(ctx) || !s.log.Enabled(context.Background(), slog.LevelInfo) {
+		return
+	}
+	attrs := []any{"method", string(ctx.Method()), "path", string(ctx.Path()), "status", status,
+		"code", e.Code, "message", e.Message}
+	if e.Path != "" {
+		attrs = append(attrs, "at", e.Path)
+	}
+	s.log.Info("request refused", append(attrs, "caller", caller(ctx))...)
+}
+
+// isChange reports whether the request is one that changes the scheduler's
+// configuration or operations: a write of the API, heartbeats and solves
+// excepted.
+func isChange(ctx *fasthttp.RequestCtx) bool {
+	switch string(ctx.Method()) {
+	case "GET", "HEAD", "OPTIONS":
+		return false
+	}
+	p := ctx.Path()
+	return bytes.HasPrefix(p, []byte(apiPrefix)) && !bytes.Contains(p, []byte("/heartbeat")) &&
+		!bytes.Equal(p, []byte(apiPrefix+"solve"))
+}
+
+// caller names who sent the request: its address (the authenticated user
+// once tokens are on).
+func caller(ctx *fasthttp.RequestCtx) string { return ctx.RemoteAddr().String() }
