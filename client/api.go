@@ -24,6 +24,13 @@ func (c *Client) Health(ctx context.Context) (*Health, error) {
 	return result(&h, err)
 }
 
+// Ready is GET /readyz: nil when the server takes requests, an *Error
+// (503 shutting_down, …) when it does not. It is not retried.
+func (c *Client) Ready(ctx context.Context) error {
+	var r Ready
+	return c.do(ctx, request{method: http.MethodGet, path: "/readyz", noRetry: true}, &r)
+}
+
 // OpenAPI is GET /api/v1/openapi.json: the API's OpenAPI 3.1 document.
 func (c *Client) OpenAPI(ctx context.Context) (json.RawMessage, error) {
 	var b []byte

@@ -151,6 +151,8 @@ type request struct {
 	// idempotent: sending it twice has the effect of sending it once, so it
 	// is retried after a transport error too.
 	idempotent bool
+	// noRetry: answer at once, whatever the outcome (a probe).
+	noRetry bool
 }
 
 // maxLeaderHops bounds how many not_leader answers one call follows.
@@ -170,7 +172,7 @@ func (c *Client) do(ctx context.Context, r request, out any) error {
 	for {
 		resp, err := c.send(ctx, r, body)
 		if err != nil {
-			if ctx.Err() != nil || !r.idempotent || attempt >= c.retries {
+			if ctx.Err() != nil || !r.idempotent || r.noRetry || attempt >= c.retries {
 				return err
 			}
 			attempt++
@@ -199,7 +201,7 @@ func (c *Client) do(ctx context.Context, r request, out any) error {
 			c.mu.Unlock()
 			continue
 		case (e.StatusCode == http.StatusTooManyRequests || e.StatusCode == http.StatusServiceUnavailable) &&
-			attempt < c.retries:
+			attempt < c.retries && !r.noRetry:
 			// The server refused the request without applying it.
 			attempt++
 			if werr := c.wait(ctx, attempt, e.RetryAfter); werr != nil {

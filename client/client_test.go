@@ -43,8 +43,11 @@ func TestEveryEndpointAgainstTheServer(t *testing.T) {
 	c := newClient(t, ts.URL)
 	ctx := context.Background()
 
-	if h, err := c.Health(ctx); err != nil || h.Status != "ok" {
+	if h, err := c.Health(ctx); err != nil || h.Status != "ok" || h.Role != "standalone" || h.Store != "memory" {
 		t.Fatalf("Health = %+v, %v", h, err)
+	}
+	if err := c.Ready(ctx); err != nil {
+		t.Fatalf("Ready: %v", err)
 	}
 	if v, err := c.Version(ctx); err != nil || v.Version == "" || v.GoVersion == "" || v.Commit == "" {
 		t.Fatalf("Version = %+v, %v", v, err)

@@ -50,6 +50,7 @@ func TestTypesMatchTheOpenAPIDocument(t *testing.T) {
 		{"SolveResult", SolveResult{}},
 		{"Health", Health{}},
 		{"Version", Version{}},
+		{"Ready", Ready{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.schema, func(t *testing.T) {

@@ -459,6 +459,16 @@ type SolveElement struct {
 
 // Health is GET /healthz's answer.
 type Health struct {
+	// Status is "ok", or "stopping" once the server began to shut down.
+	Status string `json:"status"`
+	// Role is the server's part in a group of replicas ("standalone").
+	Role string `json:"role"`
+	// Store is where the server keeps its state ("memory").
+	Store string `json:"store"`
+}
+
+// Ready is GET /readyz's answer.
+type Ready struct {
 	Status string `json:"status"`
 }
 

@@ -24,6 +24,7 @@ const (
 	CodeInternal          = "internal_error"
 	CodeUnknownNode       = "unknown_node"
 	CodeNotSupported      = "not_supported"
+	CodeShuttingDown      = "shutting_down"
 	CodeInvalidName       = tree.CodeInvalidName
 	CodeUnknownPool       = tree.CodeUnknownPool
 	CodeUnknownOperation  = schedule.CodeUnknownOperation

@@ -4,6 +4,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/fairsched/fairsched/docs"
+	"github.com/fairsched/fairsched/facade/wire"
 	"github.com/fairsched/fairsched/internal/buildinfo"
 	"github.com/fairsched/fairsched/internal/jsonpath"
 )
@@ -26,4 +27,27 @@ func (s *Server) serveVersion(ctx *fasthttp.RequestCtx) {
 	b = append(append(b, `,"commit":`...), jsonpath.AppendString(nil, bi.Commit)...)
 	b = append(append(b, `,"go_version":`...), jsonpath.AppendString(nil, bi.GoVersion)...)
 	writeJSON(ctx, fasthttp.StatusOK, append(b, "}\n"...))
+}
+
+// serveHealth answers GET /healthz: 200 while the process serves, with its
+// state ("ok", or "stopping" once Shutdown began), its role (a single
+// server is "standalone") and where it keeps its state ("memory").
+func (s *Server) serveHealth(ctx *fasthttp.RequestCtx) {
+	state := "ok"
+	if s.stopping.Load() {
+		state = "stopping"
+	}
+	writeJSON(ctx, fasthttp.StatusOK, []byte(`{"status":"`+state+`","role":"standalone","store":"memory"}`+"\n"))
+}
+
+// serveReady answers GET /readyz: 200 when the server takes requests, 503
+// shutting_down once Shutdown began (a load balancer then sends elsewhere).
+func (s *Server) serveReady(ctx *fasthttp.RequestCtx) {
+	if s.stopping.Load() {
+		ctx.Response.Header.Set("Retry-After", "1")
+		s.writeError(ctx, fasthttp.StatusServiceUnavailable, &wire.Error{Code: CodeShuttingDown,
+			Message: "cannot take requests: the server is shutting down"})
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusOK, []byte(`{"status":"ready"}`+"\n"))
 }

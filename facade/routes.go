@@ -64,13 +64,17 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) {
 	s.routeService(ctx, path)
 }
 
-// routeService serves the endpoints outside the API: /healthz, /metrics and,
+// routeService serves the endpoints outside the API: /healthz, /readyz, /metrics and,
 // on loopback when enabled, /debug/pprof.
 func (s *Server) routeService(ctx *fasthttp.RequestCtx, path []byte) {
 	switch {
 	case string(path) == "/healthz":
 		if s.method(ctx, "GET") {
-			writeJSON(ctx, fasthttp.StatusOK, []byte(`{"status":"ok"}`+"\n"))
+			s.serveHealth(ctx)
+		}
+	case string(path) == "/readyz":
+		if s.method(ctx, "GET") {
+			s.serveReady(ctx)
 		}
 	case string(path) == "/metrics":
 		if s.method(ctx, "GET") {

@@ -88,6 +88,8 @@ type Server struct {
 	names  *wire.Interner
 	m      *metricsSet
 	period atomic.Int64 // fair-share update period in nanoseconds
+	// stopping is set when Shutdown begins (/readyz answers 503).
+	stopping atomic.Bool
 
 	// mu serialises the facade's read-modify-write mutations (pools, config,
 	// operation starts and patches); heartbeats never take it.
@@ -265,6 +267,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // Shutdown stops the updater and the HTTP server gracefully: it stops
 // accepting connections and waits for requests in flight until ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopping.Store(true)
 	s.stopOnce.Do(func() { close(s.stop) })
 	// fasthttp closes only the listeners its Serve has registered; one
 	// whose Serve has not got that far would be served for ever.
