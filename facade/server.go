@@ -105,8 +105,12 @@ type Server struct {
 	updateMu sync.Mutex // one fair-share update at a time
 	lastJan  clock.Time // the last forgetFinished pass, on s.clock
 
-	hbPool  sync.Pool // *hbScratch
-	bufPool sync.Pool // *[]byte
+	hbPool    sync.Pool // *hbScratch
+	batchPool sync.Pool // *batchScratch
+	bufPool   sync.Pool // *[]byte
+	// maxBatch is the config's max_heartbeats_per_batch, which batches
+	// read without s.mu.
+	maxBatch atomic.Int64
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -165,6 +169,7 @@ func New(opts Options) (*Server, error) {
 		s.clock = clock.Func(func() clock.Time { return clock.Time(time.Since(start).Microseconds()) })
 	}
 	s.setPeriod(sc.Scheduler.FairShareUpdatePeriod)
+	s.storeMaxBatch(sc.Scheduler.MaxHeartbeatsPerBatch)
 
 	var root tree.PoolConfig
 	var ms []tree.Mutation
@@ -197,6 +202,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.m = newMetrics(s)
 	s.hbPool.New = func() any { return new(hbScratch) }
+	s.batchPool.New = func() any { return new(batchScratch) }
 	s.bufPool.New = func() any { b := make([]byte, 0, 4096); return &b }
 	s.http = &fasthttp.Server{
 		Handler:               s.Handle,
@@ -225,6 +231,15 @@ func (s *Server) HTTPServer() *fasthttp.Server { return s.http }
 // the wall clock (time.Duration).
 func (s *Server) setPeriod(d clock.Duration) {
 	s.period.Store(int64(time.Duration(d.Micros()) * time.Microsecond))
+}
+
+// storeMaxBatch sets the max_heartbeats_per_batch that batches read; a
+// config built in code without it (0) gets the setting's default.
+func (s *Server) storeMaxBatch(n int) {
+	if n <= 0 {
+		n = schedule.DefaultConfig().MaxHeartbeatsPerBatch
+	}
+	s.maxBatch.Store(int64(n))
 }
 
 // now returns the clock's reading, as the core takes it.
