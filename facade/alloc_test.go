@@ -152,3 +152,71 @@ func TestHeartbeatAllocs(t *testing.T) {
 		t.Errorf("a usage heartbeat request allocates %v times, want at most %d", allocs, maxHeartbeatAllocs)
 	}
 }
+
+// TestHeartbeatBatchAllocs measures the allocations of a batch of steady
+// heartbeats end to end, as TestHeartbeatAllocs does for one: for batches
+// of 16 and 64 nodes, each reporting its running allocations. The budget is
+// per request, the same for any batch size: 0 per heartbeat amortised.
+func TestHeartbeatBatchAllocs(t *testing.T) {
+	ts := startServer(t, twoPools, nil)
+	ln := fasthttputil.NewInmemoryListener()
+	go func() { _ = ts.srv.HTTPServer().Serve(ln) }() // Shutdown closes ln
+	hc := &fasthttp.HostClient{Addr: "fairsched", Dial: func(string) (net.Conn, error) { return ln.Dial() }, MaxConns: 1}
+
+	nodes := make([]*simNode, 64)
+	var names []string
+	for i := range nodes {
+		nodes[i] = newNode(fmt.Sprintf("node-%02d", i), 8, 32)
+		names = append(names, nodes[i].name)
+	}
+	round := func() {
+		var bodies []string
+		for _, n := range nodes {
+			bodies = append(bodies, n.body())
+		}
+		for i, r := range ts.batch(batchOf(names, bodies)) {
+			nodes[i].apply(r)
+		}
+	}
+	round()
+	ts.clock.advanceAndUpdate(ts.srv)
+	ts.must(201, "POST", "/api/v1/operations", `{"pool": "prod", "tasks": [{"job_count": 1000000, "resources": {"cpu": 1, "memory": 1073741824}}]}`)
+	ts.clock.advanceAndUpdate(ts.srv)
+	round()
+	for _, n := range nodes {
+		if len(n.running) != 8 {
+			t.Fatalf("%s runs %d allocations, want 8", n.name, len(n.running))
+		}
+	}
+
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.Header.SetMethod("POST")
+	req.SetRequestURI("http://fairsched/api/v1/heartbeats")
+	req.Header.SetContentType("application/json")
+	for _, size := range []int{16, 64} {
+		var bodies []string
+		for _, n := range nodes[:size] {
+			bodies = append(bodies, n.body())
+		}
+		body := batchOf(names[:size], bodies)
+		do := func() {
+			req.SetBodyString(body)
+			if err := hc.Do(req, resp); err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode() != 200 || bytes.Contains(resp.Body(), []byte(`"error"`)) || bytes.Contains(resp.Body(), []byte(`"operation_id"`)) {
+				t.Fatalf("status %d: %s", resp.StatusCode(), resp.Body())
+			}
+		}
+		for range 10 {
+			do()
+		}
+		allocs := testing.AllocsPerRun(100, do)
+		t.Logf("a batch of %d steady heartbeats, 8 allocations each: %v allocations per request, %.3f per heartbeat", size, allocs, allocs/float64(size))
+		if allocs > maxHeartbeatAllocs {
+			t.Errorf("a batch of %d steady heartbeats allocates %v times, want at most %d per request", size, allocs, maxHeartbeatAllocs)
+		}
+	}
+}

@@ -206,6 +206,7 @@ func (s *Server) patchConfig(ctx *fasthttp.RequestCtx) {
 	}
 	s.cfg = next
 	s.setPeriod(next.FairShareUpdatePeriod)
+	s.storeMaxBatch(next.MaxHeartbeatsPerBatch)
 	c := s.cfg
 	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte { return wire.AppendConfig(dst, &c) })
 }

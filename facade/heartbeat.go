@@ -31,6 +31,7 @@ const maxPooledOutput = 1 << 20
 func (s *Server) heartbeat(ctx *fasthttp.RequestCtx, id []byte) {
 	start := time.Now()
 	if !tree.ValidName(id) {
+		s.m.heartbeatErrors.Inc()
 		s.checkName(ctx, string(id), "a node id", false)
 		return
 	}

@@ -22,6 +22,7 @@ type metricsSet struct {
 	heartbeats      *metrics.Counter
 	heartbeatErrors *metrics.Counter
 	hbLatency       *metrics.Histogram
+	batches         *metrics.Counter
 	started         *metrics.Counter
 	preempted       [schedule.PreemptReasonCount]*metrics.Counter // by schedule.PreemptReason
 	aborted         [schedule.AbortReasonCount]*metrics.Counter   // by schedule.AbortReason
@@ -37,6 +38,7 @@ func newMetrics(s *Server) *metricsSet {
 		heartbeats:      set.NewCounter("fairsched_heartbeats_total"),
 		heartbeatErrors: set.NewCounter("fairsched_heartbeat_errors_total"),
 		hbLatency:       set.NewHistogram("fairsched_heartbeat_duration_seconds"),
+		batches:         set.NewCounter("fairsched_heartbeat_batches_total"),
 		started:         set.NewCounter("fairsched_allocations_started_total"),
 		fairShareUpdate: set.NewHistogram("fairsched_fair_share_update_duration_seconds"),
 		panics:          set.NewCounter("fairsched_handler_panics_total"),
@@ -88,6 +90,39 @@ func (m *metricsSet) observeHeartbeat(r *schedule.Response, start time.Time) {
 	}
 	for i := range r.Abort {
 		m.aborted[r.Abort[i].Reason].Inc()
+	}
+}
+
+// observeBatch counts a batch of n heartbeats (POST /api/v1/heartbeats) as
+// observeHeartbeat counts each of them: the heartbeats answered and failed
+// and their decisions, and in the duration histogram, for each heartbeat
+// answered, its share of the batch's time (the time since start divided by
+// n).
+func (m *metricsSet) observeBatch(t *tally, n int, start time.Time) {
+	m.batches.Inc()
+	ok := n - t.failed
+	if ok > 0 {
+		m.heartbeats.Add(ok)
+		each := time.Since(start).Seconds() / float64(n)
+		for range ok {
+			m.hbLatency.Update(each)
+		}
+	}
+	if t.failed > 0 {
+		m.heartbeatErrors.Add(t.failed)
+	}
+	if t.started > 0 {
+		m.started.Add(t.started)
+	}
+	for r, k := range t.preempted {
+		if k > 0 {
+			m.preempted[r].Add(k)
+		}
+	}
+	for r, k := range t.aborted {
+		if k > 0 {
+			m.aborted[r].Add(k)
+		}
 	}
 }
 

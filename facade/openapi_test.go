@@ -818,6 +818,7 @@ var requestFixtures = map[string]func(n int) string{
 	"startOperation": func(int) string { return "/api/v1/operations" },
 	"patchOperation": func(int) string { return "/api/v1/operations/probe-op" },
 	"heartbeat":      func(int) string { return "/api/v1/nodes/probe-node/heartbeat" },
+	"heartbeats":     func(int) string { return "/api/v1/heartbeats" },
 	"solve":          func(int) string { return "/api/v1/solve" },
 }
 
@@ -905,6 +906,29 @@ func withIndex(a []any, i int, v any) []any {
 	return c
 }
 
+// entryRefused reports whether an answer of POST /api/v1/heartbeats has a
+// heartbeat refused on its own: the batch answers 200, and the heartbeat's
+// error is in its entry.
+func entryRefused(a answer) bool {
+	if a.status != 200 || !strings.HasSuffix(a.path, "/heartbeats") {
+		return false
+	}
+	var v struct {
+		Responses []struct {
+			Error json.RawMessage `json:"error"`
+		} `json:"responses"`
+	}
+	if json.Unmarshal(a.body, &v) != nil {
+		return false
+	}
+	for _, r := range v.Responses {
+		if r.Error != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // referenceCodes are the errors about a value that refers to another (a
 // snapshot's assignment to an element, a pool's parent): a body without the
 // value referred to is refused for a reason no schema states.
@@ -953,7 +977,7 @@ func TestOpenAPIRequestBodies(t *testing.T) {
 		if !ok {
 			t.Errorf("%s %s: the example does not match the request schema: %v", o.method, o.path, d.validate(t, ptr, mustJSON(example)))
 		}
-		if a.status >= 300 {
+		if a.status >= 300 || entryRefused(a) {
 			t.Errorf("%s %s: the example answers %d: %s", o.method, o.path, a.status, a.body)
 		}
 		// Decode with numbers kept as written, as the server sees them.
@@ -965,7 +989,7 @@ func TestOpenAPIRequestBodies(t *testing.T) {
 		}
 		for _, v := range variations(ex) {
 			schemaOK, a, _ := send(v.body)
-			serverOK := a.status != 400
+			serverOK := a.status != 400 && !entryRefused(a)
 			switch {
 			case v.mustReject && (schemaOK || serverOK):
 				t.Errorf("%s %s, %s: the schema accepts it: %v, the server answers %d %s", o.method, o.path, v.what, schemaOK, a.status, a.body)

@@ -118,6 +118,15 @@ func (s *Server) routeAPI(ctx *fasthttp.RequestCtx, path []byte) bool {
 			s.heartbeat(ctx, id)
 		}
 		return true
+	case "heartbeats":
+		// /api/v1/heartbeats: a batch (api.md §7)
+		if len(rest) > 0 {
+			return false
+		}
+		if s.method(ctx, "POST") {
+			s.heartbeats(ctx)
+		}
+		return true
 	case "pools":
 		return s.routePools(ctx, rest)
 	case "config":

@@ -108,8 +108,12 @@ type Server struct {
 	lastSlowLog time.Time  // when UpdateFairShare last warned of a slow update
 	lastJan     clock.Time // the last forgetFinished pass, on s.clock
 
-	hbPool  sync.Pool // *hbScratch
-	bufPool sync.Pool // *[]byte
+	hbPool    sync.Pool // *hbScratch
+	batchPool sync.Pool // *batchScratch
+	bufPool   sync.Pool // *[]byte
+	// maxBatch is the config's max_heartbeats_per_batch, which batches
+	// read without s.mu.
+	maxBatch atomic.Int64
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -168,6 +172,7 @@ func New(opts Options) (*Server, error) {
 		s.clock = clock.Func(func() clock.Time { return clock.Time(time.Since(start).Microseconds()) })
 	}
 	s.setPeriod(sc.Scheduler.FairShareUpdatePeriod)
+	s.storeMaxBatch(sc.Scheduler.MaxHeartbeatsPerBatch)
 
 	var root tree.PoolConfig
 	var ms []tree.Mutation
@@ -200,6 +205,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.m = newMetrics(s)
 	s.hbPool.New = func() any { return new(hbScratch) }
+	s.batchPool.New = func() any { return new(batchScratch) }
 	s.bufPool.New = func() any { b := make([]byte, 0, 4096); return &b }
 	s.http = &fasthttp.Server{
 		Handler:               s.Handle,
@@ -228,6 +234,15 @@ func (s *Server) HTTPServer() *fasthttp.Server { return s.http }
 // the wall clock (time.Duration).
 func (s *Server) setPeriod(d clock.Duration) {
 	s.period.Store(int64(time.Duration(d.Micros()) * time.Microsecond))
+}
+
+// storeMaxBatch sets the max_heartbeats_per_batch that batches read; a
+// config built in code without it (0) gets the setting's default.
+func (s *Server) storeMaxBatch(n int) {
+	if n <= 0 {
+		n = schedule.DefaultConfig().MaxHeartbeatsPerBatch
+	}
+	s.maxBatch.Store(int64(n))
 }
 
 // now returns the clock's reading, as the core takes it.

@@ -38,6 +38,10 @@ type Config struct {
 	MinSpareAllocationResources resource.Vec
 	// MaxStartedAllocationsPerHeartbeat bounds starts per heartbeat (0 = no bound).
 	MaxStartedAllocationsPerHeartbeat int
+	// MaxHeartbeatsPerBatch bounds the heartbeats of one batch (POST
+	// /api/v1/heartbeats, api.md §7; 1024). The facade enforces it; the
+	// core does not read it.
+	MaxHeartbeatsPerBatch int
 
 	FairShareStarvationTimeout           clock.Duration // 30 s
 	FairShareAggressiveStarvationTimeout clock.Duration // 120 s

@@ -3,6 +3,7 @@
 package wire
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/fairsched/fairsched/core/clock"
@@ -49,5 +50,37 @@ func TestHeartbeatDecodeAllocs(t *testing.T) {
 	buf := AppendHeartbeatResponse(nil, r)
 	if n := testing.AllocsPerRun(100, func() { buf = AppendHeartbeatResponse(buf[:0], r) }); n != 0 {
 		t.Fatalf("AppendHeartbeatResponse allocates %v times per call", n)
+	}
+}
+
+func TestHeartbeatBatchDecodeAllocs(t *testing.T) {
+	var body []byte
+	body = append(body, `{"heartbeats":[`...)
+	for i := range 64 {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = append(body, `{"node_id":"node-`...)
+		body = strconv.AppendInt(body, int64(i), 10)
+		body = append(body, `",`...)
+		body = append(body, nodeHeartbeat(i%2 == 0)[1:]...)
+	}
+	body = append(body, "]}"...)
+	var b HeartbeatBatch
+	in := NewInterner(1024)
+	if err := b.Decode(body, in, 1024); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		if err := b.Decode(body, in, 1024); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("HeartbeatBatch.Decode of 64 heartbeats allocates %v times per call once warm", n)
+	}
+	for i := range b.Entries {
+		if b.Entries[i].Err != nil || len(b.Entries[i].Heartbeat.Allocations) != 20 {
+			t.Fatalf("entry %d: %+v", i, b.Entries[i])
+		}
 	}
 }

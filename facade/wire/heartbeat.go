@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bytes"
 	"strconv"
 	"sync"
 
@@ -14,9 +13,10 @@ import (
 // be reused: Decode resets it and keeps the storage of its slices, so a
 // pooled Heartbeat decodes without allocating once its slices have grown.
 //
-// Allocations and AllocationUsage are parallel: AllocationUsage[i] is the
-// resource_usage reported for Allocations[i] (zero when not given; its
-// HasUsage says whether it was), as schedule.NodeHeartbeat takes them. Tags
+// AllocationUsage[i] is the resource_usage reported for Allocations[i] (zero
+// when not given; its HasUsage says whether it was), as
+// schedule.NodeHeartbeat takes them: it ends at the last report with a
+// usage, and is empty when none has one. Tags
 // are interned strings (see Interner) and never refer to the request body.
 type Heartbeat struct {
 	Limits          resource.Vec
@@ -62,19 +62,29 @@ func (h *Heartbeat) decode(s *scanner, in *Interner) *Error {
 	if s.Peek() == 0 && len(s.Rest()) == 0 {
 		return jsonpath.NewError(CodeMalformedJSON, "$", "cannot parse an empty body: want a JSON object")
 	}
-	root := rootPath("$")
-	if !s.objectStart(root) {
+	if !s.objectStart(rootPath("$")) || !h.members(s, in, heartbeatKeys, nil) || !s.End() {
 		return h.fail(s)
 	}
+	return nil
+}
+
+// members decodes the members of a heartbeat object whose '{' has been
+// read, up to and with its '}', and checks that resource_limits was given.
+// keys are the object's known keys: heartbeatKeys, or batchEntryKeys
+// (a heartbeat of a batch), whose node_id goes to b's entry. It reports
+// false on an error, which s keeps; JSON paths are those of a heartbeat
+// body ("$.allocations[0].id").
+func (h *Heartbeat) members(s *scanner, in *Interner, keys []string, b *HeartbeatBatch) bool {
+	root := rootPath("$")
 	var seenLimits bool
 	var seen uint8
 	for first := true; s.More('}', first); first = false {
 		k, ok := s.Key()
 		if !ok {
-			return h.fail(s)
+			return false
 		}
-		if !s.once(&seen, k, heartbeatKeys, root) {
-			return h.fail(s)
+		if !s.once(&seen, k, keys, root) {
+			return false
 		}
 		switch string(k) {
 		case "resource_limits":
@@ -91,19 +101,24 @@ func (h *Heartbeat) decode(s *scanner, in *Interner) *Error {
 			h.Allocations, h.AllocationUsage = h.Allocations[:0], h.AllocationUsage[:0]
 			h.allocations(s)
 		default:
-			s.fail(jsonpath.UnknownKey("$", string(k), heartbeatKeys, "a heartbeat"))
+			if b != nil && string(k) == "node_id" {
+				b.nodeID(s, in)
+				break
+			}
+			s.fail(jsonpath.UnknownKey("$", string(k), keys, "a heartbeat"))
 		}
 		if s.Failed() {
-			return h.fail(s)
+			return false
 		}
 	}
-	if !s.End() {
-		return h.fail(s)
+	if s.Failed() {
+		return false
 	}
 	if !seenLimits {
-		return jsonpath.NewError(CodeMissingAttribute, "$.resource_limits", "cannot register a node without resource_limits: want the node's resources")
+		s.fail(jsonpath.NewError(CodeMissingAttribute, "$.resource_limits", "cannot register a node without resource_limits: want the node's resources"))
+		return false
 	}
-	return nil
+	return true
 }
 
 // fail returns the scanner's error; a semantic error in a body that is not
@@ -223,8 +238,14 @@ func (h *Heartbeat) allocation(s *scanner, p lazyPath) bool {
 		s.fail(jsonpath.NewError(CodeMissingAttribute, p.member("state").String(), "cannot settle an allocation without its state: want one of running, completed, failed, aborted"))
 		return false
 	}
+	if a.HasUsage {
+		// AllocationUsage covers the reports up to the last with a usage.
+		for len(h.AllocationUsage) < len(h.Allocations) {
+			h.AllocationUsage = append(h.AllocationUsage, resource.Vec{})
+		}
+		h.AllocationUsage = append(h.AllocationUsage, usage)
+	}
 	h.Allocations = append(h.Allocations, a)
-	h.AllocationUsage = append(h.AllocationUsage, usage)
 	return true
 }
 
@@ -235,34 +256,45 @@ func (h *Heartbeat) allocation(s *scanner, p lazyPath) bool {
 // a bad value) is left where it is for the general path, which also words
 // the errors. It saves the general path's key matching on the hot path:
 // a heartbeat carries every allocation of its node.
+//
+// NB: the id's digits are read here, not by ParseAllocationID, whose
+// overflow check divides at every digit (half of this function's time in
+// BenchmarkDecodeHeartbeat/compact); ids of 20 digits go to the general path.
 func (h *Heartbeat) compactAllocation(s *scanner) bool {
 	const idPrefix, statePrefix = `{"id":"`, `","state":"`
-	rest := s.Rest()
-	d := rest
-	if !bytes.HasPrefix(d, []byte(idPrefix)) {
+	d := s.Rest()
+	if len(d) < len(idPrefix)+1+len(statePrefix)+len(`failed"}`) || string(d[:len(idPrefix)]) != idPrefix {
 		return false
 	}
-	d = d[len(idPrefix):]
-	i := bytes.IndexByte(d, '"')
-	if i < 0 {
+	i := len(idPrefix)
+	var id uint64
+	for ; i < len(d) && i < len(idPrefix)+19; i++ {
+		c := d[i] - '0'
+		if c > 9 {
+			break
+		}
+		id = id*10 + uint64(c)
+	}
+	if n := i - len(idPrefix); n == 0 || n > 1 && d[len(idPrefix)] == '0' ||
+		len(d)-i < len(statePrefix)+len(`failed"}`) || string(d[i:i+len(statePrefix)]) != statePrefix {
 		return false
 	}
-	id, ok := ParseAllocationID(d[:i])
-	if !ok || !bytes.HasPrefix(d[i:], []byte(statePrefix)) {
+	i += len(statePrefix)
+	var st schedule.AllocationState
+	switch rest := d[i:]; {
+	case len(rest) >= len(`running"}`) && string(rest[:len(`running"}`)]) == `running"}`:
+		st, i = schedule.AllocRunning, i+len(`running"}`)
+	case len(rest) >= len(`completed"}`) && string(rest[:len(`completed"}`)]) == `completed"}`:
+		st, i = schedule.AllocCompleted, i+len(`completed"}`)
+	case string(rest[:len(`failed"}`)]) == `failed"}`:
+		st, i = schedule.AllocFailed, i+len(`failed"}`)
+	case len(rest) >= len(`aborted"}`) && string(rest[:len(`aborted"}`)]) == `aborted"}`:
+		st, i = schedule.AllocAborted, i+len(`aborted"}`)
+	default:
 		return false
 	}
-	d = d[i+len(statePrefix):]
-	j := bytes.IndexByte(d, '"')
-	if j < 0 || j+1 >= len(d) || d[j+1] != '}' {
-		return false
-	}
-	st, ok := allocationState(d[:j])
-	if !ok {
-		return false
-	}
-	s.Advance(len(rest) - len(d) + j + 2)
+	s.Advance(i)
 	h.Allocations = append(h.Allocations, schedule.AllocationReport{ID: id, State: st})
-	h.AllocationUsage = append(h.AllocationUsage, resource.Vec{})
 	return true
 }
 
@@ -371,7 +403,20 @@ func (in *Interner) Len() int {
 // components, cpu in cores. Every list is present,
 // empty when there is nothing to do. The encoder allocates only to grow dst.
 func AppendHeartbeatResponse(dst []byte, r *schedule.Response) []byte {
-	dst = append(dst, `{"allocations_to_start":[`...)
+	dst = append(dst, '{')
+	dst = AppendHeartbeatResponseMembers(dst, r)
+	return append(dst, '}')
+}
+
+// AppendHeartbeatResponseMembers appends the members of the answer to a
+// heartbeat, as AppendHeartbeatResponse writes them, without the braces:
+// "allocations_to_start":[…],"allocations_to_preempt":[…],"allocations_to_abort":[…].
+// A batch's answer puts them after the node's id.
+func AppendHeartbeatResponseMembers(dst []byte, r *schedule.Response) []byte {
+	if len(r.Start) == 0 && len(r.Preempt) == 0 && len(r.Abort) == 0 {
+		return append(dst, emptyResponseMembers...)
+	}
+	dst = append(dst, `"allocations_to_start":[`...)
 	for i := range r.Start {
 		d := &r.Start[i]
 		if i > 0 {
@@ -404,8 +449,12 @@ func AppendHeartbeatResponse(dst []byte, r *schedule.Response) []byte {
 		dst = jsonpath.AppendString(dst, abortReason(d))
 		dst = append(dst, '}')
 	}
-	return append(dst, "]}"...)
+	return append(dst, ']')
 }
+
+// emptyResponseMembers are the members of an answer with nothing to do,
+// the common case.
+const emptyResponseMembers = `"allocations_to_start":[],"allocations_to_preempt":[],"allocations_to_abort":[]`
 
 // appendAllocationRef opens an allocation's object with its id (a decimal
 // string) and, when known, its operation: {"id":"1783","operation_id":"op-3"

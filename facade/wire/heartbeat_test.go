@@ -43,7 +43,7 @@ func TestDecodeHeartbeat(t *testing.T) {
 		Allocations: []schedule.AllocationReport{
 			{ID: 1783, State: schedule.AllocRunning, HasUsage: true}, {ID: 1790, State: schedule.AllocCompleted}, {ID: 1791, State: schedule.AllocFailed},
 		},
-		AllocationUsage: []resource.Vec{{resource.CPU: 100, resource.Memory: 4294967296}, {}, {}},
+		AllocationUsage: []resource.Vec{{resource.CPU: 100, resource.Memory: 4294967296}},
 	}
 	h.sc, want.sc = scanner{}, scanner{}
 	if !reflect.DeepEqual(h, want) {
@@ -240,6 +240,10 @@ func refHeartbeat(data []byte) (*Heartbeat, error) {
 				}
 				h.Allocations = append(h.Allocations, r)
 				h.AllocationUsage = append(h.AllocationUsage, u)
+			}
+			// AllocationUsage ends at the last report with a usage.
+			for len(h.AllocationUsage) > 0 && !h.Allocations[len(h.AllocationUsage)-1].HasUsage {
+				h.AllocationUsage = h.AllocationUsage[:len(h.AllocationUsage)-1]
 			}
 		default:
 			return nil, errors.New("unknown key")

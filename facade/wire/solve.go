@@ -162,7 +162,16 @@ func appendFloat(dst []byte, f float64) []byte {
 //
 // "path" is left out when e.Path is empty.
 func AppendError(dst []byte, e *Error) []byte {
-	dst = append(dst, `{"error":{"code":`...)
+	dst = append(dst, `{"error":`...)
+	dst = AppendErrorObject(dst, e)
+	return append(dst, '}')
+}
+
+// AppendErrorObject appends the error object alone, {"code", "message",
+// "path"} (path left out when empty): the value of "error" in an error
+// body, and in an entry of a batch's answer.
+func AppendErrorObject(dst []byte, e *Error) []byte {
+	dst = append(dst, `{"code":`...)
 	dst = jsonpath.AppendString(dst, e.Code)
 	dst = append(dst, `,"message":`...)
 	dst = jsonpath.AppendString(dst, e.Message)
@@ -170,5 +179,5 @@ func AppendError(dst []byte, e *Error) []byte {
 		dst = append(dst, `,"path":`...)
 		dst = jsonpath.AppendString(dst, e.Path)
 	}
-	return append(dst, "}}"...)
+	return append(dst, '}')
 }

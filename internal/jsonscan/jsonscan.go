@@ -157,6 +157,25 @@ func (s *Scanner) Rest() []byte { return s.data[s.pos:] }
 // whole member value), n ≤ len(Rest()).
 func (s *Scanner) Advance(n int) { s.pos += n }
 
+// Mark is a position of a Scanner to read again from (Restore).
+type Mark struct{ pos, depth int }
+
+// Mark returns the current position, for Restore.
+func (s *Scanner) Mark() Mark { return Mark{pos: s.pos, depth: s.depth} }
+
+// Restore moves s back to m, a Mark of the same input, and undoes a Stop,
+// so that a decoder that found an error of its own in a value can read the
+// value again from its start, say to skip it and go on with the next. It
+// reports false, and changes nothing, when s stopped for a syntax error:
+// input that is not JSON stays refused.
+func (s *Scanner) Restore(m Mark) bool {
+	if s.err != nil && s.err != stopped {
+		return false
+	}
+	s.pos, s.depth, s.err = m.pos, m.depth, nil
+	return true
+}
+
 // Failed reports whether s has stopped: a syntax error, or Stop.
 func (s *Scanner) Failed() bool { return s.err != nil }
 

@@ -231,6 +231,35 @@ func TestStop(t *testing.T) {
 	}
 }
 
+// TestRestore: a decoder that stopped at an error of its own in a value
+// goes back to the value's start and skips it; a syntax error stays.
+func TestRestore(t *testing.T) {
+	var s Scanner
+	s.Reset([]byte(`[{"a": 1, "b": [2]}, {"c": 3}]`))
+	if !s.OpenArray() || !s.More(']', true) {
+		t.Fatal(s.Err())
+	}
+	m := s.Mark()
+	s.OpenObject()
+	s.More('}', true)
+	s.Key()
+	s.Stop() // say the decoder refuses "a"
+	if !s.Restore(m) || s.Failed() {
+		t.Fatal("Restore did not undo the Stop")
+	}
+	if !s.Skip() || !s.More(']', false) || !s.Skip() || s.More(']', false) || !s.End() {
+		t.Fatalf("after Restore: %v", s.Err())
+	}
+
+	s.Reset([]byte(`[{"a": x}]`))
+	s.OpenArray()
+	s.More(']', true)
+	m = s.Mark()
+	if s.Skip() || s.Restore(m) || s.Err() == nil {
+		t.Fatalf("Restore undid a syntax error: %v", s.Err())
+	}
+}
+
 // TestFastPath: a decoder matches bytes itself (Rest) and consumes them
 // (Advance); the Scanner goes on after them.
 func TestFastPath(t *testing.T) {
