@@ -208,6 +208,22 @@ func (c *Client) Heartbeat(ctx context.Context, node string, hb Heartbeat) (*Hea
 	return result(&out, err)
 }
 
+// Heartbeats is POST /api/v1/heartbeats: the heartbeats of several nodes in
+// one request, each processed as its own. The results are in the order of
+// hbs; an entry the server refused has Err set and the others apply. The
+// error is for the whole batch (a bad envelope, too many entries, a node
+// twice, the transport). Not retried after a transport error.
+func (c *Client) Heartbeats(ctx context.Context, hbs []NodeHeartbeat) ([]NodeHeartbeatResult, error) {
+	var out struct {
+		Responses []NodeHeartbeatResult `json:"responses"`
+	}
+	body := struct {
+		Heartbeats []NodeHeartbeat `json:"heartbeats"`
+	}{hbs}
+	err := c.do(ctx, request{method: http.MethodPost, path: api + "heartbeats", body: body}, &out)
+	return out.Responses, err
+}
+
 // PoolOrchids is GET /api/v1/orchid/pools: every pool's fair-share state.
 func (c *Client) PoolOrchids(ctx context.Context) ([]PoolOrchid, error) {
 	var out struct {

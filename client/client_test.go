@@ -163,6 +163,27 @@ func TestEveryEndpointAgainstTheServer(t *testing.T) {
 	}
 	ts.Update()
 
+	// A batch: one good heartbeat, one refused; the good one applies.
+	results, err := c.Heartbeats(ctx, []NodeHeartbeat{
+		{NodeID: "node-2", Heartbeat: Heartbeat{ResourceLimits: Resources{CPU: 8, UserSlots: 8}}},
+		{NodeID: "node-3", Heartbeat: Heartbeat{ResourceLimits: Resources{CPU: 8},
+			Allocations: []AllocationReport{{ID: "1", State: "sleeping"}}}},
+	})
+	if err != nil || len(results) != 2 || results[0].NodeID != "node-2" || results[0].Err != nil ||
+		results[1].Err == nil || results[1].Err.Code != "invalid_value" || results[1].Err.Path != "$.heartbeats[1].allocations[0].state" {
+		t.Fatalf("Heartbeats = %+v, %v (second error %+v)", results, err, results[1].Err)
+	}
+	if _, err := c.NodeOrchid(ctx, "node-2"); err != nil {
+		t.Fatalf("node-2 after the batch: %v", err)
+	}
+	if _, err := c.NodeOrchid(ctx, "node-3"); !IsNotFound(err) {
+		t.Fatalf("node-3 after its refused heartbeat: %v", err)
+	}
+	_, err = c.Heartbeats(ctx, []NodeHeartbeat{{NodeID: "a"}, {NodeID: "a"}})
+	if e := (*Error)(nil); !errors.As(err, &e) || e.StatusCode != 400 {
+		t.Fatalf("a batch with a node twice: %v", err)
+	}
+
 	// The orchid.
 	orchids, err := c.PoolOrchids(ctx)
 	if err != nil || len(orchids) != 5 || orchids[0].Name != RootPool {

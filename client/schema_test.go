@@ -51,6 +51,8 @@ func TestTypesMatchTheOpenAPIDocument(t *testing.T) {
 		{"Health", Health{}},
 		{"Version", Version{}},
 		{"Ready", Ready{}},
+		{"BatchedHeartbeat", NodeHeartbeat{}},
+		{"BatchedHeartbeatResponse", NodeHeartbeatResult{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.schema, func(t *testing.T) {
@@ -79,11 +81,26 @@ type schemaMatcher struct {
 	schemas map[string]any
 }
 
-// resolve follows $ref and picks the non-null member of an anyOf.
+// resolve follows $ref and picks the non-null member of an anyOf. A schema
+// with both a $ref and properties is the referenced one with its properties
+// added.
 func (m schemaMatcher) resolve(s map[string]any) map[string]any {
 	for {
 		if ref, ok := s["$ref"].(string); ok {
-			s = m.schemas[strings.TrimPrefix(ref, "#/components/schemas/")].(map[string]any)
+			base := m.resolve(m.schemas[strings.TrimPrefix(ref, "#/components/schemas/")].(map[string]any))
+			own, ok := s["properties"].(map[string]any)
+			if !ok {
+				s = base
+				continue
+			}
+			merged := map[string]any{}
+			for k, v := range base["properties"].(map[string]any) {
+				merged[k] = v
+			}
+			for k, v := range own {
+				merged[k] = v
+			}
+			s = map[string]any{"type": "object", "properties": merged}
 			continue
 		}
 		if alts, ok := s["anyOf"].([]any); ok {

@@ -478,3 +478,50 @@ type Version struct {
 	Commit    string `json:"commit"`
 	GoVersion string `json:"go_version"`
 }
+
+// NodeHeartbeat is one heartbeat of a batch: the node's id and its
+// heartbeat.
+type NodeHeartbeat struct {
+	NodeID string `json:"node_id"`
+	Heartbeat
+}
+
+// NodeHeartbeatResult is the answer to one heartbeat of a batch: what the
+// node must do, or Err when this heartbeat alone was refused (nothing of it
+// applied).
+type NodeHeartbeatResult struct {
+	NodeID string `json:"node_id"`
+	HeartbeatResponse
+	Err *Error `json:"-"`
+}
+
+// UnmarshalJSON reads an answer or an error entry.
+func (r *NodeHeartbeatResult) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		NodeID string `json:"node_id"`
+		HeartbeatResponse
+		Error *struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+			Path    string `json:"path"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*r = NodeHeartbeatResult{NodeID: raw.NodeID, HeartbeatResponse: raw.HeartbeatResponse}
+	if raw.Error != nil {
+		r.Err = &Error{StatusCode: statusOfEntry(raw.Error.Code), Code: raw.Error.Code,
+			Message: raw.Error.Message, Path: raw.Error.Path}
+	}
+	return nil
+}
+
+// statusOfEntry is the status a refused heartbeat would have had on its own:
+// 409 for a foreign allocation, 400 for the rest.
+func statusOfEntry(code string) int {
+	if code == "foreign_allocation" {
+		return 409
+	}
+	return 400
+}
