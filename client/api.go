@@ -224,6 +224,53 @@ func (c *Client) Heartbeats(ctx context.Context, hbs []NodeHeartbeat) ([]NodeHea
 	return out.Responses, err
 }
 
+// ListNodes is one page of GET /api/v1/nodes: the registered nodes after
+// cursor ("": from the first) in id order, at most limit (0: the server's
+// default page).
+func (c *Client) ListNodes(ctx context.Context, cursor string, limit int) (*NodePage, error) {
+	q := url.Values{}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	var page NodePage
+	err := c.do(ctx, request{method: http.MethodGet, path: api + "nodes", query: q, idempotent: true}, &page)
+	return result(&page, err)
+}
+
+// Nodes iterates over every registered node, page by page; it stops at
+// the first error, which it yields.
+func (c *Client) Nodes(ctx context.Context) iter.Seq2[NodeSummary, error] {
+	return func(yield func(NodeSummary, error) bool) {
+		cursor := ""
+		for {
+			page, err := c.ListNodes(ctx, cursor, 0)
+			if err != nil {
+				yield(NodeSummary{}, err)
+				return
+			}
+			for _, n := range page.Nodes {
+				if !yield(n, nil) {
+					return
+				}
+			}
+			if page.NextCursor == nil {
+				return
+			}
+			cursor = *page.NextCursor
+		}
+	}
+}
+
+// Node is GET /api/v1/nodes/{id}.
+func (c *Client) Node(ctx context.Context, id string) (*NodeSummary, error) {
+	var n NodeSummary
+	err := c.do(ctx, request{method: http.MethodGet, path: api + "nodes/" + url.PathEscape(id), idempotent: true}, &n)
+	return result(&n, err)
+}
+
 // PoolOrchids is GET /api/v1/orchid/pools: every pool's fair-share state.
 func (c *Client) PoolOrchids(ctx context.Context) ([]PoolOrchid, error) {
 	var out struct {

@@ -197,6 +197,22 @@ func TestEveryEndpointAgainstTheServer(t *testing.T) {
 	if err != nil || oo.ID != "etl-1" || oo.Usage.CPU == 0 || oo.Weight != 5 {
 		t.Fatalf("OperationOrchid(etl-1) = %+v, %v", oo, err)
 	}
+	var nodeIDs []string
+	for n, err := range c.Nodes(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodeIDs = append(nodeIDs, n.ID)
+	}
+	if !slices.Equal(nodeIDs, []string{"node-1", "node-2"}) {
+		t.Fatalf("Nodes = %v", nodeIDs)
+	}
+	if np, err := c.ListNodes(ctx, "", 1); err != nil || len(np.Nodes) != 1 || np.NextCursor == nil || *np.NextCursor != "node-1" {
+		t.Fatalf("ListNodes(limit 1) = %+v, %v", np, err)
+	}
+	if n, err := c.Node(ctx, "node-1"); err != nil || n.AllocationCount != int64(len(hb.Allocations)) || n.ResourceLimits.CPU != 32 {
+		t.Fatalf("Node(node-1) = %+v, %v", n, err)
+	}
 	no, err := c.NodeOrchid(ctx, "node-1")
 	if err != nil || no.ID != "node-1" || len(no.Allocations) != len(hb.Allocations) || !slices.Equal(no.Tags, []string{"rack-1"}) {
 		t.Fatalf("NodeOrchid(node-1) = %+v, %v", no, err)

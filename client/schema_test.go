@@ -51,6 +51,8 @@ func TestTypesMatchTheOpenAPIDocument(t *testing.T) {
 		{"Health", Health{}},
 		{"Version", Version{}},
 		{"Ready", Ready{}},
+		{"NodeSummary", NodeSummary{}},
+		{"NodeList", NodePage{}},
 		{"BatchedHeartbeat", NodeHeartbeat{}},
 		{"BatchedHeartbeatResponse", NodeHeartbeatResult{}},
 	}

@@ -525,3 +525,21 @@ func statusOfEntry(code string) int {
 	}
 	return 400
 }
+
+// NodeSummary is a registered node without its allocations.
+type NodeSummary struct {
+	ID                string    `json:"id"`
+	ResourceLimits    Resources `json:"resource_limits"`
+	ResourceUsage     Resources `json:"resource_usage"`
+	Tags              []string  `json:"tags"`
+	AllocationCount   int64     `json:"allocation_count"`
+	LastHeartbeatS    float64   `json:"last_heartbeat_s"`
+	LastHeartbeatAgeS float64   `json:"last_heartbeat_age_s"`
+}
+
+// NodePage is one page of GET /api/v1/nodes.
+type NodePage struct {
+	Nodes []NodeSummary `json:"nodes"`
+	// NextCursor is the cursor of the next page; nil on the last page.
+	NextCursor *string `json:"next_cursor"`
+}

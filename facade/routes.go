@@ -109,13 +109,23 @@ func (s *Server) routeAPI(ctx *fasthttp.RequestCtx, path []byte) bool {
 	seg, rest := cut(path)
 	switch string(seg) {
 	case "nodes":
-		// /api/v1/nodes/{id}/heartbeat
+		// /api/v1/nodes, /api/v1/nodes/{id}, /api/v1/nodes/{id}/heartbeat
 		id, rest := cut(rest)
-		if string(rest) != "heartbeat" || len(id) == 0 {
+		switch {
+		case len(id) == 0 && len(rest) == 0:
+			if s.method(ctx, "GET") {
+				s.listNodes(ctx)
+			}
+		case len(id) > 0 && len(rest) == 0:
+			if s.method(ctx, "GET") {
+				s.getNode(ctx, string(id))
+			}
+		case len(id) > 0 && string(rest) == "heartbeat":
+			if s.method(ctx, "POST") {
+				s.heartbeat(ctx, id)
+			}
+		default:
 			return false
-		}
-		if s.method(ctx, "POST") {
-			s.heartbeat(ctx, id)
 		}
 		return true
 	case "heartbeats":

@@ -66,6 +66,8 @@ func init() {
 			flags: noFlags(operationsFinish(true))},
 		{group: "operations", verb: "abort", args: "ID", summary: "finish an operation as aborted",
 			flags: noFlags(operationsFinish(false))},
+		{group: "nodes", verb: "list", summary: "the registered nodes: resources, usage, allocations, last heartbeat",
+			flags: noFlags(nodesList)},
 		{group: "nodes", verb: "get", args: "ID", summary: "a node's resources, tags and allocations",
 			flags: noFlags(nodesGet)},
 		{group: "config", verb: "get", summary: "the tree config and the pools, as a file --config takes back",
@@ -279,6 +281,26 @@ func operationsFinish(complete bool) func(e *cliEnv, args []string) error {
 		}
 		return e.emit(op, func(tw *tabwriter.Writer) { fmt.Fprintf(tw, "operation %s %s\n", op.ID, op.State) })
 	}
+}
+
+func nodesList(e *cliEnv, args []string) error {
+	if err := wantArgs(args, 0, "no arguments"); err != nil {
+		return err
+	}
+	nodes := []client.NodeSummary{}
+	for n, err := range e.c.Nodes(e.ctx) {
+		if err != nil {
+			return err
+		}
+		nodes = append(nodes, n)
+	}
+	return e.emit(nodes, func(tw *tabwriter.Writer) {
+		fmt.Fprintln(tw, "ID\tRESOURCES\tUSAGE\tALLOCATIONS\tLAST HEARTBEAT\tTAGS")
+		for _, n := range nodes {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.1f s ago\t%s\n", n.ID, resources(&n.ResourceLimits),
+				resources(&n.ResourceUsage), n.AllocationCount, n.LastHeartbeatAgeS, dash(strings.Join(n.Tags, " ")))
+		}
+	})
 }
 
 func nodesGet(e *cliEnv, args []string) error {

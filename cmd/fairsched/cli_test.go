@@ -102,7 +102,11 @@ func TestClientCommands(t *testing.T) {
 	if err := c.heartbeat("n-1", hb); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := cli(t, ts.URL, "", "nodes", "get", "n-1")
+	code, out, errOut := cli(t, ts.URL, "", "nodes", "list")
+	if code != 0 || !strings.Contains(out, "ALLOCATIONS") || !strings.Contains(out, "n-1") || !strings.Contains(out, "rack-1") {
+		t.Fatalf("nodes list: %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = cli(t, ts.URL, "", "nodes", "get", "n-1")
 	if code != 0 || !strings.Contains(out, "cpu=32 mem=128Gi slots=32") || !strings.Contains(out, "rack-1") {
 		t.Fatalf("nodes get: %d\n%s%s", code, out, errOut)
 	}

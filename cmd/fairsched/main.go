@@ -41,7 +41,7 @@ commands:
   pools list|get|put|patch|delete        a running server's pools
   operations list|get|start|patch|complete|abort
                                          its operations
-  nodes get ID                           a node's resources and allocations
+  nodes list|get                         the registered nodes; one with its allocations
   config get|patch|validate              the tree config; validate checks a
                                          --config file without a server
   top                                    a refreshing view of the pool tree

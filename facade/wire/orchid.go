@@ -3,6 +3,7 @@ package wire
 import (
 	"strconv"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/tree"
 	"github.com/fairsched/fairsched/internal/jsonpath"
@@ -183,4 +184,30 @@ func AppendNodeOrchid(dst []byte, n *schedule.NodeInfo) []byte {
 		dst = append(dst, '}')
 	}
 	return append(dst, "]}"...)
+}
+
+// AppendNodeSummary writes a node of GET /api/v1/nodes: its id, resources,
+// usage, tags, allocation count, and when it last sent a heartbeat (and how
+// long before now that was).
+func AppendNodeSummary(dst []byte, n *schedule.NodeSummary, now clock.Time) []byte {
+	dst = append(dst, `{"id":`...)
+	dst = jsonpath.AppendString(dst, n.Name)
+	dst = append(dst, `,"resource_limits":`...)
+	dst = AppendResources(dst, &n.Limits)
+	dst = append(dst, `,"resource_usage":`...)
+	dst = AppendResources(dst, &n.Usage)
+	dst = append(dst, `,"tags":[`...)
+	for i, tg := range n.Tags {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = jsonpath.AppendString(dst, tg)
+	}
+	dst = append(dst, `],"allocation_count":`...)
+	dst = strconv.AppendInt(dst, int64(n.AllocationCount), 10)
+	dst = append(dst, `,"last_heartbeat_s":`...)
+	dst = appendFloat(dst, n.LastHeartbeat.Seconds())
+	dst = append(dst, `,"last_heartbeat_age_s":`...)
+	dst = appendFloat(dst, max(now.Sub(n.LastHeartbeat), 0).Seconds())
+	return append(dst, '}')
 }

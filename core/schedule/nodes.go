@@ -1,0 +1,64 @@
+package schedule
+
+import (
+	"slices"
+
+	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/core/resource"
+)
+
+// NodeSummary is a registered node without its allocations (the node
+// listing of the API).
+type NodeSummary struct {
+	Name          string
+	Limits, Usage resource.Vec
+	LastHeartbeat clock.Time
+	// Tags are the tags of its last heartbeat (a copy).
+	Tags            []string
+	AllocationCount int
+}
+
+// Nodes appends to dst the registered nodes whose names sort after after
+// ("": from the first), in name order, at most limit of them (limit ≤ 0:
+// all), and reports whether more follow. Each shard is locked in turn: the
+// page is consistent per node, not across nodes.
+func (s *Scheduler) Nodes(dst []NodeSummary, after string, limit int) ([]NodeSummary, bool) {
+	var names []string
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for name := range sh.nodes {
+			if name > after {
+				names = append(names, name)
+			}
+		}
+		sh.mu.Unlock()
+	}
+	slices.Sort(names)
+	more := limit > 0 && len(names) > limit
+	if more {
+		names = names[:limit]
+	}
+	for _, name := range names {
+		if n, ok := s.NodeSummary(name); ok { // unregistered since: skip
+			dst = append(dst, n)
+		}
+	}
+	return dst, more
+}
+
+// NodeSummary returns one registered node without its allocations.
+func (s *Scheduler) NodeSummary(name string) (NodeSummary, bool) {
+	sh := s.shardOf(name)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	n := sh.nodes[name]
+	if n == nil {
+		return NodeSummary{}, false
+	}
+	n.idxMu.Lock()
+	count := len(n.allocs)
+	n.idxMu.Unlock()
+	return NodeSummary{Name: n.name, Limits: n.limits, Usage: n.usage, LastHeartbeat: n.lastHeartbeat,
+		Tags: slices.Clone(n.tags), AllocationCount: count}, true
+}
