@@ -10,6 +10,7 @@ require (
 	github.com/klauspost/cpuid/v2 v2.4.2
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 	github.com/valyala/fasthttp v1.74.0
+	go.etcd.io/bbolt v1.5.0
 	gonum.org/v1/plot v0.17.0
 )
 

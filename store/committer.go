@@ -1,0 +1,141 @@
+package store
+
+import "sync"
+
+// Committer groups concurrent Commits into backend transactions. It is safe
+// for concurrent use.
+type Committer struct {
+	b Backend
+
+	mu      sync.Mutex
+	queue   []*commit
+	failed  error         // the first failed transaction's error (sticky)
+	wake    chan struct{} // cap 1: the writer has work
+	stopped chan struct{} // closed when the writer exits
+	closing bool
+
+	// Groups and Commits count the backend transactions and the Commits
+	// they carried (for metrics and tests); read them with Stats.
+	groups, commits uint64
+}
+
+type commit struct {
+	ws   []Write
+	done chan error
+}
+
+// NewCommitter starts a Committer writing to b. Close stops it.
+func NewCommitter(b Backend) *Committer {
+	c := &Committer{b: b, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
+	go c.writer()
+	return c
+}
+
+// Commit makes ws durable, together with the Commits queued at the same
+// time, and returns when they are (or with the error, wrapped in
+// ErrUnavailable, when the transaction failed or an earlier one had). The
+// writes of Commits that returned nil are durable in the order the Commits
+// were called.
+func (c *Committer) Commit(ws ...Write) error {
+	if len(ws) == 0 {
+		return c.Err()
+	}
+	cm := &commit{ws: ws, done: make(chan error, 1)}
+	c.mu.Lock()
+	if c.failed != nil {
+		err := c.failed
+		c.mu.Unlock()
+		return err
+	}
+	if c.closing {
+		c.mu.Unlock()
+		return unavailable(errClosed)
+	}
+	c.queue = append(c.queue, cm)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default: // the writer has been woken already
+	}
+	return <-cm.done
+}
+
+// Err is the error every Commit answers after a failed transaction (nil
+// while the store is healthy).
+func (c *Committer) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.failed
+}
+
+// Stats returns how many transactions were written and how many Commits
+// they carried.
+func (c *Committer) Stats() (groups, commits uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.groups, c.commits
+}
+
+// Close waits for the queued Commits and stops the writer; later Commits
+// fail. It does not close the backend.
+func (c *Committer) Close() {
+	c.mu.Lock()
+	c.closing = true
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	<-c.stopped
+}
+
+var errClosed = errorString("the committer is closed")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+// writer writes one group per wake-up: everything queued since the last
+// transaction began.
+func (c *Committer) writer() {
+	defer close(c.stopped)
+	var ws []Write
+	for range c.wake {
+		for {
+			c.mu.Lock()
+			group := c.queue
+			c.queue = nil
+			closing := c.closing
+			failed := c.failed
+			c.mu.Unlock()
+			if len(group) == 0 {
+				if closing {
+					return
+				}
+				break
+			}
+			if failed != nil {
+				for _, cm := range group {
+					cm.done <- failed
+				}
+				continue
+			}
+			ws = ws[:0]
+			for _, cm := range group {
+				ws = append(ws, cm.ws...)
+			}
+			err := c.b.Apply(ws)
+			c.mu.Lock()
+			c.groups++
+			c.commits += uint64(len(group))
+			if err != nil {
+				err = unavailable(err)
+				c.failed = err
+			}
+			c.mu.Unlock()
+			for _, cm := range group {
+				cm.done <- err
+			}
+		}
+	}
+}
