@@ -463,8 +463,11 @@ type Health struct {
 	Status string `json:"status"`
 	// Role is the server's part in a group of replicas ("standalone").
 	Role string `json:"role"`
-	// Store is where the server keeps its state ("memory").
+	// Store is where the server keeps its state ("memory", "bbolt").
 	Store string `json:"store"`
+	// Quarantined are the operations of the store the server could not
+	// restore.
+	Quarantined []string `json:"quarantined,omitempty"`
 }
 
 // Ready is GET /readyz's answer.

@@ -2,16 +2,19 @@ package facade
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"slices"
 	"strconv"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/fairsched/fairsched/core/apierr"
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/snapshot"
 	"github.com/fairsched/fairsched/core/tree"
 	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/store"
 )
 
 // respond answers 'status' with the JSON that fn appends.
@@ -100,6 +103,9 @@ func (s *Server) putPool(ctx *fasthttp.RequestCtx, name string) {
 		s.fail(ctx, err, "$")
 		return
 	}
+	if !s.await(ctx, s.submit(s.poolWrite(name))) {
+		return
+	}
 	if exists {
 		s.logChange(ctx, "pool replaced", "pool", name)
 	} else {
@@ -153,6 +159,9 @@ func (s *Server) patchPool(ctx *fasthttp.RequestCtx, name string) {
 		s.fail(ctx, err, "$")
 		return
 	}
+	if !s.await(ctx, s.submit(s.poolWrite(name))) {
+		return
+	}
 	s.logChange(ctx, "pool changed", "pool", name)
 	s.writePool(ctx, fasthttp.StatusOK, name, appendPoolConfig)
 }
@@ -171,6 +180,9 @@ func (s *Server) deletePool(ctx *fasthttp.RequestCtx, name string) {
 	}
 	if _, err := s.sched.ApplyPools(tree.Mutation{Kind: tree.RemovePool, Name: name}); err != nil {
 		s.fail(ctx, err, "$")
+		return
+	}
+	if !s.await(ctx, s.submit(store.Delete(store.Pools, name))) {
 		return
 	}
 	s.logChange(ctx, "pool removed", "pool", name)
@@ -202,6 +214,9 @@ func (s *Server) patchConfig(ctx *fasthttp.RequestCtx) {
 			s.fail(ctx, err, "$")
 			return
 		}
+		if !s.await(ctx, s.submit(configWrite(&next))) {
+			return
+		}
 		s.logChange(ctx, "config changed", "keys", changedKeys(&s.cfg, &next))
 	}
 	s.cfg = next
@@ -223,17 +238,29 @@ func (s *Server) startOperation(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	s.mu.Lock()
-	id, st, err := s.sched.StartOperation(s.now(), spec)
+	now := s.now()
+	id, st, err := s.sched.StartOperation(now, spec)
 	known := false
+	var durable store.Pending
 	if err == nil {
-		if _, known = s.ops[id]; !known {
+		r, ok := s.ops[id]
+		if known = ok; !known {
 			s.opSeq++
-			s.ops[id] = &opRecord{seq: s.opSeq}
+			r = &opRecord{seq: s.opSeq, state: operationState{State: "live"}}
+			s.ops[id] = r
+			if s.d != nil {
+				r.durable = s.submit(s.operationStartWrites(id, r, ctx.PostBody(), now)...)
+			}
 		}
+		// A repeated start answers once the first one is durable.
+		durable = r.durable
 	}
 	s.mu.Unlock()
 	if err != nil {
 		s.fail(ctx, err, "$")
+		return
+	}
+	if !s.await(ctx, durable) {
 		return
 	}
 	if !known {
@@ -413,6 +440,26 @@ func (s *Server) patchOperation(ctx *fasthttp.RequestCtx, id string) {
 			return
 		}
 	}
+	if r := s.ops[id]; r != nil && s.d != nil {
+		if p.HasPool {
+			pool := p.Pool
+			if pool == "" {
+				pool = tree.RootName
+			}
+			r.state.Pool = &pool
+		}
+		if p.Weight.Set {
+			w := p.Weight.V
+			r.state.Weight = &w
+		}
+		if p.HasResourceLimits {
+			r.state.ResourceLimits = wire.AppendPartialResources(nil, &p.ResourceLimits)
+		}
+		r.durable = s.submit(s.operationStateWrite(id, &r.state))
+		if !s.await(ctx, r.durable) {
+			return
+		}
+	}
 	s.logChange(ctx, "operation changed", "operation", id, "pool_changed", p.HasPool, "weight_changed", p.Weight.Set,
 		"limits_changed", p.HasResourceLimits)
 	s.getOperation(ctx, id, false)
@@ -424,14 +471,37 @@ func (s *Server) finishOperation(ctx *fasthttp.RequestCtx, id, action string) {
 	if !s.checkName(ctx, id, "an operation id", false) {
 		return
 	}
+	s.mu.Lock()
 	var err error
 	if action == "complete" {
 		err = s.sched.CompleteOperation(id)
 	} else {
 		err = s.sched.AbortOperation(id)
 	}
+	var durable store.Pending
+	r := s.ops[id]
+	if r != nil {
+		if err == nil && s.d != nil {
+			r.state.State = map[string]string{"complete": "completed", "abort": "aborted"}[action]
+			r.state.FinishUnixUS = s.unixUS(s.now())
+			r.durable = s.submit(s.operationStateWrite(id, &r.state))
+		}
+		durable = r.durable
+	}
+	s.mu.Unlock()
+	if apiErrCode(err) == schedule.CodeFinished {
+		// Finishing a finished operation again (a retry) answers its final
+		// state, once that is durable.
+		if s.await(ctx, durable) {
+			s.getOperation(ctx, id, false)
+		}
+		return
+	}
 	if err != nil {
 		s.fail(ctx, err, "$")
+		return
+	}
+	if !s.await(ctx, durable) {
 		return
 	}
 	s.logChange(ctx, "operation "+map[string]string{"complete": "completed", "abort": "aborted"}[action], "operation", id)
@@ -507,4 +577,13 @@ func changedKeys(a, b *schedule.Config) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// apiErrCode is err's code ("" when err is not an *apierr.Error).
+func apiErrCode(err error) string {
+	var e *apierr.Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
 }

@@ -31,13 +31,26 @@ func (s *Server) serveVersion(ctx *fasthttp.RequestCtx) {
 
 // serveHealth answers GET /healthz: 200 while the process serves, with its
 // state ("ok", or "stopping" once Shutdown began), its role (a single
-// server is "standalone") and where it keeps its state ("memory").
+// server is "standalone"), where it keeps its state ("memory", "bbolt") and
+// the operations of the store it could not restore.
 func (s *Server) serveHealth(ctx *fasthttp.RequestCtx) {
 	state := "ok"
 	if s.stopping.Load() {
 		state = "stopping"
 	}
-	writeJSON(ctx, fasthttp.StatusOK, []byte(`{"status":"`+state+`","role":"standalone","store":"memory"}`+"\n"))
+	b := append([]byte(`{"status":"`+state+`","role":"standalone","store":"`), s.storeKind()...)
+	b = append(b, '"')
+	if s.d != nil && len(s.d.quarantined) > 0 {
+		b = append(b, `,"quarantined":[`...)
+		for i, id := range s.d.quarantined {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = jsonpath.AppendString(b, id)
+		}
+		b = append(b, ']')
+	}
+	writeJSON(ctx, fasthttp.StatusOK, append(b, "}\n"...))
 }
 
 // serveReady answers GET /readyz: 200 when the server takes requests, 503

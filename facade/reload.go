@@ -2,11 +2,13 @@ package facade
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/tree"
 	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/store"
 )
 
 // ReloadResult is what Reload changed.
@@ -91,6 +93,22 @@ func (s *Server) Reload(sc *wire.ServeConfig) (ReloadResult, error) {
 		s.setPeriod(next.FairShareUpdatePeriod)
 	}
 	res.Removed, res.Kept = s.removeLeftOut(inFile)
+	if s.d != nil {
+		var ws []store.Write
+		if res.ConfigChanged {
+			ws = append(ws, configWrite(&s.cfg))
+		}
+		for _, name := range slices.Concat(res.Added, res.Changed) {
+			ws = append(ws, s.poolWrite(name))
+		}
+		for _, name := range res.Removed {
+			ws = append(ws, store.Delete(store.Pools, name))
+		}
+		if err := s.submit(ws...).Wait(); err != nil {
+			s.storeFailed(err)
+			return res, fmt.Errorf("the reload applied but cannot be made durable: %w", err)
+		}
+	}
 	return res, nil
 }
 

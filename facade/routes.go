@@ -29,6 +29,9 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	if h := s.panicHook.Load(); h != nil {
 		(*h)(ctx.Path())
 	}
+	if s.d != nil && isChange(ctx) && !s.storeOK(ctx) {
+		return
+	}
 	s.route(ctx)
 }
 

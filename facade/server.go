@@ -42,6 +42,7 @@ import (
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/tree"
 	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/store"
 )
 
 // DefaultMaxBodySize is the default request body limit (api.md §1: 4 MiB).
@@ -76,6 +77,15 @@ type Options struct {
 	// one and a half retentions after they finished, on Clock (they are
 	// looked for every min(10 s, retention/2)).
 	FinishedOperationRetention time.Duration
+	// Store, when set, keeps the tree config, the pools and the operations
+	// durable (see persist.go): a store that holds state is what New
+	// starts from (Config then only seeds an empty store). The Server
+	// does not close it.
+	Store store.Backend
+	// OnStoreFailure is called (once, on its own goroutine) when a store
+	// write fails: the server answers 503 store_unavailable to every change
+	// from then on and the caller should stop it.
+	OnStoreFailure func(error)
 }
 
 // Server is fairsched's HTTP/JSON facade. See the package documentation.
@@ -90,6 +100,8 @@ type Server struct {
 	period atomic.Int64 // fair-share update period in nanoseconds
 	// stopping is set when Shutdown begins (/readyz answers 503).
 	stopping atomic.Bool
+	// d is the store (nil: in memory only).
+	d *durable
 
 	// mu serialises the facade's read-modify-write mutations (pools, config,
 	// operation starts and patches); heartbeats never take it.
@@ -133,6 +145,10 @@ type opRecord struct {
 	seq        uint64
 	finished   bool       // seen finished by forgetFinished
 	finishedAt clock.Time // when it was first seen finished
+	// state is what the store keeps of its changes (with a store), and
+	// durable the last write of it: a retry answers once it is durable.
+	state   operationState
+	durable store.Pending
 }
 
 // New builds a Server: the scheduler with the config's tree. An invalid
@@ -167,9 +183,34 @@ func New(opts Options) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	epochUS := int64(0)
 	if s.clock == nil {
 		start := time.Now()
+		epochUS = wallEpochUS(start)
 		s.clock = clock.Func(func() clock.Time { return clock.Time(time.Since(start).Microseconds()) })
+	}
+	var fromStore *loaded
+	if opts.Store != nil {
+		kind, _ := opts.Store.Describe()
+		s.d = &durable{c: store.NewCommitter(opts.Store), kind: kind, epochUS: epochUS, onFail: opts.OnStoreFailure}
+		built := false
+		defer func() {
+			if !built {
+				s.d.c.Close()
+			}
+		}()
+		l, err := load(opts.Store)
+		if err != nil {
+			return nil, fmt.Errorf("reading the store: %w", err)
+		}
+		if !l.empty() {
+			if sc, err = l.serveConfig(); err != nil {
+				return nil, fmt.Errorf("reading the store: %w", err)
+			}
+			s.cfg = sc.Scheduler
+			fromStore = l
+		}
+		defer func() { built = s.sched != nil && s.http != nil }()
 	}
 	s.setPeriod(sc.Scheduler.FairShareUpdatePeriod)
 	s.storeMaxBatch(sc.Scheduler.MaxHeartbeatsPerBatch)
@@ -201,6 +242,11 @@ func New(opts Options) (*Server, error) {
 		if i, err := s.sched.ApplyPools(ms...); err != nil {
 			_, we := errorBody(err, paths[i])
 			return nil, we
+		}
+	}
+	if s.d != nil {
+		if err := s.openStore(fromStore); err != nil {
+			return nil, err
 		}
 	}
 	s.m = newMetrics(s)
@@ -293,6 +339,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.lnMu.Unlock()
 	err := s.http.ShutdownWithContext(ctx)
 	s.done.Wait()
+	if s.d != nil {
+		s.d.c.Close()
+	}
 	return err
 }
 
@@ -378,11 +427,18 @@ func (s *Server) forgetFinished(now clock.Time) {
 		}
 		if !r.finished {
 			r.finished, r.finishedAt = true, now
+			if s.d != nil && r.state.State == "live" {
+				// It finished by itself (its last job completed): stored
+				// without waiting, like every change no request awaits.
+				r.state.State, r.state.FinishUnixUS = o.State.String(), s.unixUS(now)
+				r.durable = s.submit(s.operationStateWrite(o.ID, &r.state))
+			}
 			continue
 		}
 		if now.Sub(r.finishedAt).Micros() >= s.opts.FinishedOperationRetention.Microseconds() && o.RunningAllocations == 0 {
 			if err := s.sched.ForgetOperation(o.ID); err == nil {
 				delete(s.ops, o.ID)
+				s.submit(store.Delete(store.Operations, o.ID), store.Delete(store.OperationStates, o.ID))
 			}
 		}
 	}

@@ -21,7 +21,8 @@ type Committer struct {
 
 type commit struct {
 	ws   []Write
-	done chan error
+	err  error         // set before done is closed
+	done chan struct{} // closed when the writes are durable or failed
 }
 
 // NewCommitter starts a Committer writing to b. Close stops it.
@@ -36,20 +37,43 @@ func NewCommitter(b Backend) *Committer {
 // ErrUnavailable, when the transaction failed or an earlier one had). The
 // writes of Commits that returned nil are durable in the order the Commits
 // were called.
-func (c *Committer) Commit(ws ...Write) error {
-	if len(ws) == 0 {
-		return c.Err()
+func (c *Committer) Commit(ws ...Write) error { return c.Submit(ws...).Wait() }
+
+// Pending is a submitted Commit. Its zero value is a Commit of nothing.
+type Pending struct {
+	c   *commit
+	err error
+}
+
+// Wait returns when the Commit's writes are durable, or with its error. It
+// may be called any number of times, from any goroutine.
+func (p Pending) Wait() error {
+	if p.c == nil {
+		return p.err
 	}
-	cm := &commit{ws: ws, done: make(chan error, 1)}
+	<-p.c.done
+	return p.c.err
+}
+
+// Submit queues ws to be written, in the order Submit is called, and
+// returns at once; Wait on the result returns when they are durable. A
+// caller that changes state under a lock submits under that lock and waits
+// after releasing it: the store then sees the changes in the order they
+// were made, and concurrent callers still share transactions.
+func (c *Committer) Submit(ws ...Write) Pending {
+	if len(ws) == 0 {
+		return Pending{err: c.Err()}
+	}
+	cm := &commit{ws: ws, done: make(chan struct{})}
 	c.mu.Lock()
 	if c.failed != nil {
 		err := c.failed
 		c.mu.Unlock()
-		return err
+		return Pending{err: err}
 	}
 	if c.closing {
 		c.mu.Unlock()
-		return unavailable(errClosed)
+		return Pending{err: unavailable(errClosed)}
 	}
 	c.queue = append(c.queue, cm)
 	c.mu.Unlock()
@@ -57,7 +81,7 @@ func (c *Committer) Commit(ws ...Write) error {
 	case c.wake <- struct{}{}:
 	default: // the writer has been woken already
 	}
-	return <-cm.done
+	return Pending{c: cm}
 }
 
 // Err is the error every Commit answers after a failed transaction (nil
@@ -116,7 +140,8 @@ func (c *Committer) writer() {
 			}
 			if failed != nil {
 				for _, cm := range group {
-					cm.done <- failed
+					cm.err = failed
+					close(cm.done)
 				}
 				continue
 			}
@@ -134,7 +159,8 @@ func (c *Committer) writer() {
 			}
 			c.mu.Unlock()
 			for _, cm := range group {
-				cm.done <- err
+				cm.err = err
+				close(cm.done)
 			}
 		}
 	}

@@ -24,8 +24,12 @@ const (
 	Config = "config"
 	// Pools holds a record per pool, keyed by name.
 	Pools = "pools"
-	// Operations holds a record per operation, keyed by id.
+	// Operations holds a record per operation, keyed by id: what its start
+	// said, written once.
 	Operations = "operations"
+	// OperationStates holds what changes of an operation, keyed by id: its
+	// pool, weight and limits, whether and when it finished.
+	OperationStates = "operation_states"
 	// Nodes holds the node registry, keyed by node name.
 	Nodes = "nodes"
 	// Counters holds the id counters' reserved block ends, keyed by name.
@@ -36,7 +40,7 @@ const (
 )
 
 // Buckets are every bucket, in the order Load reads them.
-var Buckets = []string{Meta, Config, Pools, Operations, Nodes, Counters, Checkpoints}
+var Buckets = []string{Meta, Config, Pools, Operations, OperationStates, Nodes, Counters, Checkpoints}
 
 // SchemaVersion is the version of the records this binary writes; a store
 // with a newer one is refused (ErrNewerSchema).

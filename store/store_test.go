@@ -256,3 +256,23 @@ func BenchmarkCommit(b *testing.B) {
 		})
 	}
 }
+
+// TestSubmitKeepsOrder: writes submitted in order land in that order, a
+// later write of a key winning, even when they share a transaction.
+func TestSubmitKeepsOrder(t *testing.T) {
+	b, _ := openTemp(t)
+	c := NewCommitter(b)
+	defer c.Close()
+	var ps []Pending
+	for i := range 100 {
+		ps = append(ps, c.Submit(Put(Pools, "k", []byte(strconv.Itoa(i)))))
+	}
+	for _, p := range ps {
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, _, _ := b.Get(Pools, "k"); string(v) != "99" {
+		t.Fatalf("k = %s, want the last write, 99", v)
+	}
+}

@@ -69,7 +69,7 @@ func TestClientCommands(t *testing.T) {
 			[]string{"state:", "pending", "pool etl (max_running_operation_count 1)"}},
 		{"operations patch", `{"weight": 5}`, []string{"operations", "patch", "etl-1", "-f", "-"}, 0, []string{"etl-1"}},
 		{"operations complete", "", []string{"operations", "complete", "etl-1"}, 0, []string{"operation etl-1 completed"}},
-		{"operations abort finished", "", []string{"operations", "abort", "etl-1"}, 2, []string{"409 operation_finished"}},
+		{"operations abort finished", "", []string{"operations", "abort", "etl-1"}, 0, []string{"operation etl-1 completed"}},
 		{"nodes get unknown", "", []string{"nodes", "get", "n-1"}, 2, []string{"404 unknown_node"}},
 		{"config patch", `{"preemptive_scheduling_backoff_s": 3}`, []string{"config", "patch", "-f", "-"}, 0,
 			[]string{"preemptive_scheduling_backoff_s:", "3"}},

@@ -18,10 +18,12 @@ import (
 	"github.com/fairsched/fairsched/facade"
 	"github.com/fairsched/fairsched/facade/wire"
 	"github.com/fairsched/fairsched/internal/cpufeat"
+	"github.com/fairsched/fairsched/store"
 )
 
 const serveUsage = `usage: fairsched serve [--listen ADDR] [--config FILE] [--pprof=BOOL] [--max-body-size BYTES]
-                       [--finished-operation-retention DURATION] [--log-format text|json] [--log-level LEVEL]
+                       [--finished-operation-retention DURATION] [--data-dir DIR]
+                       [--log-format text|json] [--log-level LEVEL]
                        [--mutex-profile-fraction N] [--block-profile-rate NS]
 
 Serves the HTTP/JSON API of docs/api.md (pools, config, operations, node
@@ -39,6 +41,11 @@ clock every fair_share_update_period_s (0.2 s by default).
                         how long a finished operation stays visible to GET
                         /api/v1/operations before it is forgotten (default 10m;
                         it goes within another half of it, at most 10 s later)
+  --data-dir DIR         keep the tree config, the pools and the operations in
+                        DIR/fairsched.db (bbolt), durable before each answer;
+                        a restart starts from it (the --config file then only
+                        seeds a new directory). Without it, the state is in
+                        memory only.
   --log-format text|json
                         the log's format: slog's key=value text (default) or
                         one JSON object per line
@@ -101,6 +108,7 @@ type serveOptions struct {
 	retention                time.Duration
 	mutexFraction, blockRate int
 	logFormat, logLevel      string
+	dataDir                  string
 }
 
 // serveFlags is the flag set of fairsched serve.
@@ -116,6 +124,7 @@ func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveOptions) {
 	fs.DurationVar(&f.retention, "finished-operation-retention", 10*time.Minute, "how long finished operations stay visible")
 	fs.IntVar(&f.mutexFraction, "mutex-profile-fraction", 0, "mutex profile sampling (0: off)")
 	fs.IntVar(&f.blockRate, "block-profile-rate", 0, "block profile sampling in ns (0: off)")
+	fs.StringVar(&f.dataDir, "data-dir", "", "keep the state durable in this directory (empty: in memory)")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&f.logLevel, "log-level", "info", "least level logged: debug, info, warn or error")
 	return fs, f
@@ -174,11 +183,31 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 		fmt.Fprintf(stderr, "fairsched serve: %v\n", err)
 		return 2
 	}
-	srv, err := facade.New(facade.Options{Config: cfg, Pprof: f.pprof, MaxBodySize: f.maxBody, Logger: log,
-		FinishedOperationRetention: f.retention})
+	opts := facade.Options{Config: cfg, Pprof: f.pprof, MaxBodySize: f.maxBody, Logger: log,
+		FinishedOperationRetention: f.retention}
+	storeFailed := make(chan error, 1)
+	if f.dataDir != "" {
+		st, err := store.OpenBolt(f.dataDir)
+		if err != nil {
+			fmt.Fprintf(stderr, "fairsched serve: --data-dir %s: %v\n", f.dataDir, err)
+			if errors.Is(err, store.ErrLocked) || errors.Is(err, store.ErrNewerSchema) {
+				return 2
+			}
+			return 1
+		}
+		defer st.Close()
+		opts.Store = st
+		opts.OnStoreFailure = func(err error) { storeFailed <- err }
+	}
+	srv, err := facade.New(opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "fairsched serve: %s: %v\n", source, err)
 		return 2
+	}
+	if f.dataDir == "" {
+		log.Warn("the state is kept in memory only: pools, config changes and operations are lost at a restart (--data-dir keeps them)")
+	} else {
+		log.Info("the state is durable", "data_dir", f.dataDir, "store", "bbolt")
 	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
@@ -214,6 +243,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 			return 0
 		case <-ctx.Done():
 			done = true
+		case err := <-storeFailed:
+			log.Error("stopping: the store failed", "error", err)
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			srv.Shutdown(sctx)
+			cancel()
+			fmt.Fprintf(stderr, "fairsched serve: the store failed: %v\n", err)
+			return 1
 		case <-hooks.reload:
 			err := reloadConfig(srv, f.configFile, log)
 			if hooks.reloaded != nil {
