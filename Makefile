@@ -4,7 +4,9 @@
 GO              ?= go
 BIN             := bin/fairsched
 DEMO            ?= examples/demo.json
-# fairsched serve: LISTEN address, CONFIG file (empty: the embedded examples/serve.json)
+# fairsched serve: LISTEN address, CONFIG file (empty: the embedded examples/serve.json),
+# DATA_DIR for make run's durable state (git-ignored; empty: in memory; rm -rf it to start afresh)
+DATA_DIR        ?= .data
 LISTEN          ?= 127.0.0.1:8080
 CONFIG          ?=
 TEST_TIMEOUT    ?= 5m
@@ -117,8 +119,8 @@ conformance: ## the conformance vectors through decode, solve and encode (go tes
 		python3 $(CONFORMANCE_CHECKER) --solve '$(BIN) solve' $(CONFORMANCE_DIR); \
 	fi
 
-run: binary ## build and run the main job: bin/fairsched serve on 127.0.0.1:8080 (Ctrl-C stops it)
-	$(BIN) serve --listen $(LISTEN) $(if $(CONFIG),--config $(CONFIG),)
+run: binary ## build and run the main job: bin/fairsched serve on 127.0.0.1:8080, durable in DATA_DIR (default .data; DATA_DIR= keeps nothing)
+	$(BIN) serve --listen $(LISTEN) $(if $(CONFIG),--config $(CONFIG),) $(if $(DATA_DIR),--data-dir $(DATA_DIR),)
 
 serve: binary ## bin/fairsched serve (LISTEN=127.0.0.1:8080, CONFIG=file; default the embedded examples/serve.json)
 	$(BIN) serve --listen $(LISTEN) $(if $(CONFIG),--config $(CONFIG),)

@@ -46,6 +46,14 @@ func (c *Client) Version(ctx context.Context) (*Version, error) {
 	return result(&v, err)
 }
 
+// Backup is GET /api/v1/backup: a consistent copy of a durable server's
+// store (loopback clients only), which it returns whole.
+func (c *Client) Backup(ctx context.Context) ([]byte, error) {
+	var b []byte
+	err := c.do(ctx, request{method: http.MethodGet, path: api + "backup", idempotent: true}, &b)
+	return b, err
+}
+
 // Metrics is GET /metrics: the Prometheus text exposition.
 func (c *Client) Metrics(ctx context.Context) ([]byte, error) {
 	var b []byte

@@ -25,6 +25,7 @@ const (
 	CodeUnknownNode       = "unknown_node"
 	CodeNotSupported      = "not_supported"
 	CodeShuttingDown      = "shutting_down"
+	CodeForbidden         = "forbidden"
 	CodeInvalidName       = tree.CodeInvalidName
 	CodeUnknownPool       = tree.CodeUnknownPool
 	CodeUnknownOperation  = schedule.CodeUnknownOperation

@@ -1,10 +1,12 @@
 package facade
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"sync"
@@ -403,6 +405,32 @@ func (s *Server) openStore(l *loaded) error {
 		return fmt.Errorf("writing the store: %w", err)
 	}
 	return nil
+}
+
+// serveBackup answers GET /api/v1/backup with a consistent copy of the
+// store's file (one read transaction: changes go on meanwhile), to loopback
+// clients only. A server without a store answers 409 not_supported.
+func (s *Server) serveBackup(ctx *fasthttp.RequestCtx) {
+	if !ctx.RemoteIP().IsLoopback() {
+		s.writeError(ctx, fasthttp.StatusForbidden, &wire.Error{Code: CodeForbidden,
+			Message: "cannot serve a backup to " + ctx.RemoteIP().String() + ": only to clients on the loopback interface"})
+		return
+	}
+	w, ok := s.opts.Store.(io.WriterTo)
+	if s.d == nil || !ok {
+		s.writeError(ctx, fasthttp.StatusConflict, &wire.Error{Code: CodeNotSupported,
+			Message: "cannot back up a server that keeps no store: it runs without --data-dir"})
+		return
+	}
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType("application/octet-stream")
+	ctx.Response.Header.Set("Content-Disposition", `attachment; filename="`+store.FileName+`"`)
+	ctx.SetBodyStreamWriter(func(bw *bufio.Writer) {
+		if _, err := w.WriteTo(bw); err != nil {
+			s.log.Error("a backup failed mid-way: the client has a truncated copy", "error", err)
+		}
+	})
+	s.logChange(ctx, "backup served")
 }
 
 // wallEpochUS is the Unix time in µs at which a wall clock starting now

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
+	"path/filepath"
 	"net/http"
 	"strings"
 	"sync"
@@ -56,6 +58,7 @@ func startDurable(t *testing.T, dir string, mc *manualClock, config string, wrap
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
+			ts.hc.CloseIdleConnections()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			if err := srv.Shutdown(ctx); err != nil {
@@ -279,4 +282,28 @@ func TestConcurrentStartsShareTransactions(t *testing.T) {
 	if n != clients*each {
 		t.Fatalf("%d of %d acknowledged starts after the restart", n, clients*each)
 	}
+}
+
+// TestBackupStartsAServer: the copy GET /api/v1/backup answers is a data
+// directory's file with the state of that moment.
+func TestBackupStartsAServer(t *testing.T) {
+	mc := &manualClock{}
+	a := startDurable(t, t.TempDir(), mc, ``, nil)
+	a.must(201, "PUT", "/api/v1/pools/saved", `{"weight": 7}`)
+	a.must(201, "POST", "/api/v1/operations", `{"id": "op-saved", "pool": "saved", "tasks": [{"job_count": 1, "resources": {"cpu": 1}}]}`)
+	status, copyBytes := a.do("GET", "/api/v1/backup", "")
+	if status != 200 || len(copyBytes) == 0 {
+		t.Fatalf("backup: %d, %d bytes", status, len(copyBytes))
+	}
+	a.must(201, "PUT", "/api/v1/pools/after", `{}`)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, store.FileName), copyBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := startDurable(t, dir, mc, ``, nil)
+	if p := b.must(200, "GET", "/api/v1/pools/saved", ""); num(p["weight"]) != 7 {
+		t.Fatalf("saved: %v", p)
+	}
+	b.must(200, "GET", "/api/v1/operations/op-saved", "")
+	b.must(404, "GET", "/api/v1/pools/after", "")
 }

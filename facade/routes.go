@@ -183,6 +183,14 @@ func (s *Server) routeAPI(ctx *fasthttp.RequestCtx, path []byte) bool {
 			s.serveVersion(ctx)
 		}
 		return true
+	case "backup":
+		if len(rest) > 0 {
+			return false
+		}
+		if s.method(ctx, "GET") {
+			s.serveBackup(ctx)
+		}
+		return true
 	}
 	return false
 }

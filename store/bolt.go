@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -128,3 +129,15 @@ func (b *Bolt) Describe() (kind, location string) { return "bbolt", b.path }
 
 // Close closes the file and releases its lock.
 func (b *Bolt) Close() error { return b.db.Close() }
+
+// WriteTo writes a consistent copy of the whole file to w (a backup of a
+// running server: one read transaction, writers go on).
+func (b *Bolt) WriteTo(w io.Writer) (int64, error) {
+	var n int64
+	err := b.db.View(func(tx *bolt.Tx) error {
+		var err error
+		n, err = tx.WriteTo(w)
+		return err
+	})
+	return n, err
+}

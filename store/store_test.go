@@ -276,3 +276,28 @@ func TestSubmitKeepsOrder(t *testing.T) {
 		t.Fatalf("k = %s, want the last write, 99", v)
 	}
 }
+
+// TestBoltBackup: WriteTo's copy is a store with the same records.
+func TestBoltBackup(t *testing.T) {
+	b, _ := openTemp(t)
+	if err := b.Apply([]Write{Put(Pools, "a", []byte("1"))}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	f, err := os.Create(filepath.Join(dir, FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.WriteTo(f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	c, err := OpenBolt(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if v, ok, err := c.Get(Pools, "a"); err != nil || !ok || string(v) != "1" {
+		t.Fatalf("the copy: %q %v %v", v, ok, err)
+	}
+}

@@ -76,6 +76,8 @@ func init() {
 			flags: bodyFlag(configPatch)},
 		{group: "config", verb: "validate", args: "FILE", summary: "check a serve configuration (--config) without a server",
 			flags: noFlags(configValidate), offline: true},
+		{group: "backup", args: "-f FILE", summary: "save a consistent copy of a durable server's store (start a server from it as DIR/fairsched.db)",
+			flags: bodyFlag(backup)},
 	}
 }
 
@@ -324,6 +326,31 @@ func nodesGet(e *cliEnv, args []string) error {
 				resources(&a.Resources), a.StartTimeS, a.PreemptionStatus, a.Preempted)
 		}
 	})
+}
+
+func backup(e *cliEnv, args []string, file string) error {
+	if err := wantArgs(args, 0, "no arguments"); err != nil {
+		return err
+	}
+	if file == "" {
+		return usagef("want the file to write: -f FILE (- for stdout)")
+	}
+	b, err := e.c.Backup(e.ctx)
+	if err != nil {
+		return err
+	}
+	if file == "-" {
+		_, err = e.stdout.Write(b)
+		return err
+	}
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		return err
+	}
+	if e.output == "json" {
+		return e.emit(map[string]any{"file": file, "bytes": len(b)}, nil)
+	}
+	fmt.Fprintf(e.stdout, "%s: %d bytes\n", file, len(b))
+	return nil
 }
 
 // serveConfig is a serve configuration: what config get writes and

@@ -10,7 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fairsched/fairsched/facade"
 	"github.com/fairsched/fairsched/internal/testserver"
+	"github.com/fairsched/fairsched/store"
 )
 
 const cliTestConfig = `{"pools": [
@@ -285,4 +287,33 @@ func (c testClient) heartbeat(node, body string) error {
 		return fmt.Errorf("heartbeat: status %d", resp.StatusCode)
 	}
 	return nil
+}
+
+// TestBackupCommand: fairsched backup saves the store of a durable server,
+// and refuses a server that keeps none.
+func TestBackupCommand(t *testing.T) {
+	ts := testserver.Start(t, "")
+	code, _, errOut := cli(t, ts.URL, "", "backup", "-f", filepath.Join(t.TempDir(), "x.db"))
+	if code != 2 || !strings.Contains(errOut, "not_supported") {
+		t.Fatalf("backup of an in-memory server: %d %s", code, errOut)
+	}
+	dir := t.TempDir()
+	st, err := store.OpenBolt(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	durable := testserver.Start(t, `{"pools": [{"name": "kept"}]}`, func(o *facade.Options) { o.Store = st })
+	file := filepath.Join(t.TempDir(), "fairsched.db")
+	if code, out, errOut := cli(t, durable.URL, "", "backup", "-f", file); code != 0 || !strings.Contains(out, "bytes") {
+		t.Fatalf("backup: %d %s %s", code, out, errOut)
+	}
+	cp, err := store.OpenBolt(filepath.Dir(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Close()
+	if _, ok, err := cp.Get(store.Pools, "kept"); !ok || err != nil {
+		t.Fatalf("the backup lacks pool kept: %v %v", ok, err)
+	}
 }
