@@ -7,6 +7,8 @@ DEMO            ?= examples/demo.json
 # fairsched serve: LISTEN address, CONFIG file (empty: the embedded examples/serve.json),
 # DATA_DIR for make run's durable state (git-ignored; empty: in memory; rm -rf it to start afresh)
 DATA_DIR        ?= .data
+# make crash-soak: how many kill -9 restarts (make test runs 3)
+CRASH_ROUNDS    ?= 200
 LISTEN          ?= 127.0.0.1:8080
 CONFIG          ?=
 TEST_TIMEOUT    ?= 5m
@@ -46,7 +48,7 @@ PGO_PROFILES    ?= $(sort $(wildcard $(PROFILE_DIR)/load-cpu*.pprof))
 PGO_AB_RUNS     ?= 3
 COMMIT          := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)$(shell test -n "$$(git status --porcelain --untracked-files=no 2>/dev/null)" && echo +dirty)
 
-.PHONY: help build binary test test-invariants test-race lint fuzz bench bench-scaling bench-compare solve conformance run serve clean \
+.PHONY: help build binary test test-invariants test-race crash-soak lint fuzz bench bench-scaling bench-compare solve conformance run serve clean \
 	loadgen-binary load load-pipelined soak profile pgo pgo-ab
 
 help: ## print the targets with one line each (default)
@@ -67,6 +69,9 @@ test: ## go test ./... (TEST_TIMEOUT, default 5m), the core again with -tags inv
 
 test-invariants: ## go test -tags invariants ./... (every package, with the consistency checks of core/internal/invariants)
 	$(GO) test -tags invariants -timeout=$(TEST_TIMEOUT) ./...
+
+crash-soak: ## kill -9 fairsched serve --data-dir under load CRASH_ROUNDS times (default 200), checking after each restart that every acknowledged change is there
+	CRASH_ROUNDS=$(CRASH_ROUNDS) $(GO) test -count=1 -timeout=30m -run '^TestCrashRestartKeepsAcknowledged$$' -v ./cmd/fairsched/
 
 test-race: ## go test -race ./core/... ./facade/...
 	$(GO) test -race -timeout=$(TEST_TIMEOUT) ./core/... ./facade/...
