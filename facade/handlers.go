@@ -245,6 +245,11 @@ func (s *Server) startOperation(ctx *fasthttp.RequestCtx) {
 	if err == nil {
 		r, ok := s.ops[id]
 		if known = ok; !known {
+			if st == schedule.StatePending {
+				s.pendingSince[id] = now
+			} else {
+				s.m.pendingWait.Observe(0)
+			}
 			s.opSeq++
 			r = &opRecord{seq: s.opSeq, state: operationState{State: "live"}}
 			s.ops[id] = r

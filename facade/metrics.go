@@ -1,75 +1,120 @@
 package facade
 
 import (
-	"io"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/common/expfmt"
 	"github.com/valyala/fasthttp"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
+	"github.com/fairsched/fairsched/core/starvation"
+	"github.com/fairsched/fairsched/internal/buildinfo"
 	"github.com/fairsched/fairsched/internal/cpufeat"
 )
 
-// metricsSet holds a Server's metrics (its own metrics.Set, so that several
-// Servers in one process — tests — do not share counters). Per-pool and
-// per-state values are computed when /metrics is scraped.
+// metricsSet holds a Server's metrics in its own registry (so that several
+// Servers in one process — tests — do not share counters). Counters and
+// histograms are updated as things happen; the scheduler's state (operations
+// by state, pools' shares, the cluster) is read when /metrics is scraped,
+// by stateCollector. docs/operations.md lists every family.
 type metricsSet struct {
-	set             *metrics.Set
-	heartbeats      *metrics.Counter
-	heartbeatErrors *metrics.Counter
-	hbLatency       *metrics.Histogram
-	batches         *metrics.Counter
-	started         *metrics.Counter
-	preempted       [schedule.PreemptReasonCount]*metrics.Counter // by schedule.PreemptReason
-	aborted         [schedule.AbortReasonCount]*metrics.Counter   // by schedule.AbortReason
-	fairShareUpdate *metrics.Histogram
-	panics          *metrics.Counter
-	errors          map[int]*metrics.Counter
+	reg             *prometheus.Registry
+	heartbeats      prometheus.Counter
+	heartbeatErrors prometheus.Counter
+	hbLatency       prometheus.Histogram
+	batches         prometheus.Counter
+	started         prometheus.Counter
+	preempted       [schedule.PreemptReasonCount]prometheus.Counter // by schedule.PreemptReason
+	aborted         [schedule.AbortReasonCount]prometheus.Counter   // by schedule.AbortReason
+	fairShareUpdate prometheus.Histogram
+	pendingWait     prometheus.Histogram
+	panics          prometheus.Counter
+	errors          map[int]prometheus.Counter
 }
 
+// errorStatuses are the error statuses counted by fairsched_http_errors_total.
+var errorStatuses = []int{400, 401, 403, 404, 405, 409, 413, 415, 421, 429, 431, 500, 503}
+
 func newMetrics(s *Server) *metricsSet {
-	set := metrics.NewSet()
+	reg := prometheus.NewRegistry()
+	f := factory{reg}
 	m := &metricsSet{
-		set:             set,
-		heartbeats:      set.NewCounter("fairsched_heartbeats_total"),
-		heartbeatErrors: set.NewCounter("fairsched_heartbeat_errors_total"),
-		hbLatency:       set.NewHistogram("fairsched_heartbeat_duration_seconds"),
-		batches:         set.NewCounter("fairsched_heartbeat_batches_total"),
-		started:         set.NewCounter("fairsched_allocations_started_total"),
-		fairShareUpdate: set.NewHistogram("fairsched_fair_share_update_duration_seconds"),
-		panics:          set.NewCounter("fairsched_handler_panics_total"),
-		errors:          map[int]*metrics.Counter{},
+		reg: reg,
+		heartbeats: f.counter("fairsched_heartbeats_total",
+			"Heartbeats answered with 200, the heartbeats of a batch one by one."),
+		heartbeatErrors: f.counter("fairsched_heartbeat_errors_total",
+			"Heartbeats refused (a bad body or node id, an allocation of another node), the heartbeats of a batch one by one."),
+		hbLatency: f.histogram("fairsched_heartbeat_duration_seconds",
+			"Time to handle a heartbeat from decoding to the answer; a batched heartbeat's is its share of its batch's time.",
+			prometheus.ExponentialBucketsRange(2e-6, 0.5, 20)),
+		batches: f.counter("fairsched_heartbeat_batches_total",
+			"Batches of heartbeats (POST /api/v1/heartbeats) answered with 200."),
+		started: f.counter("fairsched_allocations_started_total", "Allocations the heartbeats started."),
+		fairShareUpdate: f.histogram("fairsched_fair_share_update_duration_seconds",
+			"Time of a fair-share update.", prometheus.ExponentialBucketsRange(1e-4, 10, 16)),
+		pendingWait: f.histogram("fairsched_operation_pending_wait_seconds",
+			"Time an operation waited pending (behind a max_running_operation_count) before it ran; 0 for one that ran at once.",
+			prometheus.ExponentialBucketsRange(0.1, 86400, 16)),
+		panics: f.counter("fairsched_handler_panics_total", "Handler panics (each logged and answered 500)."),
+		errors: map[int]prometheus.Counter{},
 	}
+	preempted := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fairsched_allocations_preempted_total",
+		Help: "Allocations preempted, by reason."}, []string{"reason"})
+	aborted := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fairsched_allocations_aborted_total",
+		Help: "Allocations aborted, by reason."}, []string{"reason"})
+	errs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fairsched_http_errors_total",
+		Help: "Answers with an error status, by status code."}, []string{"code"})
+	reg.MustRegister(preempted, aborted, errs)
 	for r := range m.preempted {
-		m.preempted[r] = set.NewCounter(`fairsched_allocations_preempted_total{reason="` + label(schedule.PreemptReason(r).String()) + `"}`)
+		m.preempted[r] = preempted.WithLabelValues(label(schedule.PreemptReason(r).String()))
 	}
 	for r := range m.aborted {
-		m.aborted[r] = set.NewCounter(`fairsched_allocations_aborted_total{reason="` + label(schedule.AbortReason(r).String()) + `"}`)
+		m.aborted[r] = aborted.WithLabelValues(label(schedule.AbortReason(r).String()))
 	}
-	for _, code := range []int{400, 404, 405, 409, 413, 429, 431, 500} {
-		m.errors[code] = set.NewCounter(`fairsched_http_errors_total{code="` + strconv.Itoa(code) + `"}`)
+	for _, code := range errorStatuses {
+		m.errors[code] = errs.WithLabelValues(strconv.Itoa(code))
 	}
+	bi := buildinfo.Get()
+	f.constGauge("fairsched_build_info", "Always 1; the labels name the binary's version, commit and Go version.",
+		prometheus.Labels{"version": bi.Version, "commit": bi.Commit, "go_version": bi.GoVersion}, 1)
 	info := cpufeat.Get()
-	set.NewGauge(`fairsched_cpu_info{brand="`+escapeLabel(info.Brand)+`",x64_level="`+strconv.Itoa(info.X64Level)+
-		`",avx2="`+strconv.FormatBool(info.AVX2)+`"}`, func() float64 { return 1 })
-	set.NewGauge("fairsched_cpu_logical_cores", func() float64 { return float64(info.NumCPU) })
+	f.constGauge("fairsched_cpu_info", "Always 1; the labels name the CPU.",
+		prometheus.Labels{"brand": info.Brand, "x64_level": strconv.Itoa(info.X64Level), "avx2": strconv.FormatBool(info.AVX2)}, 1)
+	f.constGauge("fairsched_cpu_logical_cores", "The machine's logical cores.", nil, float64(info.NumCPU))
+	reg.MustRegister(&stateCollector{s: s}, collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// factory registers metrics in one registry.
+type factory struct{ reg *prometheus.Registry }
+
+func (f factory) counter(name, help string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	f.reg.MustRegister(c)
+	return c
+}
+
+func (f factory) histogram(name, help string, buckets []float64) prometheus.Histogram {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
+	f.reg.MustRegister(h)
+	return h
+}
+
+func (f factory) constGauge(name, help string, labels prometheus.Labels, v float64) {
+	f.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels},
+		func() float64 { return v }))
 }
 
 // label turns a reason sentence into a label value: "ancestor pool
 // starving" → "ancestor_pool_starving".
-func label(s string) string { return escapeLabel(strings.ReplaceAll(s, " ", "_")) }
-
-// escapeLabel escapes a label value of the Prometheus text format.
-func escapeLabel(s string) string {
-	s = strings.ReplaceAll(s, `\`, `\\`)
-	s = strings.ReplaceAll(s, "\n", `\n`)
-	return strings.ReplaceAll(s, `"`, `\"`)
-}
+func label(s string) string { return strings.ReplaceAll(s, " ", "_") }
 
 func (m *metricsSet) countError(status int) {
 	if c := m.errors[status]; c != nil {
@@ -77,13 +122,12 @@ func (m *metricsSet) countError(status int) {
 	}
 }
 
-// observeHeartbeat counts a heartbeat and its decisions. It allocates only
-// for a reason the facade does not know yet.
+// observeHeartbeat counts a heartbeat and its decisions.
 func (m *metricsSet) observeHeartbeat(r *schedule.Response, start time.Time) {
 	m.heartbeats.Inc()
-	m.hbLatency.UpdateDuration(start)
+	m.hbLatency.Observe(time.Since(start).Seconds())
 	if n := len(r.Start); n > 0 {
-		m.started.Add(n)
+		m.started.Add(float64(n))
 	}
 	for i := range r.Preempt {
 		m.preempted[r.Preempt[i].Reason].Inc()
@@ -102,104 +146,154 @@ func (m *metricsSet) observeBatch(t *tally, n int, start time.Time) {
 	m.batches.Inc()
 	ok := n - t.failed
 	if ok > 0 {
-		m.heartbeats.Add(ok)
+		m.heartbeats.Add(float64(ok))
 		each := time.Since(start).Seconds() / float64(n)
 		for range ok {
-			m.hbLatency.Update(each)
+			m.hbLatency.Observe(each)
 		}
 	}
 	if t.failed > 0 {
-		m.heartbeatErrors.Add(t.failed)
+		m.heartbeatErrors.Add(float64(t.failed))
 	}
 	if t.started > 0 {
-		m.started.Add(t.started)
+		m.started.Add(float64(t.started))
 	}
 	for r, k := range t.preempted {
 		if k > 0 {
-			m.preempted[r].Add(k)
+			m.preempted[r].Add(float64(k))
 		}
 	}
 	for r, k := range t.aborted {
 		if k > 0 {
-			m.aborted[r].Add(k)
+			m.aborted[r].Add(float64(k))
 		}
 	}
 }
 
-// serveMetrics answers GET /metrics in the Prometheus text format: the
-// counters and histograms, operations by state, per-pool fair share, usage
-// and demand shares by resource, the cluster's total resources, and the
-// process metrics.
+// serveMetrics answers GET /metrics in the Prometheus text format.
 func (s *Server) serveMetrics(ctx *fasthttp.RequestCtx) {
-	ctx.SetContentType("text/plain; version=0.0.4; charset=utf-8")
-	w := ctx.Response.BodyWriter()
-	s.m.set.WritePrometheus(w)
-	s.writeStateMetrics(w)
-	metrics.WriteProcessMetrics(w)
+	mfs, err := s.m.reg.Gather()
+	if err != nil {
+		s.log.Error("gathering the metrics", "error", err)
+	}
+	format := expfmt.NewFormat(expfmt.TypeTextPlain)
+	ctx.SetContentType(string(format))
+	enc := expfmt.NewEncoder(ctx.Response.BodyWriter(), format)
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			s.log.Error("writing the metrics", "error", err)
+			return
+		}
+	}
 }
 
-func (s *Server) writeStateMetrics(w io.Writer) {
+// stateCollector reads the scheduler's state at each scrape.
+type stateCollector struct{ s *Server }
+
+var (
+	descOperations = prometheus.NewDesc("fairsched_operations",
+		"Operations the server holds, by state (finished ones until they are forgotten).", []string{"state"}, nil)
+	descCluster = prometheus.NewDesc("fairsched_cluster_resources",
+		"The registered nodes' resources at the last fair-share update (cpu in cores, memory in bytes).", []string{"resource"}, nil)
+	descNodes = prometheus.NewDesc("fairsched_nodes",
+		"Registered nodes.", nil, nil)
+	descPoolShare = map[string]*prometheus.Desc{
+		"fair_share": prometheus.NewDesc("fairsched_pool_fair_share",
+			"Each pool's fair share of the cluster, per resource (the root is <Root>).", []string{"pool", "resource"}, nil),
+		"usage_share": prometheus.NewDesc("fairsched_pool_usage_share",
+			"Each pool's usage as a share of the cluster, per resource.", []string{"pool", "resource"}, nil),
+		"demand_share": prometheus.NewDesc("fairsched_pool_demand_share",
+			"Each pool's demand as a share of the cluster, per resource.", []string{"pool", "resource"}, nil),
+		"strong_guarantee_share": prometheus.NewDesc("fairsched_pool_strong_guarantee_share",
+			"Each pool's strong guarantee as a share of the cluster, per resource (explicit or inferred).", []string{"pool", "resource"}, nil),
+	}
+	descPoolStarving = prometheus.NewDesc("fairsched_pool_starving",
+		"1 for a pool that is starving (or aggressively starving), else 0.", []string{"pool"}, nil)
+	descPoolRunning = prometheus.NewDesc("fairsched_pool_running_operations",
+		"Each pool's running operations (its subtree's).", []string{"pool"}, nil)
+	descPoolPending = prometheus.NewDesc("fairsched_pool_pending_operations",
+		"Each pool's pending operations (its subtree's).", []string{"pool"}, nil)
+	descStoreCommits = prometheus.NewDesc("fairsched_store_commits_total",
+		"Changes written to the store (each durable before its request's answer).", nil, nil)
+	descStoreTxns = prometheus.NewDesc("fairsched_store_transactions_total",
+		"Store transactions (synced writes), each carrying the changes queued while the previous one was written.", nil, nil)
+	descStoreUp = prometheus.NewDesc("fairsched_store_up",
+		"1 while the store takes writes, 0 once a write failed (the server then stops); absent without a store.", nil, nil)
+	descQuarantined = prometheus.NewDesc("fairsched_store_quarantined_operations",
+		"Operations of the store that could not be restored at start.", nil, nil)
+)
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descOperations, descCluster, descNodes, descPoolStarving, descPoolRunning,
+		descPoolPending, descStoreCommits, descStoreTxns, descStoreUp, descQuarantined} {
+		ch <- d
+	}
+	for _, d := range descPoolShare {
+		ch <- d
+	}
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.s
 	var byState [4]int
 	for _, o := range s.sched.Operations(nil) {
 		if int(o.State) < len(byState) {
 			byState[o.State]++
 		}
 	}
-	var b []byte
-	for st := range byState {
-		b = append(b, `fairsched_operations{state="`...)
-		b = append(b, schedule.OperationState(st).String()...)
-		b = append(b, `"} `...)
-		b = strconv.AppendInt(b, int64(byState[st]), 10)
-		b = append(b, '\n')
+	for st, n := range byState {
+		ch <- prometheus.MustNewConstMetric(descOperations, prometheus.GaugeValue, float64(n), schedule.OperationState(st).String())
 	}
 	total := s.sched.Total()
 	for k := range total {
-		b = append(b, `fairsched_cluster_resources{resource="`...)
-		b = append(b, resource.Kind(k).String()...)
-		b = append(b, `"} `...)
-		b = strconv.AppendFloat(b, total.Float(resource.Kind(k)), 'g', -1, 64)
-		b = append(b, '\n')
+		ch <- prometheus.MustNewConstMetric(descCluster, prometheus.GaugeValue, total.Float(resource.Kind(k)), resource.Kind(k).String())
 	}
+	ch <- prometheus.MustNewConstMetric(descNodes, prometheus.GaugeValue, float64(s.sched.NodeCount()))
 	pools := s.sched.Pools(nil)
-	for _, metric := range []struct {
-		name string
-		get  func(p *schedule.PoolInfo) *resource.Share
-	}{
-		{"fairsched_pool_fair_share", func(p *schedule.PoolInfo) *resource.Share { return &p.Attrs.FairShare.Total }},
-		{"fairsched_pool_usage_share", func(p *schedule.PoolInfo) *resource.Share { return &p.Attrs.UsageShare }},
-		{"fairsched_pool_demand_share", func(p *schedule.PoolInfo) *resource.Share { return &p.Attrs.DemandShare }},
-	} {
-		for i := range pools {
-			sh := metric.get(&pools[i])
-			for k := range sh {
-				b = append(b, metric.name...)
-				b = append(b, `{pool="`...)
-				b = append(b, escapeLabel(pools[i].Name)...)
-				b = append(b, `",resource="`...)
-				b = append(b, resource.Kind(k).String()...)
-				b = append(b, `"} `...)
-				b = strconv.AppendFloat(b, sh[k], 'g', -1, 64)
-				b = append(b, '\n')
-			}
-		}
-	}
 	for i := range pools {
 		p := &pools[i]
-		for _, c := range []struct {
-			name string
-			v    int64
-		}{
-			{"fairsched_pool_running_operations", p.RunningOperationCount},
-			{"fairsched_pool_pending_operations", p.PendingOperationCount},
+		for name, sh := range map[string]*resource.Share{
+			"fair_share": &p.Attrs.FairShare.Total, "usage_share": &p.Attrs.UsageShare,
+			"demand_share": &p.Attrs.DemandShare, "strong_guarantee_share": &p.Attrs.StrongGuaranteeShare,
 		} {
-			b = append(b, c.name...)
-			b = append(b, `{pool="`...)
-			b = append(b, escapeLabel(p.Name)...)
-			b = append(b, `"} `...)
-			b = strconv.AppendInt(b, c.v, 10)
-			b = append(b, '\n')
+			for k := range sh {
+				ch <- prometheus.MustNewConstMetric(descPoolShare[name], prometheus.GaugeValue, sh[k], p.Name, resource.Kind(k).String())
+			}
+		}
+		starving := 0.0
+		if p.Starvation != starvation.NonStarving {
+			starving = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descPoolStarving, prometheus.GaugeValue, starving, p.Name)
+		ch <- prometheus.MustNewConstMetric(descPoolRunning, prometheus.GaugeValue, float64(p.RunningOperationCount), p.Name)
+		ch <- prometheus.MustNewConstMetric(descPoolPending, prometheus.GaugeValue, float64(p.PendingOperationCount), p.Name)
+	}
+	if s.d != nil {
+		groups, commits := s.d.c.Stats()
+		ch <- prometheus.MustNewConstMetric(descStoreCommits, prometheus.CounterValue, float64(commits))
+		ch <- prometheus.MustNewConstMetric(descStoreTxns, prometheus.CounterValue, float64(groups))
+		up := 1.0
+		if s.d.failed.Load() {
+			up = 0
+		}
+		ch <- prometheus.MustNewConstMetric(descStoreUp, prometheus.GaugeValue, up)
+		ch <- prometheus.MustNewConstMetric(descQuarantined, prometheus.GaugeValue, float64(len(s.d.quarantined)))
+	}
+}
+
+// observePendingWaits records the waits of the operations that left the
+// pending state since the last call (the fair-share updater calls it).
+func (s *Server) observePendingWaits(now clock.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, since := range s.pendingSince {
+		o, err := s.sched.Operation(id)
+		switch {
+		case err != nil || o.State.Final():
+			delete(s.pendingSince, id) // forgotten, or finished while pending: no wait ended
+		case o.State == schedule.StateRunning:
+			s.m.pendingWait.Observe(max(now.Sub(since), 0).Seconds())
+			delete(s.pendingSince, id)
 		}
 	}
-	_, _ = w.Write(b)
 }

@@ -307,3 +307,22 @@ func TestBackupStartsAServer(t *testing.T) {
 	b.must(200, "GET", "/api/v1/operations/op-saved", "")
 	b.must(404, "GET", "/api/v1/pools/after", "")
 }
+
+// TestStoreMetrics: a durable server's /metrics has the store's families.
+func TestStoreMetrics(t *testing.T) {
+	a := startDurable(t, t.TempDir(), &manualClock{}, ``, nil)
+	a.must(201, "PUT", "/api/v1/pools/x", `{}`)
+	mfs := scrape(t, a.testServer)
+	for _, name := range []string{"fairsched_store_commits_total", "fairsched_store_transactions_total", "fairsched_store_up", "fairsched_store_quarantined_operations"} {
+		mf := mfs[name]
+		if mf == nil || mf.GetHelp() == "" {
+			t.Fatalf("no %s", name)
+		}
+	}
+	if v := mfs["fairsched_store_up"].Metric[0].GetGauge().GetValue(); v != 1 {
+		t.Fatalf("fairsched_store_up = %v", v)
+	}
+	if v := mfs["fairsched_store_commits_total"].Metric[0].GetCounter().GetValue(); v < 2 {
+		t.Fatalf("fairsched_store_commits_total = %v, want the seed and the PUT", v)
+	}
+}

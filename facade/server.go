@@ -111,10 +111,13 @@ type Server struct {
 	cfg schedule.Config
 	// ops records the facade's view of every operation it started: the
 	// listing cursor and when it was first seen finished.
-	ops    map[string]*opRecord
-	opSeq  uint64
-	inFl   atomic.Int64
-	solves chan struct{}
+	ops   map[string]*opRecord
+	opSeq uint64
+	// pendingSince are the operations started pending, with their start
+	// time, until the updater sees them run (fairsched_operation_pending_wait_seconds).
+	pendingSince map[string]clock.Time
+	inFl         atomic.Int64
+	solves       chan struct{}
 
 	updateMu    sync.Mutex // one fair-share update at a time
 	lastSlowLog time.Time  // when UpdateFairShare last warned of a slow update
@@ -171,14 +174,15 @@ func New(opts Options) (*Server, error) {
 		opts.FinishedOperationRetention = 10 * time.Minute
 	}
 	s := &Server{
-		opts:   opts,
-		log:    opts.Logger,
-		clock:  opts.Clock,
-		cfg:    sc.Scheduler,
-		names:  wire.NewInterner(1 << 20),
-		ops:    make(map[string]*opRecord),
-		solves: make(chan struct{}, opts.MaxConcurrentSolves),
-		stop:   make(chan struct{}),
+		opts:         opts,
+		log:          opts.Logger,
+		clock:        opts.Clock,
+		cfg:          sc.Scheduler,
+		names:        wire.NewInterner(1 << 20),
+		ops:          make(map[string]*opRecord),
+		pendingSince: make(map[string]clock.Time),
+		solves:       make(chan struct{}, opts.MaxConcurrentSolves),
+		stop:         make(chan struct{}),
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -398,7 +402,8 @@ func (s *Server) UpdateFairShare() {
 	now := s.clock.Now()
 	start := time.Now()
 	s.sched.UpdateFairShare(now)
-	s.m.fairShareUpdate.UpdateDuration(start)
+	s.m.fairShareUpdate.Observe(time.Since(start).Seconds())
+	s.observePendingWaits(now)
 	if took, period := time.Since(start), time.Duration(s.period.Load()); took > period && !s.opts.ManualUpdates &&
 		time.Since(s.lastSlowLog) >= time.Minute {
 		// At most once a minute: the fair shares lag behind demand.

@@ -66,3 +66,45 @@ func checkServeArgs(t *testing.T, where string, args []string) {
 		t.Errorf("%s: %q is not a serve command line: %v", where, args, err)
 	}
 }
+
+// TestGrafanaDashboard: the dashboard is JSON, and every metric its queries
+// name is one docs/operations.md documents (the server's families, which
+// facade's TestMetricsArePrometheusTrue keeps in step with the doc).
+func TestGrafanaDashboard(t *testing.T) {
+	var dash struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal([]byte(readDeploy(t, "grafana/fairsched.json")), &dash); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{}
+	for _, m := range regexp.MustCompile("`(fairsched_[a-z0-9_]+)").FindAllStringSubmatch(string(doc), -1) {
+		known[m[1]] = true
+	}
+	metric := regexp.MustCompile(`\b((?:fairsched|go|process)_[a-z0-9_]+)`)
+	n := 0
+	for _, p := range dash.Panels {
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, tg := range p.Targets {
+			for _, m := range metric.FindAllString(tg.Expr, -1) {
+				n++
+				base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(m, "_bucket"), "_sum"), "_count")
+				if strings.HasPrefix(base, "fairsched_") && !known[base] {
+					t.Errorf("panel %q queries %s, which docs/operations.md does not document", p.Title, m)
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no metric in the dashboard")
+	}
+}

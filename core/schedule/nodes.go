@@ -62,3 +62,15 @@ func (s *Scheduler) NodeSummary(name string) (NodeSummary, bool) {
 	return NodeSummary{Name: n.name, Limits: n.limits, Usage: n.usage, LastHeartbeat: n.lastHeartbeat,
 		Tags: slices.Clone(n.tags), AllocationCount: count}, true
 }
+
+// NodeCount is the number of registered nodes.
+func (s *Scheduler) NodeCount() int {
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		n += len(sh.nodes)
+		sh.mu.Unlock()
+	}
+	return n
+}
