@@ -70,7 +70,6 @@ func TestBadInputs(t *testing.T) {
 		{"job count overflow", "POST", "/api/v1/operations", `{"tasks": [{"job_count": 1099511627776, "resources": {"memory": 1099511627776}}]}`, 400, "invalid_value", "$.tasks[0].job_count"},
 		{"unknown pool", "POST", "/api/v1/operations", `{"pool": "nope", ` + task + `}`, 400, "unknown_pool", "$.pool"},
 		{"duplicate id, other body", "POST", "/api/v1/operations", strings.Replace(fixed, `"job_count": 4`, `"job_count": 5`, 1), 409, "duplicate_id", "$.id"},
-		{"id of a pool", "POST", "/api/v1/operations", `{"id": "prod", ` + task + `}`, 409, "duplicate_id", "$.id"},
 		{"weight out of range", "POST", "/api/v1/operations", `{"weight": 1e9, ` + task + `}`, 400, "invalid_value", "$.weight"},
 		{"unknown operation", "GET", "/api/v1/operations/nope", ``, 404, "unknown_operation", ""},
 		{"patch unknown operation", "PATCH", "/api/v1/operations/nope", `{"weight": 2}`, 404, "unknown_operation", ""},
