@@ -276,6 +276,9 @@ func (l *loaded) serveConfig() (*wire.ServeConfig, error) {
 	}
 	children := map[string][]string{}
 	for name, rec := range l.pools {
+		if name == tree.RootName {
+			continue // its entry comes first
+		}
 		var p poolDoc
 		if err := json.Unmarshal(rec, &p); err != nil {
 			return nil, fmt.Errorf("pools/%s: %w", name, err)
@@ -291,6 +294,10 @@ func (l *loaded) serveConfig() (*wire.ServeConfig, error) {
 	}
 	doc.WriteString(`,"pools":[`)
 	n := 0
+	if rec, ok := l.pools[tree.RootName]; ok {
+		doc.Write(rec) // the root's acl
+		n++
+	}
 	queue := []string{tree.RootName}
 	for len(queue) > 0 {
 		parent := queue[0]
@@ -397,9 +404,7 @@ func (s *Server) openStore(l *loaded) error {
 	}
 	ws := []store.Write{configWrite(&s.cfg)}
 	for _, p := range s.sched.Pools(nil) {
-		if p.Name != tree.RootName {
-			ws = append(ws, store.Put(store.Pools, p.Name, wire.AppendPool(nil, p.Name, p.Parent, &p.Config)))
-		}
+		ws = append(ws, store.Put(store.Pools, p.Name, wire.AppendPool(nil, p.Name, p.Parent, &p.Config)))
 	}
 	if err := s.d.c.Commit(ws...); err != nil {
 		return fmt.Errorf("writing the store: %w", err)

@@ -219,7 +219,7 @@ func New(opts Options) (*Server, error) {
 	s.setPeriod(sc.Scheduler.FairShareUpdatePeriod)
 	s.storeMaxBatch(sc.Scheduler.MaxHeartbeatsPerBatch)
 
-	var root tree.PoolConfig
+	root := sc.Root
 	var ms []tree.Mutation
 	var paths []string
 	for i := range sc.Pools {
