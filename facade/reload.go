@@ -101,6 +101,7 @@ func (s *Server) Reload(sc *wire.ServeConfig) (ReloadResult, error) {
 		s.setPeriod(next.FairShareUpdatePeriod)
 	}
 	res.Removed, res.Kept = s.removeLeftOut(inFile)
+	s.rebuildACL()
 	if s.d != nil {
 		var ws []store.Write
 		if res.ConfigChanged {

@@ -224,8 +224,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 		"finished_operation_retention", f.retention)
 	log.Info("cpu", "features", cpufeat.Get().String())
 	fmt.Fprintf(stdout, "fairsched serve: listening on http://%s (Ctrl-C stops it). Try:\n"+
-		"  curl -s -X POST http://%s/api/v1/nodes/node-1/heartbeat -d '{\"resource_limits\": {\"user_slots\": 32, \"cpu\": 32, \"memory\": 137438953472}}'\n"+
-		"  curl -s -X POST http://%s/api/v1/operations -d '{\"pool\": \"research\", \"tasks\": [{\"name\": \"train\", \"job_count\": 4, \"resources\": {\"cpu\": 2, \"memory\": 4294967296}}]}'\n"+
+		"  curl -s -X POST http://%s/api/v1/nodes/node-1/heartbeat --json '{\"resource_limits\": {\"user_slots\": 32, \"cpu\": 32, \"memory\": 137438953472}}'\n"+
+		"  curl -s -X POST http://%s/api/v1/operations --json '{\"pool\": \"research\", \"tasks\": [{\"name\": \"train\", \"job_count\": 4, \"resources\": {\"cpu\": 2, \"memory\": 4294967296}}]}'\n"+
 		"  curl -s http://%s/api/v1/orchid/pools/research\n", addr, addr, addr, addr)
 
 	errc := make(chan error, 1)
