@@ -425,7 +425,9 @@ func runBatches(b *testing.B, addr string, bodies []string, nodes int) {
 	if r := requests.Load(); r > 0 {
 		perBatch := float64(ms1.Mallocs-ms0.Mallocs) / float64(r)
 		b.ReportMetric(perBatch, "allocs/batch")
-		if perBatch > maxBatchAllocs {
+		// Runs of a few batches (b.N = 1, the first) pay for the
+		// connections and their buffers.
+		if r >= 1000 && perBatch > maxBatchAllocs {
 			b.Errorf("%.2f allocations per batch of %d heartbeats (client, server and the fair-share updater), want at most %d", perBatch, batch, maxBatchAllocs)
 		}
 	}
