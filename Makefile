@@ -143,7 +143,8 @@ load-pipelined: binary loadgen-binary ## the standard load with pipelined connec
 # /api/v1/heartbeats), as node agents relaying racks send them, from 8
 # driver goroutines (8 batches, 512 heartbeats, in flight). NB: the load is
 # CPU-bound and closed, so a batch's round trip is the batches in flight over
-# the throughput (Little's law): 16 in flight doubled p50 and p99 at the same heartbeats/s on this 2-core machine.
+# the throughput (Little's law): on this 2-core machine 16 in flight doubled
+# p50 and p99 at the same heartbeats/s.
 BATCH_FLAGS     ?= --batch 64 --connections 8
 BATCH_REPORT    ?= bench/results/load-batched.json
 
