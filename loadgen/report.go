@@ -206,6 +206,19 @@ func (s *stats) error(w int, kind string, msg string) {
 	}
 }
 
+// add adds t's non-zero counts to c.
+func (c *counters) add(t *totals) {
+	for _, x := range []struct {
+		c *atomic.Int64
+		v int64
+	}{{&c.heartbeats, t.heartbeats}, {&c.started, t.started}, {&c.completed, t.completed}, {&c.preempted, t.preempted},
+		{&c.aborts, t.aborts}, {&c.abortedReported, t.abortedReported}, {&c.running, t.running}} {
+		if x.v != 0 {
+			x.c.Add(x.v)
+		}
+	}
+}
+
 type totals struct {
 	heartbeats, started, completed, preempted, aborts, abortedReported, errors, running, requests int64
 }

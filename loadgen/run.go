@@ -428,42 +428,31 @@ func (r *runner) work(wi int, nodes []*Node) {
 		t0 := time.Now()
 		hb.heartbeat(group, ds, errs)
 		lat := time.Since(t0)
+		var t totals // this request's, added to the worker's counters once
 		failed := 0
+		after := r.now()
 		for i, n := range group {
 			if err := errs[i]; err != nil {
 				failed++
-				if delta := n.Running() - before[i]; delta != 0 {
-					c.running.Add(int64(delta))
-				}
+				t.running += int64(n.Running() - before[i])
 				r.st.error(wi, err.kind, err.msg)
 				continue
 			}
 			d := &ds[i]
 			completed, aborted := n.Acknowledge(r.ops)
-			n.Apply(r.now(), d, r.ops)
+			n.Apply(after, d, r.ops)
 			if period > 0 {
 				n.next = now + period
 			}
-			c.heartbeats.Add(1)
-			if len(d.Start) > 0 {
-				c.started.Add(int64(len(d.Start)))
-			}
-			if completed > 0 {
-				c.completed.Add(int64(completed))
-			}
-			if aborted > 0 {
-				c.abortedReported.Add(int64(aborted))
-			}
-			if len(d.Preempt) > 0 {
-				c.preempted.Add(int64(len(d.Preempt)))
-			}
-			if len(d.Abort) > 0 {
-				c.aborts.Add(int64(len(d.Abort)))
-			}
-			if delta := n.Running() - before[i]; delta != 0 {
-				c.running.Add(int64(delta))
-			}
+			t.heartbeats++
+			t.started += int64(len(d.Start))
+			t.completed += int64(completed)
+			t.abortedReported += int64(aborted)
+			t.preempted += int64(len(d.Preempt))
+			t.aborts += int64(len(d.Abort))
+			t.running += int64(n.Running() - before[i])
 		}
+		c.add(&t)
 		if failed == len(group) {
 			// The request failed (or every heartbeat of it): pause.
 			time.Sleep(time.Millisecond)
