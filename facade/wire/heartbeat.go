@@ -2,7 +2,6 @@ package wire
 
 import (
 	"strconv"
-	"sync"
 
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
@@ -374,52 +373,6 @@ func AllocationStateName(st schedule.AllocationState) string {
 		return "aborted"
 	}
 	return "running"
-}
-
-// Interner returns one string per distinct byte sequence, so that decoding
-// strings that repeat from request to request (node names, tags) allocates
-// only the first time. It holds at most its limit of strings; past that it
-// returns new strings. Safe for concurrent use; the zero value is not
-// usable, use NewInterner. A nil *Interner allocates every string.
-type Interner struct {
-	mu    sync.RWMutex
-	m     map[string]string
-	limit int
-}
-
-// NewInterner returns an Interner that keeps at most limit strings.
-func NewInterner(limit int) *Interner {
-	return &Interner{m: make(map[string]string), limit: limit}
-}
-
-// Intern returns a string equal to b; it allocates nothing when the string
-// is known.
-func (in *Interner) Intern(b []byte) string {
-	if in == nil {
-		return string(b)
-	}
-	in.mu.RLock()
-	s, ok := in.m[string(b)]
-	in.mu.RUnlock()
-	if ok {
-		return s
-	}
-	s = string(b)
-	in.mu.Lock()
-	if old, ok := in.m[s]; ok {
-		s = old
-	} else if len(in.m) < in.limit {
-		in.m[s] = s
-	}
-	in.mu.Unlock()
-	return s
-}
-
-// Len returns the number of strings held.
-func (in *Interner) Len() int {
-	in.mu.RLock()
-	defer in.mu.RUnlock()
-	return len(in.m)
 }
 
 // AppendHeartbeatResponse appends the JSON answer to a heartbeat (api.md §4):
