@@ -57,6 +57,11 @@ type node struct {
 	preemptedUsage resource.Vec
 	// graceful counts allocations of graceful operations (spec.md §7).
 	graceful int
+	// preemptedN counts its preempted allocations; finishSeen is the
+	// Scheduler.finishEpoch its last heartbeat checked its allocations'
+	// operations at.
+	preemptedN int32
+	finishSeen uint64
 	// lastPreemptive is when preemptive scheduling last ran on the node.
 	lastPreemptive clock.Time
 	hadPreemptive  bool
@@ -275,6 +280,16 @@ func (n *node) find(id uint64) *allocation {
 		return nil
 	}
 	return n.allocs[i]
+}
+
+// searchFrom is search with a guess: nodes list their allocations in ID
+// order, so the one after the previous report's is tried first (a binary
+// search mispredicts about every other probe).
+func (n *node) searchFrom(id uint64, hint int) (int, bool) {
+	if uint(hint) < uint(len(n.ids)) && n.ids[hint] == id {
+		return hint, true
+	}
+	return n.search(id)
 }
 
 func (n *node) search(id uint64) (int, bool) {

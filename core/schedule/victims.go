@@ -107,6 +107,7 @@ func (s *Scheduler) preempt(now clock.Time, n *node, a *allocation, reason Preem
 	o.pre.mu.Unlock()
 	a.preempted = true
 	a.deadline = now.Add(timeout)
+	n.preemptedN++
 	n.preemptedUsage = n.preemptedUsage.Add(a.resources)
 	for r, x := range a.resources {
 		if x != 0 {
