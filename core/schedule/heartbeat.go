@@ -441,9 +441,9 @@ func (s *Scheduler) finishVanished(sh *shard, n *node, resp *Response) {
 
 // checkNode asserts, under -race and the invariants tag, that the node's
 // usage is the sum of its allocations, that it exceeds the limits only by
-// preempted allocations (or within the allowed overcommit duration), and
-// that its preemption index holds exactly the not preempted allocations,
-// and that ids mirrors allocs in increasing order.
+// preempted allocations (or within the allowed overcommit duration), that
+// exactly its not preempted allocations are in their operations' status
+// lists, and that ids mirrors allocs in increasing order.
 func checkNode(n *node) {
 	var u, pu resource.Vec
 	preempted := 0
@@ -461,10 +461,9 @@ func checkNode(n *node) {
 	invariants.Check(int(n.preemptedN) == preempted, "node %s: %d preempted allocations counted, %d held", n.name, n.preemptedN, preempted)
 	invariants.Check(u == n.usage && pu == n.preemptedUsage, "node %s: usage %v and preempted %v, its allocations say %v and %v", n.name, n.usage, n.preemptedUsage, u, pu)
 	invariants.Check(n.overcommitted || n.limits.Dominates(u.Sub(pu)), "node %s: usage %v less preempted %v exceeds limits %v", n.name, u, pu, n.limits)
-	n.idxMu.Lock()
-	indexed := n.bucketN[0] + n.bucketN[1] + n.bucketN[2]
-	n.idxMu.Unlock()
-	invariants.Check(indexed == len(n.allocs)-preempted, "node %s: %d allocations indexed, %d not preempted", n.name, indexed, len(n.allocs)-preempted)
+	for _, a := range n.allocs {
+		invariants.Check(a.listed != a.preempted && a.node == n, "node %s: allocation %d listed %v preempted %v", n.name, a.id, a.listed, a.preempted)
+	}
 }
 
 // release settles allocation a of node n: its resources return to the node,

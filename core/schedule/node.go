@@ -69,14 +69,6 @@ type node struct {
 	// (spec.md §5.6); valid while overcommitted.
 	overcommitSince clock.Time
 	overcommitted   bool
-
-	// idxMu guards the preemption index: the node's listed allocations
-	// bucketed by status (linked through allocation.bprev/bnext), and their
-	// status and listed fields together with the operation's mutex. It is
-	// a leaf: statuses change under an operation's mutex, from any shard.
-	idxMu   sync.Mutex
-	buckets [statusCount]*allocation
-	bucketN [statusCount]int
 }
 
 // allocation is a slot of node resources held by an operation's job. Its
@@ -89,25 +81,25 @@ type node struct {
 // the operation's mutex too: the operation's status lists sum them from
 // any shard.
 type allocation struct {
-	id        uint64
-	op        *operation
-	node      *node
-	task      int32
-	resources resource.Vec // its usage: see allocation
-	start     clock.Time
+	id   uint64
+	op   *operation
+	node *node
+	task int32
 	// preempted is set once the node was told to stop it; deadline is when
 	// it must be gone (spec.md §5.5). Shard mutex.
 	preempted bool
+	resources resource.Vec // its usage: see allocation
+	start     clock.Time
 	deadline  clock.Time
 
-	// status and listed (in the operation's lists and the node's bucket)
-	// are written under both the operation's mutex and node.idxMu and may
-	// be read under either; prev/next under the operation's mutex;
-	// bprev/bnext under node.idxMu.
-	status       PreemptionStatus
-	listed       bool
-	prev, next   *allocation
-	bprev, bnext *allocation
+	// status is the status it had when it was preempted (orchid).
+	status PreemptionStatus
+	// listed (in its operation's status lists), seq (its rank there) and
+	// prev/next are written under the operation's mutex; seq and listed
+	// only change with the shard mutex held too.
+	listed     bool
+	seq        uint64
+	prev, next *allocation
 }
 
 // victim is an allocation considered for preemption or abort with the
@@ -132,54 +124,6 @@ func (sh *shard) newAllocation() *allocation {
 func (sh *shard) recycle(a *allocation) {
 	*a = allocation{next: sh.free}
 	sh.free = a
-}
-
-// bucketInsert files a newly listed allocation under status st.
-func (n *node) bucketInsert(a *allocation, st PreemptionStatus) {
-	n.idxMu.Lock()
-	a.status, a.listed = st, true
-	n.link(a)
-	n.idxMu.Unlock()
-}
-
-// bucketMove refiles a listed allocation under status st.
-func (n *node) bucketMove(a *allocation, st PreemptionStatus) {
-	n.idxMu.Lock()
-	n.unlinkBucket(a)
-	a.status = st
-	n.link(a)
-	n.idxMu.Unlock()
-}
-
-// bucketRemove takes a listed allocation out of the index.
-func (n *node) bucketRemove(a *allocation) {
-	n.idxMu.Lock()
-	n.unlinkBucket(a)
-	a.listed = false
-	n.idxMu.Unlock()
-}
-
-func (n *node) link(a *allocation) {
-	h := n.buckets[a.status]
-	a.bprev, a.bnext = nil, h
-	if h != nil {
-		h.bprev = a
-	}
-	n.buckets[a.status] = a
-	n.bucketN[a.status]++
-}
-
-func (n *node) unlinkBucket(a *allocation) {
-	if a.bprev != nil {
-		a.bprev.bnext = a.bnext
-	} else {
-		n.buckets[a.status] = a.bnext
-	}
-	if a.bnext != nil {
-		a.bnext.bprev = a.bprev
-	}
-	a.bprev, a.bnext = nil, nil
-	n.bucketN[a.status]--
 }
 
 // resetListed empties the listed set, sized for the node's allocations.
