@@ -88,17 +88,17 @@ type allocation struct {
 	// preempted is set once the node was told to stop it; deadline is when
 	// it must be gone (spec.md §5.5). Shard mutex.
 	preempted bool
-	resources resource.Vec // its usage: see allocation
-	start     clock.Time
-	deadline  clock.Time
-
 	// status is the status it had when it was preempted (orchid).
 	status PreemptionStatus
 	// listed (in its operation's status lists), seq (its rank there) and
 	// prev/next are written under the operation's mutex; seq and listed
 	// only change with the shard mutex held too.
-	listed     bool
-	seq        uint64
+	listed    bool
+	resources resource.Vec // its usage: see allocation
+	start     clock.Time
+	deadline  clock.Time
+	seq       uint64
+	// NB: 112 bytes, a size class of its own.
 	prev, next *allocation
 }
 
