@@ -228,7 +228,7 @@ func (s *Server) startOperation(ctx *fasthttp.RequestCtx) {
 	if err == nil {
 		if _, known = s.ops[id]; !known {
 			s.opSeq++
-			s.ops[id] = &opRecord{seq: s.opSeq}
+			s.ops[id] = &opRecord{seq: s.opSeq, tasks: slices.Clone(spec.Tasks)}
 		}
 	}
 	s.mu.Unlock()
@@ -341,7 +341,15 @@ func (s *Server) getOperation(ctx *fasthttp.RequestCtx, id string, detailed bool
 		s.fail(ctx, err, "$")
 		return
 	}
-	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte { return wire.AppendOperation(dst, &o, detailed) })
+	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte {
+		dst = wire.AppendOperation(dst, &o, detailed)
+		if detailed {
+			// The facade's own members: the tasks and recent preemptions.
+			dst = s.appendOperationHistory(append(dst[:len(dst)-1], ','), id)
+			dst = append(dst, '}')
+		}
+		return dst
+	})
 }
 
 // limitsSetter is the core entry point PATCH needs for resource_limits.

@@ -104,6 +104,9 @@ type Server struct {
 	inFl   atomic.Int64
 	solves chan struct{}
 
+	// preemptions are the operations' recent preemptions (events.go).
+	preemptions *preemptionLog
+
 	updateMu    sync.Mutex // one fair-share update at a time
 	lastSlowLog time.Time  // when UpdateFairShare last warned of a slow update
 	lastJan     clock.Time // the last forgetFinished pass, on s.clock
@@ -133,6 +136,8 @@ type opRecord struct {
 	seq        uint64
 	finished   bool       // seen finished by forgetFinished
 	finishedAt clock.Time // when it was first seen finished
+	// tasks are the operation's tasks as it was started, for the orchid.
+	tasks []schedule.TaskSpec
 }
 
 // New builds a Server: the scheduler with the config's tree. An invalid
@@ -163,6 +168,8 @@ func New(opts Options) (*Server, error) {
 		ops:    make(map[string]*opRecord),
 		solves: make(chan struct{}, opts.MaxConcurrentSolves),
 		stop:   make(chan struct{}),
+
+		preemptions: newPreemptionLog(),
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -383,6 +390,7 @@ func (s *Server) forgetFinished(now clock.Time) {
 		if now.Sub(r.finishedAt).Micros() >= s.opts.FinishedOperationRetention.Microseconds() && o.RunningAllocations == 0 {
 			if err := s.sched.ForgetOperation(o.ID); err == nil {
 				delete(s.ops, o.ID)
+				s.preemptions.forget(o.ID)
 			}
 		}
 	}
