@@ -135,12 +135,19 @@ func eval[T any](b *browser, expr string) T {
 	return v
 }
 
-// waitFor polls a JavaScript expression until it is truthy.
+// waitFor polls a JavaScript expression until it is truthy, then lets the
+// page render twice: the predicate runs in an animation frame, before the
+// frame's rendering, and rows out of view (content-visibility: auto) have
+// no innerText until they were rendered once.
 func (b *browser) waitFor(what, expr string) {
 	b.t.Helper()
 	if _, err := chromedp.Run(b.ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
 		snap, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.body.innerText.slice(0, 2000)`))
 		b.t.Fatalf("waiting for %s (%s): %v\nthe page shows:\n%s", what, short(expr), err, snap)
+	}
+	if _, err := chromedp.Run(b.ctx, chromedp.Evaluate[chromedp.Void](
+		`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`, chromedp.EvalAwaitPromise)); err != nil {
+		b.t.Fatalf("waiting for %s to render: %v", what, err)
 	}
 }
 

@@ -73,6 +73,18 @@ func TestBrowserPools(t *testing.T) {
 		t.Errorf("the sparkline's label %q", label)
 	}
 
+	// The page as a person sees it: research and production open, each
+	// pool on its dominant resource.
+	b.click(`.resource-toggle input[value="dominant"]`)
+	b.click(poolRow("research") + ` button.toggle`)
+	b.click(poolRow("production") + ` button.toggle`)
+	b.waitFor("the child pools", `!!document.querySelector('.pool-row[data-pool="nlp"]') && !!document.querySelector('.pool-row[data-pool="etl"]')`)
+	checkA11y(t, b, "pools")
+	b.screenshot("pools")
+	b.click(poolRow("research") + ` button.toggle`)
+	b.click(poolRow("production") + ` button.toggle`)
+	b.waitFor("the tree closed", `document.querySelectorAll('.pool-row').length === 4`)
+
 	// The keyboard: down from the root to production, right opens research,
 	// down enters it, left goes back to research, left closes it.
 	b.run("focus the root", chromedp.Focus(chromedp.CSS(poolRow("<Root>")+` a.pool-link`)))
@@ -190,6 +202,7 @@ func TestBrowserOperations(t *testing.T) {
 			t.Errorf("%s: the usage bar is %.4f, the usage share is %.4f", o.ID, got, dominantUsage(o))
 		}
 	}
+	checkA11y(t, b, "operations")
 	b.screenshot("operations")
 
 	// Filters: by pool, then by state as well.
@@ -234,6 +247,7 @@ func TestBrowserOperations(t *testing.T) {
 	if !strings.Contains(eval[string](b, `document.querySelector('.op-head').innerText`), "starving") {
 		t.Errorf("nightly-etl is starving: the page does not say so")
 	}
+	checkA11y(t, b, "operation page")
 }
 
 // TestBrowserNodes: the nodes view shows each node's usage bars, tags,
@@ -267,6 +281,7 @@ func TestBrowserNodes(t *testing.T) {
 	if eval[bool](b, `!document.querySelector('th[data-resource="gpu"]').hidden`) {
 		t.Errorf("no node has a gpu, the gpu column is shown")
 	}
+	checkA11y(t, b, "nodes")
 	b.screenshot("nodes")
 
 	n := page.Nodes[0]
@@ -291,6 +306,8 @@ func TestBrowserWhatIf(t *testing.T) {
 	if got := eval[int](b, `document.querySelectorAll('#whatif-update option').length`); got != 2 {
 		t.Errorf("the example has 2 updates, the page offers %d", got)
 	}
+	checkA11y(t, b, "what-if")
+	checkA11yFinds(t, b)
 	b.screenshot("whatif")
 
 	drf, err := filepath.Abs("../examples/drf-paper.json")

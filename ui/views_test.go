@@ -68,7 +68,6 @@ func TestBrowserShort(t *testing.T) {
 	b.click(poolRow("production") + ` button.toggle`)
 	b.waitFor("the child pools", `!!document.querySelector('.pool-row[data-pool="nlp"]') && !!document.querySelector('.pool-row[data-pool="etl"]')`)
 	checkPools(t, b, cl, demoPools)
-	b.screenshot("pools")
 
 	// Production starves: its row says so in words and is marked.
 	prod := b.bars(poolRow("production"))

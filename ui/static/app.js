@@ -118,11 +118,16 @@ async function tick() {
   const view = current;
   if (view && view.refresh && !document.hidden) {
     busy = true;
+    const t0 = performance.now();
     try {
       await view.refresh();
       if (view === current) {
         clearError();
         updated.textContent = 'updated ' + new Date().toLocaleTimeString();
+        // How long the refresh took (fetch, decode, draw), for the curious
+        // and the tests.
+        updated.dataset.ms = String(Math.round(performance.now() - t0));
+        updated.title = `the last refresh took ${updated.dataset.ms} ms`;
       }
     } catch (e) {
       if (view === current && e.name !== 'AbortError') showError(e);

@@ -66,17 +66,21 @@ export class ShareBars {
     const strong = v(d.strong_guarantee, res);
     const integral = v(d.integral_guarantee, res);
     const weight = Math.max(0, v(d.weight_proportional, res));
+    const g = v(attrs.strong_guarantee_share, res);
+    const pi = v(attrs.proposed_integral_share, res);
+    const usage = v(attrs.usage_share, res);
+    const demand = v(attrs.demand_share, res);
+    // Nothing to redraw when nothing changed (most rows, most refreshes).
+    const key = `${res} ${fair} ${strong} ${integral} ${weight} ${g} ${pi} ${usage} ${demand}`;
+    if (key === this.key) return;
+    this.key = key;
     width(this.strong, strong);
     width(this.integral, integral);
     width(this.weight, weight);
-    const g = v(attrs.strong_guarantee_share, res);
-    const pi = v(attrs.proposed_integral_share, res);
     this.gmark.hidden = !(g > 0);
     if (g > 0) this.gmark.style.left = (Math.min(1, g) * 100).toFixed(4) + '%';
     this.imark.hidden = !(pi > 0);
     if (pi > 0) this.imark.style.left = (Math.min(1, g + pi) * 100).toFixed(4) + '%';
-    const usage = v(attrs.usage_share, res);
-    const demand = v(attrs.demand_share, res);
     width(this.usage, usage);
     width(this.demand, demand);
     this.usageTrack.classList.toggle('over', usage > 1);
