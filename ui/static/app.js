@@ -80,6 +80,7 @@ function route() {
   }
   main.replaceChildren();
   clearError();
+  updated.textContent = '';
   if (!match) {
     current = null;
     main.append(Object.assign(document.createElement('h1'), { textContent: 'Not found' }),

@@ -17,8 +17,8 @@ const MAX_MATCHES = 200;
 const HISTORY = 120;
 const EXPANDED_KEY = 'fairsched.expanded';
 
-// history keeps integral pools' volumes across views: pool → samples.
-const history = new Map();
+// volumes keeps integral pools' volumes across views: pool → samples.
+const volumes = new Map();
 
 function loadExpanded() {
   try {
@@ -52,7 +52,7 @@ class PoolRow {
     this.integral = h('div', { class: 'integral-cell' });
     this.row = h('div', { class: 'pool-row', dataset: { pool: name } },
       this.nameCell, this.bars.el, this.counts, this.integral);
-    this.children = h('ul', { role: 'group' });
+    this.children = h('ul');
     this.children.id = 'children-' + Math.random().toString(36).slice(2);
     this.toggle.setAttribute('aria-controls', this.children.id);
     this.li = h('li', null, this.row);
@@ -108,7 +108,7 @@ class PoolRow {
       }
       return;
     }
-    const samples = history.get(p.name) || [];
+    const samples = volumes.get(p.name) || [];
     const fill = (x) => {
       const cap = x.cap ? x.cap[res] || 0 : 0;
       return cap > 0 ? (x.vol[res] || 0) / cap : 0;
@@ -189,8 +189,8 @@ export class PoolsView {
     const now = Date.now();
     for (const p of this.pools) {
       if (!p.integral_guarantee_type) continue;
-      if (!history.has(p.name)) history.set(p.name, []);
-      const hs = history.get(p.name);
+      if (!volumes.has(p.name)) volumes.set(p.name, []);
+      const hs = volumes.get(p.name);
       hs.push({ t: now, vol: p.accumulated_resource_volume || {}, cap: p.integral_pool_capacity || {} });
       if (hs.length > HISTORY) hs.splice(0, hs.length - HISTORY);
     }
