@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/fairsched/fairsched/core/clock"
@@ -196,4 +197,35 @@ func TestRecentPreemptions(t *testing.T) {
 	if r, ok := u["recent_preemptions"].([]any); !ok || len(r) != 0 {
 		t.Errorf("urgent's recent_preemptions: %v", u["recent_preemptions"])
 	}
+}
+
+// TestPreemptionLogConcurrent records, reads and forgets from several
+// goroutines at once (run it with -race: make test-race).
+func TestPreemptionLogConcurrent(t *testing.T) {
+	l := newPreemptionLog()
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var resp schedule.Response
+			var buf [preemptionsPerOp]preemptionEvent
+			for i := range 2000 {
+				op := fmt.Sprintf("op-%d", (i*7+w)%300)
+				switch i % 5 {
+				case 0:
+					l.forget(op)
+				case 1:
+					if got := l.recent(buf[:0], op); len(got) > preemptionsPerOp {
+						t.Errorf("%d events", len(got))
+					}
+				default:
+					resp.Reset()
+					resp.Preempt = append(resp.Preempt, schedule.PreemptDecision{Allocation: uint64(i), Operation: op})
+					l.observe(clock.Time(i), "n", &resp)
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

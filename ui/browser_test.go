@@ -117,6 +117,23 @@ func newBrowser(t testing.TB, timeout time.Duration, allow ...string) *browser {
 	return b
 }
 
+// expectMessage waits for a console message containing substr and takes
+// it off the list of problems.
+func (b *browser) expectMessage(substr string) {
+	b.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		b.mu.Lock()
+		n := len(b.bad)
+		b.bad = slices.DeleteFunc(b.bad, func(m string) bool { return strings.Contains(m, substr) })
+		found := len(b.bad) < n
+		b.mu.Unlock()
+		if found {
+			return
+		}
+	}
+	b.t.Errorf("no console message with %q", substr)
+}
+
 // run runs chromedp actions and fails the test on an error.
 func (b *browser) run(what string, actions ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()

@@ -98,4 +98,12 @@ func TestBrowserShort(t *testing.T) {
 			t.Errorf("preemption %d: reason %q", i, p.Reason)
 		}
 	}
+
+	// The Content-Security-Policy holds: an inline script is refused, and
+	// the refusal reaches the test (so would any other).
+	if eval[bool](b, `(() => { const s = document.createElement('script'); s.textContent = 'window.__inline = true';
+		document.body.append(s); return window.__inline === true; })()`) {
+		t.Errorf("an inline script ran: the Content-Security-Policy does not hold")
+	}
+	b.expectMessage("Content Security Policy")
 }
