@@ -68,8 +68,16 @@ func newPreemptionLog() *preemptionLog {
 }
 
 // observe records the preemptions of a heartbeat's response: node was told
-// to stop them at now. It allocates nothing.
-func (l *preemptionLog) observe(now clock.Time, node string, r *schedule.Response) {
+// to stop them now, on c, which it reads only when there are some. It
+// allocates nothing.
+func (l *preemptionLog) observe(c clock.Clock, node string, r *schedule.Response) {
+	if len(r.Preempt) > 0 {
+		l.observeAt(c.Now(), node, r)
+	}
+}
+
+// observeAt is observe at a time the caller read (a batch's).
+func (l *preemptionLog) observeAt(now clock.Time, node string, r *schedule.Response) {
 	if len(r.Preempt) == 0 {
 		return
 	}

@@ -40,7 +40,7 @@ func testPreemptionLog(t *testing.T, nops int, evictions bool) {
 		}
 		resp.Reset()
 		resp.Preempt = append(resp.Preempt, schedule.PreemptDecision{Allocation: uint64(step), Operation: op})
-		l.observe(clock.Time(step), "n1", &resp)
+		l.observeAt(clock.Time(step), "n1", &resp)
 		if _, ok := model[op]; !ok {
 			order = append(order, op)
 		}
@@ -101,10 +101,15 @@ func TestPreemptionLogAllocs(t *testing.T) {
 	var resp schedule.Response
 	resp.Preempt = make([]schedule.PreemptDecision, 2)
 	i := 0
+	var c clock.Clock = clock.Func(func() clock.Time { return clock.Time(i) })
 	allocs := testing.AllocsPerRun(5000, func() {
 		resp.Preempt[0] = schedule.PreemptDecision{Allocation: uint64(i), Operation: ops[i%len(ops)], ForOperation: "x"}
 		resp.Preempt[1] = schedule.PreemptDecision{Allocation: uint64(i), Operation: ops[0]}
-		l.observe(clock.Time(i), "n1", &resp)
+		if i%2 == 0 {
+			l.observe(c, "n1", &resp)
+		} else {
+			l.observeAt(clock.Time(i), "n1", &resp)
+		}
 		i++
 	})
 	if allocs != 0 {
@@ -222,7 +227,7 @@ func TestPreemptionLogConcurrent(t *testing.T) {
 				default:
 					resp.Reset()
 					resp.Preempt = append(resp.Preempt, schedule.PreemptDecision{Allocation: uint64(i), Operation: op})
-					l.observe(clock.Time(i), "n", &resp)
+					l.observeAt(clock.Time(i), "n", &resp)
 				}
 			}
 		}()
