@@ -368,7 +368,7 @@ func (s *Server) restoreOperation(op *loadedOp) error {
 	if _, _, err := s.sched.StartOperation(s.serverTime(op.rec.StartUnixUS), spec); err != nil {
 		return fmt.Errorf("operations/%s: %w", op.id, err)
 	}
-	r := &opRecord{seq: op.rec.Seq, state: *st}
+	r := &opRecord{seq: op.rec.Seq, state: *st, tasks: slices.Clone(spec.Tasks)}
 	s.ops[op.id] = r
 	s.opSeq = max(s.opSeq, r.seq)
 	switch st.State {

@@ -67,10 +67,16 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) {
 	s.routeService(ctx, path)
 }
 
-// routeService serves the endpoints outside the API: /healthz, /readyz, /metrics and,
-// on loopback when enabled, /debug/pprof.
+// routeService serves the endpoints outside the API: /healthz, /readyz, /metrics, the
+// web dashboard under /ui/ and, on loopback when enabled, /debug/pprof.
 func (s *Server) routeService(ctx *fasthttp.RequestCtx, path []byte) {
 	switch {
+	case string(path) == "/ui":
+		if s.method(ctx, "GET") {
+			ctx.Redirect("/ui/", fasthttp.StatusMovedPermanently)
+		}
+	case bytes.HasPrefix(path, []byte("/ui/")):
+		s.serveUI(ctx, path[len("/ui/"):])
 	case string(path) == "/healthz":
 		if s.method(ctx, "GET") {
 			s.serveHealth(ctx)
