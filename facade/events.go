@@ -1,7 +1,9 @@
 package facade
 
 import (
+	"context"
 	"hash/maphash"
+	"log/slog"
 	"strconv"
 	"sync"
 
@@ -35,6 +37,8 @@ const (
 // an open-addressing table of slot numbers probed linearly and deleted by
 // backward shift, so it never rehashes.
 type preemptionLog struct {
+	// log receives a line per preemption (nil: none).
+	log   *slog.Logger
 	mu    sync.Mutex
 	seed  maphash.Seed
 	table [preemptionLogBucket]int32 // slot+1; 0: empty
@@ -58,8 +62,8 @@ type preemptionEvent struct {
 	d    schedule.PreemptDecision
 }
 
-func newPreemptionLog() *preemptionLog {
-	l := &preemptionLog{seed: maphash.MakeSeed(), slots: make([]preemptionRing, preemptionLogOps),
+func newPreemptionLog(log *slog.Logger) *preemptionLog {
+	l := &preemptionLog{log: log, seed: maphash.MakeSeed(), slots: make([]preemptionRing, preemptionLogOps),
 		free: make([]int32, 0, preemptionLogOps)}
 	for i := preemptionLogOps - 1; i >= 0; i-- {
 		l.free = append(l.free, int32(i))
@@ -92,6 +96,15 @@ func (l *preemptionLog) observeAt(now clock.Time, node string, r *schedule.Respo
 		ring.n++
 	}
 	l.mu.Unlock()
+	if l.log != nil && l.log.Enabled(context.Background(), slog.LevelInfo) {
+		// One line per preemption: they are rare next to heartbeats, and
+		// each is a decision an operator may be asked about.
+		for i := range r.Preempt {
+			d := &r.Preempt[i]
+			l.log.Info("allocation preempted", "node", node, "allocation", d.Allocation, "operation", d.Operation,
+				"reason", string(wire.AppendPreemptReason(nil, d)), "timeout_s", d.Timeout.Seconds())
+		}
+	}
 }
 
 // home is the table position where op's probe starts.

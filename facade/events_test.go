@@ -27,7 +27,7 @@ func testPreemptionLog(t *testing.T, nops int, evictions bool) {
 	seed := uint64(17)
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, seed))
-	l := newPreemptionLog()
+	l := newPreemptionLog(nil)
 	model := map[string][]uint64{} // op → its allocations, in record order
 	var order []string             // ops in the order they took a slot
 	var resp schedule.Response
@@ -93,7 +93,7 @@ func testPreemptionLog(t *testing.T, nops int, evictions bool) {
 // TestPreemptionLogAllocs: recording preemptions allocates nothing, for a
 // known operation and for a new one that evicts another.
 func TestPreemptionLogAllocs(t *testing.T) {
-	l := newPreemptionLog()
+	l := newPreemptionLog(nil)
 	ops := make([]string, 2*preemptionLogOps)
 	for i := range ops {
 		ops[i] = fmt.Sprintf("op-%d", i)
@@ -207,7 +207,7 @@ func TestRecentPreemptions(t *testing.T) {
 // TestPreemptionLogConcurrent records, reads and forgets from several
 // goroutines at once (run it with -race: make test-race).
 func TestPreemptionLogConcurrent(t *testing.T) {
-	l := newPreemptionLog()
+	l := newPreemptionLog(nil)
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Add(1)

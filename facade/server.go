@@ -189,11 +189,12 @@ func New(opts Options) (*Server, error) {
 		solves:       make(chan struct{}, opts.MaxConcurrentSolves),
 		stop:         make(chan struct{}),
 
-		preemptions: newPreemptionLog(),
+		preemptions: newPreemptionLog(nil),
 	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.preemptions.log = s.log
 	epochUS := int64(0)
 	if s.clock == nil {
 		start := time.Now()
