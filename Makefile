@@ -49,7 +49,7 @@ PGO_AB_RUNS     ?= 3
 COMMIT          := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)$(shell test -n "$$(git status --porcelain --untracked-files=no 2>/dev/null)" && echo +dirty)
 
 .PHONY: help build binary test test-invariants test-race crash-soak lint fuzz bench bench-scaling bench-compare solve conformance run serve clean \
-	loadgen-binary load load-pipelined soak profile pgo pgo-ab
+	loadgen-binary load load-pipelined load-batched soak profile profile-batched pgo pgo-ab test-ui ui-screenshots demo-load
 
 help: ## print the targets with one line each (default)
 	@echo "usage: make TARGET [VAR=value ...]"
@@ -64,8 +64,40 @@ binary: ## build only bin/fairsched
 
 test: ## go test ./... (TEST_TIMEOUT, default 5m), the core again with -tags invariants, then the conformance check
 	$(GO) test -timeout=$(TEST_TIMEOUT) ./...
+	@if [ -z "$${FAIRSCHED_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 \
+		&& ! command -v google-chrome >/dev/null 2>&1 && ! command -v google-chrome-stable >/dev/null 2>&1 \
+		&& ! command -v chrome >/dev/null 2>&1 && ! command -v headless-shell >/dev/null 2>&1; then \
+		echo "NOTE: the dashboard's browser test (ui/, TestBrowserShort) was SKIPPED: no Chromium on PATH. make test-ui installs it and runs every browser test."; \
+	fi
 	$(GO) test -tags invariants -timeout=$(TEST_TIMEOUT) ./core/...
 	@$(MAKE) --no-print-directory conformance
+
+# The dashboard's browser tests (ui/): headless Chromium driven by chromedp.
+# make test runs the short one when a Chromium is on PATH (or in
+# FAIRSCHED_CHROMIUM); make test-ui installs the Debian package when it is
+# missing and this runs as root, and runs them all.
+UI_SCREENSHOTS  ?= docs/ui
+
+test-ui: ## every browser test of the dashboard on headless Chromium (apt-get installs chromium when missing, as root)
+	@$(MAKE) --no-print-directory chromium
+	$(GO) test -count=1 -timeout=$(TEST_TIMEOUT) -run 'Browser' -v ./ui/ -ui.full
+
+ui-screenshots: ## the browser tests, writing a screenshot of each view into UI_SCREENSHOTS (docs/ui)
+	@$(MAKE) --no-print-directory chromium
+	$(GO) test -count=1 -timeout=$(TEST_TIMEOUT) -run 'Browser' ./ui/ -ui.full -ui.screenshots=$(CURDIR)/$(UI_SCREENSHOTS)
+
+.PHONY: chromium
+chromium:
+	@if [ -n "$${FAIRSCHED_CHROMIUM:-}" ] || command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
+		|| command -v google-chrome >/dev/null 2>&1 || command -v google-chrome-stable >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing Chromium for the browser tests: apt-get install chromium"; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; \
+	else \
+		echo "make test-ui needs Chromium and cannot install it (not root, or no apt-get):"; \
+		echo "  install the chromium package (sudo apt-get install chromium), or set FAIRSCHED_CHROMIUM=/path/to/chrome"; \
+		exit 2; \
+	fi
 
 test-invariants: ## go test -tags invariants ./... (every package, with the consistency checks of core/internal/invariants)
 	$(GO) test -tags invariants -timeout=$(TEST_TIMEOUT) ./...
@@ -130,6 +162,15 @@ run: binary ## build and run the main job: bin/fairsched serve on 127.0.0.1:8080
 serve: binary ## bin/fairsched serve (LISTEN=127.0.0.1:8080, CONFIG=file; default the embedded examples/serve.json)
 	$(BIN) serve --listen $(LISTEN) $(if $(CONFIG),--config $(CONFIG),)
 
+# make demo-load: a small live load against a running make run, for the
+# dashboard (http://$(LISTEN)/ui/): 24 nodes, 6 pools of its own, 40
+# operations, a heartbeat per node per second, for DEMO_DURATION.
+DEMO_DURATION   ?= 30m
+
+demo-load: loadgen-binary ## a small live load (24 nodes, 6 pools, 40 operations) against make run's server for DEMO_DURATION (30m), for the dashboard
+	$(LOADGEN) --target http://$(LISTEN) --nodes 24 --pools 6 --operations 40 --heartbeat-period 1s \
+		--job-duration uniform:20:180 --max-jobs 200 --duration $(DEMO_DURATION) --progress-every 10s
+
 loadgen-binary: ## build only bin/loadgen
 	$(GO) build -o $(LOADGEN) ./cmd/loadgen
 
@@ -146,19 +187,38 @@ load-pipelined: binary loadgen-binary ## the standard load with pipelined connec
 	$(LOADGEN) --serve $(BIN) --serve-log bin/load-server.log $(foreach a,$(SERVE_FLAGS),--serve-arg $(a)) \
 		--report $(PIPELINE_REPORT) --label commit=$(COMMIT) --strict $(PIPELINE_FLAGS) $(LOAD_FLAGS)
 
+# The same load with the heartbeats of 64 nodes per request (POST
+# /api/v1/heartbeats), as node agents relaying racks send them, from 8
+# driver goroutines (8 batches, 512 heartbeats, in flight). NB: the load is
+# CPU-bound and closed, so a batch's round trip is the batches in flight over
+# the throughput (Little's law): on this 2-core machine 16 in flight doubled
+# p50 and p99 at the same heartbeats/s.
+BATCH_FLAGS     ?= --batch 64 --connections 8
+BATCH_REPORT    ?= bench/results/load-batched.json
+
+load-batched: binary loadgen-binary ## the standard load in batches of 64 heartbeats per request (BATCH_FLAGS); report in bench/results/load-batched.json
+	$(LOADGEN) --serve $(BIN) --serve-log bin/load-server.log $(foreach a,$(SERVE_FLAGS),--serve-arg $(a)) \
+		--report $(BATCH_REPORT) --label commit=$(COMMIT) --strict $(BATCH_FLAGS) $(LOAD_FLAGS)
+
 soak: binary loadgen-binary ## the standard load for SOAK_DURATION (10m), finished operations kept SOAK_RETENTION (1m), the server's heap sampled every 10 s; fails if it grows
 	$(LOADGEN) --serve $(BIN) --serve-log bin/soak-server.log --serve-arg --finished-operation-retention=$(SOAK_RETENTION) \
 		$(foreach a,$(SERVE_FLAGS),--serve-arg $(a)) --duration $(SOAK_DURATION) --sample-every 10s \
 		--progress-every 30s --report $(SOAK_REPORT) --label commit=$(COMMIT) --strict $(LOAD_FLAGS)
 
-profile: binary loadgen-binary ## cpu, heap, allocs, mutex and block profiles of the standard load into profiles/load-*.pprof
+# make profile's file names: $(PROFILE_DIR)/$(PROFILE_NAME)-{cpu,…,loadgen-cpu}.pprof
+PROFILE_NAME    ?= load
+
+profile: binary loadgen-binary ## cpu, heap, allocs, mutex and block profiles of the standard load into profiles/load-*.pprof (PROFILE_NAME)
 	@mkdir -p bin $(PROFILE_DIR)
 	$(LOADGEN) --serve $(BIN) --serve-log bin/profile-server.log \
 		--serve-arg --mutex-profile-fraction=100 --serve-arg --block-profile-rate=100000 $(foreach a,$(SERVE_FLAGS),--serve-arg $(a)) \
-		--profile-dir $(PROFILE_DIR) --profile-prefix load- --profile-after 5s --profile-seconds 20 \
-		--cpuprofile $(PROFILE_DIR)/load-loadgen-cpu.pprof --report bench/results/profile-load.json \
+		--profile-dir $(PROFILE_DIR) --profile-prefix $(PROFILE_NAME)- --profile-after 5s --profile-seconds 20 \
+		--cpuprofile $(PROFILE_DIR)/$(PROFILE_NAME)-loadgen-cpu.pprof --report bench/results/profile-$(PROFILE_NAME).json \
 		--label commit=$(COMMIT) $(LOAD_FLAGS)
-	$(GO) tool pprof -top -nodecount=25 $(PROFILE_DIR)/load-cpu.pprof 2>/dev/null | sed -n '1,32p'
+	$(GO) tool pprof -top -nodecount=25 $(PROFILE_DIR)/$(PROFILE_NAME)-cpu.pprof 2>/dev/null | sed -n '1,32p'
+
+profile-batched: ## make profile of the batched load (BATCH_FLAGS) into profiles/load-batched-*.pprof
+	@$(MAKE) --no-print-directory profile PROFILE_NAME=load-batched LOAD_FLAGS='$(BATCH_FLAGS) $(LOAD_FLAGS)'
 
 pgo: ## merge PGO_PROFILES (profiles/load-cpu*.pprof) into profiles/fairsched.pgo and copy it to cmd/fairsched/default.pgo
 	@if [ -z "$(PGO_PROFILES)" ]; then echo "no CPU profiles in $(PROFILE_DIR): run make profile first"; exit 2; fi

@@ -334,6 +334,20 @@ type OperationOrchid struct {
 	DominantResource                  string     `json:"dominant_resource"`
 	BestAllocationShare               Share      `json:"best_allocation_share"`
 	SchedulingTagFilterResourceLimits *Resources `json:"scheduling_tag_filter_resource_limits,omitempty"`
+	// Tasks are its tasks as it was started.
+	Tasks []Task `json:"tasks"`
+	// RecentPreemptions are its last preemptions, the most recent first.
+	RecentPreemptions []Preemption `json:"recent_preemptions"`
+}
+
+// Preemption is one of an operation's recent preemptions: when (seconds
+// since the server started), the allocation, its node and the reason
+// sentence the node was sent.
+type Preemption struct {
+	TimeS        float64 `json:"time_s"`
+	AllocationID string  `json:"allocation_id"`
+	NodeID       string  `json:"node_id"`
+	Reason       string  `json:"reason"`
 }
 
 // Heartbeat is a node's heartbeat.

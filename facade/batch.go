@@ -72,6 +72,7 @@ func (s *Server) heartbeats(ctx *fasthttp.RequestCtx) {
 				out = wire.AppendHeartbeatResponseMembers(out, &sc.resp)
 				out = append(out, '}')
 				sc.tally.add(&sc.resp)
+				s.preemptions.observeAt(now, e.Node, &sc.resp)
 				continue
 			}
 		}

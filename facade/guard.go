@@ -19,7 +19,8 @@ import (
 //     say nothing a probe should not know.
 //  2. With tokens on, the request must carry a known bearer token, else
 //     401 unauthenticated (and nothing else: an unknown path or method is
-//     401 too).
+//     401 too). The dashboard's static files (/ui/) need none: they hold
+//     no data, and the page asks for a token when the API answers 401.
 //  3. The Host header must name the server (421 misdirected_request), so
 //     that a DNS-rebinding page reaches nothing.
 //  4. A request a browser marks cross-site or same-site (Sec-Fetch-Site),
@@ -70,8 +71,9 @@ func (s *Server) guard(ctx *fasthttp.RequestCtx) bool {
 	if string(path) == "/healthz" || string(path) == "/readyz" {
 		return true
 	}
+	dashboard := string(path) == "/ui" || bytes.HasPrefix(path, []byte("/ui/"))
 	var id *Identity
-	if t := s.tokens.Load(); t != nil {
+	if t := s.tokens.Load(); t != nil && !dashboard {
 		if id = t.Lookup(bearer(ctx)); id == nil {
 			s.unauthenticated(ctx)
 			return false
@@ -84,7 +86,7 @@ func (s *Server) guard(ctx *fasthttp.RequestCtx) bool {
 				": want the server's address, localhost or one of --allowed-hosts"})
 		return false
 	}
-	if why := s.crossOrigin(ctx); why != "" {
+	if why := s.crossOrigin(ctx); why != "" && !(dashboard && navigation(ctx)) {
 		s.writeError(ctx, fasthttp.StatusForbidden, &wire.Error{Code: CodeCrossOrigin, Path: "$",
 			Message: "cannot take a request from " + why + ": a web page may not drive the scheduler (--allowed-origins lists the pages that may)"})
 		return false
@@ -103,6 +105,14 @@ func (s *Server) guard(ctx *fasthttp.RequestCtx) bool {
 		}
 	}
 	return true
+}
+
+// navigation reports whether the request is a browser's GET of a page
+// (a link followed, an address typed): the dashboard's files may be
+// reached so from anywhere, as they hold no data and its scripts then
+// call the API from the server's own origin.
+func navigation(ctx *fasthttp.RequestCtx) bool {
+	return (ctx.IsGet() || ctx.IsHead()) && string(ctx.Request.Header.Peek("Sec-Fetch-Mode")) == "navigate"
 }
 
 // bearer returns the token of the Authorization header ("Bearer <token>",

@@ -325,7 +325,7 @@ func (s *Server) startOperation(ctx *fasthttp.RequestCtx) {
 				s.m.pendingWait.Observe(0)
 			}
 			s.opSeq++
-			r = &opRecord{seq: s.opSeq, state: operationState{State: "live"}, demand: demand}
+			r = &opRecord{seq: s.opSeq, state: operationState{State: "live"}, demand: demand, tasks: slices.Clone(spec.Tasks)}
 			if id := who(ctx); id != nil {
 				r.owner = id.Name
 			}
@@ -488,7 +488,15 @@ func (s *Server) getOperation(ctx *fasthttp.RequestCtx, id string, detailed bool
 		s.fail(ctx, err, "$")
 		return
 	}
-	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte { return wire.AppendOperation(dst, &o, detailed) })
+	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte {
+		dst = wire.AppendOperation(dst, &o, detailed)
+		if detailed {
+			// The facade's own members: the tasks and recent preemptions.
+			dst = s.appendOperationHistory(append(dst[:len(dst)-1], ','), id)
+			dst = append(dst, '}')
+		}
+		return dst
+	})
 }
 
 // limitsSetter is the core entry point PATCH needs for resource_limits.

@@ -58,6 +58,7 @@ func (s *Server) heartbeat(ctx *fasthttp.RequestCtx, id []byte) {
 	sc.out = wire.AppendHeartbeatResponse(sc.out[:0], &sc.resp)
 	writeJSON(ctx, fasthttp.StatusOK, sc.out)
 	s.m.observeHeartbeat(&sc.resp, start)
+	s.preemptions.observe(s.clock, sc.hb.Node, &sc.resp)
 }
 
 func (s *Server) putScratch(sc *hbScratch) {

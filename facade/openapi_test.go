@@ -766,6 +766,8 @@ func TestOpenAPIRoutes(t *testing.T) {
 			switch {
 			case seg == "{profile}":
 				inst[i] = "goroutine"
+			case seg == "{file}":
+				inst[i] = "app.js" // a file of the dashboard (package ui)
 			case strings.HasPrefix(seg, "{"):
 				inst[i] = "p-1"
 			default:

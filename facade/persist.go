@@ -377,7 +377,7 @@ func (s *Server) restoreOperation(op *loadedOp) error {
 	if _, _, err := s.sched.StartOperation(s.serverTime(op.rec.StartUnixUS), spec); err != nil {
 		return fmt.Errorf("operations/%s: %w", op.id, err)
 	}
-	r := &opRecord{seq: op.rec.Seq, state: *st, owner: op.rec.Owner, demand: wire.Demand(&spec)}
+	r := &opRecord{seq: op.rec.Seq, state: *st, owner: op.rec.Owner, demand: wire.Demand(&spec), tasks: slices.Clone(spec.Tasks)}
 	s.demand = s.demand.Add(r.demand)
 	s.ops[op.id] = r
 	s.opSeq = max(s.opSeq, r.seq)

@@ -71,11 +71,17 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) {
 	s.routeService(ctx, path)
 }
 
-// routeService serves the endpoints outside the API: /healthz, /readyz, /metrics and,
-// when enabled, /debug/pprof (to admins with tokens, to loopback clients
-// without).
+// routeService serves the endpoints outside the API: /healthz, /readyz, /metrics, the
+// web dashboard under /ui/ and, when enabled, /debug/pprof (to admins with
+// tokens, to loopback clients without).
 func (s *Server) routeService(ctx *fasthttp.RequestCtx, path []byte) {
 	switch {
+	case string(path) == "/ui":
+		if s.method(ctx, "GET") {
+			ctx.Redirect("/ui/", fasthttp.StatusMovedPermanently)
+		}
+	case bytes.HasPrefix(path, []byte("/ui/")):
+		s.serveUI(ctx, path[len("/ui/"):])
 	case string(path) == "/healthz":
 		if s.method(ctx, "GET") {
 			s.serveHealth(ctx)

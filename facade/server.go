@@ -139,6 +139,9 @@ type Server struct {
 	inFl         atomic.Int64
 	solves       chan struct{}
 
+	// preemptions are the operations' recent preemptions (events.go).
+	preemptions *preemptionLog
+
 	updateMu    sync.Mutex // one fair-share update at a time
 	lastSlowLog time.Time  // when UpdateFairShare last warned of a slow update
 	lastJan     clock.Time // the last forgetFinished pass, on s.clock
@@ -189,6 +192,8 @@ type opRecord struct {
 	owner    string
 	demand   resource.Vec
 	released bool
+	// tasks are the operation's tasks as it was started, for the orchid.
+	tasks []schedule.TaskSpec
 }
 
 // New builds a Server: the scheduler with the config's tree. An invalid
@@ -220,10 +225,13 @@ func New(opts Options) (*Server, error) {
 		pendingSince: make(map[string]clock.Time),
 		solves:       make(chan struct{}, opts.MaxConcurrentSolves),
 		stop:         make(chan struct{}),
+
+		preemptions: newPreemptionLog(nil),
 	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.preemptions.log = s.log
 	epochUS := int64(0)
 	if s.clock == nil {
 		start := time.Now()
@@ -493,6 +501,7 @@ func (s *Server) forgetFinished(now clock.Time) {
 			if err := s.sched.ForgetOperation(o.ID); err == nil {
 				delete(s.ops, o.ID)
 				s.submit(store.Delete(store.Operations, o.ID), store.Delete(store.OperationStates, o.ID))
+				s.preemptions.forget(o.ID)
 			}
 		}
 	}

@@ -48,4 +48,26 @@ func TestHeartbeatPathAllocs(t *testing.T) {
 	if a := testing.AllocsPerRun(1000, step); a != 0 {
 		t.Fatalf("%v allocations per heartbeat, want 0", a)
 	}
+
+	// Batched: the node's entry of a batch and the batch's answer.
+	names := []string{n.Name, "other"}
+	batchAnswer := []byte(`{"responses":[{"node_id":"` + n.Name + `",` + string(answer[1:len(answer)-1]) +
+		`},{"node_id":"other","allocations_to_start":[],"allocations_to_preempt":[],"allocations_to_abort":[]}]}`)
+	ds := make([]Decisions, 2)
+	errs := make([]*EntryError, 2)
+	batch := func() {
+		now += time.Millisecond
+		n.Prepare(now)
+		body = n.AppendBatchEntry(append(body[:0], `{"heartbeats":[`...))
+		if err := DecodeBatchResponse(batchAnswer, w, names, ds, errs); err != nil {
+			t.Fatal(err)
+		}
+		n.Acknowledge(ops)
+		n.Apply(now, &ds[0], ops)
+		n.Apply(now, &Decisions{Abort: []uint64{1<<32 | 100}}, ops)
+	}
+	batch()
+	if a := testing.AllocsPerRun(1000, batch); a != 0 {
+		t.Fatalf("%v allocations per batched heartbeat, want 0", a)
+	}
 }

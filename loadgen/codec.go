@@ -239,3 +239,169 @@ func AppendStartOperation(dst []byte, spec *schedule.OperationSpec) []byte {
 	}
 	return append(dst, "]}"...)
 }
+
+// EntryError is the error of a heartbeat of a batch, as the answer gives
+// it (api.md §7).
+type EntryError struct {
+	Code, Message, Path string
+}
+
+func (e *EntryError) Error() string {
+	if e.Path == "" {
+		return e.Code + ": " + e.Message
+	}
+	return e.Code + " at " + e.Path + ": " + e.Message
+}
+
+// DecodeBatchResponse reads the answer to a batch of heartbeats (api.md §7,
+// POST /api/v1/heartbeats) for the nodes names, in order: the decisions of
+// the i-th into ds[i] (reset first), as DecodeResponse reads them, or its
+// error into errs[i] (nil when it was answered). The answer must have one
+// response per heartbeat, each with the node_id of its heartbeat. It
+// allocates nothing unless ds's slices must grow, a heartbeat was refused
+// or the answer is malformed. data is not retained.
+func DecodeBatchResponse(data []byte, w *Workload, names []string, ds []Decisions, errs []*EntryError) error {
+	var s scan
+	s.Reset(data)
+	if s.batch(w, names, ds, errs) {
+		return nil
+	}
+	return s.error()
+}
+
+func (s *scan) batch(w *Workload, names []string, ds []Decisions, errs []*EntryError) bool {
+	if !s.OpenObject() {
+		return s.fail("want an object")
+	}
+	seen := false
+	for first := true; s.More('}', first); first = false {
+		k, _, ok := s.RawKey()
+		if !ok {
+			return false
+		}
+		if string(k) != "responses" {
+			if !s.Skip() {
+				return false
+			}
+			continue
+		}
+		seen = true
+		if !s.OpenArray() {
+			return s.fail("want an array of responses")
+		}
+		i := 0
+		for first := true; s.More(']', first); first = false {
+			if i == len(names) {
+				return s.fail("want " + strconv.Itoa(len(names)) + " responses, one per heartbeat: found more")
+			}
+			if !s.entry(w, names[i], &ds[i], &errs[i]) {
+				return false
+			}
+			i++
+		}
+		if s.Failed() {
+			return false
+		}
+		if i != len(names) {
+			return s.fail("want " + strconv.Itoa(len(names)) + " responses, one per heartbeat: found " + strconv.Itoa(i))
+		}
+	}
+	if !seen && !s.Failed() {
+		return s.fail("want responses")
+	}
+	return s.End()
+}
+
+// emptyEntryTail is the end of a response with nothing to do, after its
+// node_id: the common one.
+const emptyEntryTail = `","allocations_to_start":[],"allocations_to_preempt":[],"allocations_to_abort":[]}`
+
+// entry reads the response to the heartbeat of node name.
+func (s *scan) entry(w *Workload, name string, d *Decisions, e **EntryError) bool {
+	d.Reset()
+	*e = nil
+	// NB: a response with nothing to do is matched whole, without the
+	// scanner (most responses of a steady load).
+	const head = `{"node_id":"`
+	if r := s.Rest(); len(r) >= len(head)+len(name)+len(emptyEntryTail) && string(r[:len(head)]) == head &&
+		string(r[len(head):len(head)+len(name)]) == name && string(r[len(head)+len(name):len(head)+len(name)+len(emptyEntryTail)]) == emptyEntryTail {
+		s.Advance(len(head) + len(name) + len(emptyEntryTail))
+		return true
+	}
+	if !s.OpenObject() {
+		return s.fail("want a response object")
+	}
+	seenNode := false
+	for first := true; s.More('}', first); first = false {
+		k, _, ok := s.RawKey()
+		if !ok {
+			return false
+		}
+		switch string(k) {
+		case "node_id":
+			v, esc, ok := s.RawStr()
+			if !ok || esc || string(v) != name {
+				return s.failAt(s.Pos(), "want the response of node "+strconv.Quote(name))
+			}
+			seenNode = true
+		case "allocations_to_start", "allocations_to_preempt", "allocations_to_abort":
+			if !s.list(k[len("allocations_to_")], w, d) {
+				return false
+			}
+		case "error":
+			if *e = s.entryError(); *e == nil {
+				return false
+			}
+		default:
+			if !s.Skip() {
+				return false
+			}
+		}
+	}
+	if s.Failed() {
+		return false
+	}
+	if !seenNode {
+		return s.fail("want the node_id of every response")
+	}
+	return true
+}
+
+// entryError reads the error object of a response; nil when it cannot.
+func (s *scan) entryError() *EntryError {
+	if !s.OpenObject() {
+		s.fail("want an error object")
+		return nil
+	}
+	e := &EntryError{}
+	for first := true; s.More('}', first); first = false {
+		k, _, ok := s.RawKey()
+		if !ok {
+			return nil
+		}
+		var dst *string
+		switch string(k) {
+		case "code":
+			dst = &e.Code
+		case "message":
+			dst = &e.Message
+		case "path":
+			dst = &e.Path
+		default:
+			if !s.Skip() {
+				return nil
+			}
+			continue
+		}
+		v, ok := s.Str()
+		if !ok {
+			s.fail("want a string")
+			return nil
+		}
+		*dst = string(v)
+	}
+	if s.Failed() {
+		return nil
+	}
+	return e
+}

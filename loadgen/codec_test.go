@@ -1,9 +1,11 @@
 package loadgen
 
 import (
+	"fmt"
 	"reflect"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
@@ -172,6 +174,184 @@ func FuzzDecodeResponse(f *testing.F) {
 		for _, s := range d.Start {
 			if s.Slot >= int32(w.cfg.Operations) || s.Slot < -1 {
 				t.Fatalf("slot %d out of range", s.Slot)
+			}
+		}
+	})
+}
+
+// appendBatchAnswer writes the answer to a batch as the server does
+// (facade's heartbeats handler): each node's answer, or its error.
+func appendBatchAnswer(dst []byte, names []string, resps []*schedule.Response, errs []*wire.Error) []byte {
+	dst = append(dst, `{"responses":[`...)
+	for i, name := range names {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"node_id":`...)
+		dst = strconv.AppendQuote(dst, name)
+		if errs[i] != nil {
+			dst = append(dst, `,"error":`...)
+			dst = wire.AppendErrorObject(dst, errs[i])
+		} else {
+			dst = append(dst, ',')
+			dst = wire.AppendHeartbeatResponseMembers(dst, resps[i])
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, "]}\n"...)
+}
+
+// TestDecodeBatchResponse decodes what the server writes for a batch:
+// answers (empty ones by the fast path) and errors, in order.
+func TestDecodeBatchResponse(t *testing.T) {
+	w := testWorkload(t)
+	r := rng.New(43)
+	for c := range 100 {
+		k := 1 + c%9
+		names := make([]string, k)
+		resps := make([]*schedule.Response, k)
+		errs := make([]*wire.Error, k)
+		for i := range k {
+			names[i] = NodeName(r.IntN(1000))
+			switch r.IntN(4) {
+			case 0:
+				resps[i] = &schedule.Response{}
+			case 1:
+				errs[i] = &wire.Error{Code: "foreign_allocation", Message: "cannot accept \"1\"", Path: "$.heartbeats[" + strconv.Itoa(i) + "].allocations[0].id"}
+			default:
+				resps[i] = randomResponse(&r, w, r.IntN(4))
+			}
+		}
+		body := appendBatchAnswer(nil, names, resps, errs)
+		ds := make([]Decisions, k)
+		ees := make([]*EntryError, k)
+		if err := DecodeBatchResponse(body, w, names, ds, ees); err != nil {
+			t.Fatalf("seed 43, case %d: %v\n%s", c, err, body)
+		}
+		for i := range k {
+			if errs[i] != nil {
+				if ees[i] == nil || ees[i].Code != errs[i].Code || ees[i].Message != errs[i].Message || ees[i].Path != errs[i].Path {
+					t.Fatalf("seed 43, case %d, entry %d: error %+v, want %+v", c, i, ees[i], errs[i])
+				}
+				continue
+			}
+			var want Decisions
+			FromResponse(resps[i], w, &want)
+			if ees[i] != nil || fmt.Sprint(ds[i]) != fmt.Sprint(want) {
+				t.Fatalf("seed 43, case %d, entry %d: %+v %v, want %+v\n%s", c, i, ds[i], ees[i], want, body)
+			}
+		}
+		// Not the answer to these heartbeats: refused.
+		if len(names) > 1 {
+			if err := DecodeBatchResponse(body, w, names[1:], ds, ees); err == nil {
+				t.Fatalf("case %d: an answer with one response too many decodes", c)
+			}
+			if err := DecodeBatchResponse(body, w, append(names[:len(names):len(names)], "node-x"), append(ds, Decisions{}), append(ees, nil)); err == nil {
+				t.Fatalf("case %d: an answer with one response too few decodes", c)
+			}
+		}
+		other := append([]string(nil), names...)
+		other[k-1] = "other"
+		if err := DecodeBatchResponse(body, w, other, ds, ees); err == nil {
+			t.Fatalf("case %d: a response of another node decodes", c)
+		}
+	}
+	for _, bad := range []string{``, `[]`, `{}`, `{"responses":{}}`, `{"responses":[1]}`, `{"responses":[{"node_id":"node-1","error":[]}]}`,
+		`{"responses":[{"allocations_to_start":[]}]}`, `{"responses":[]} x`} {
+		if err := DecodeBatchResponse([]byte(bad), w, []string{"node-1"}, make([]Decisions, 1), make([]*EntryError, 1)); err == nil {
+			t.Errorf("DecodeBatchResponse(%s) = nil error", bad)
+		}
+	}
+}
+
+// TestBatchBodyDecodes: the load generator's batch decodes with the
+// server's decoder into each node's reports, for nodes whose allocations
+// change between heartbeats (the nodes' encoding caches).
+func TestBatchBodyDecodes(t *testing.T) {
+	w := testWorkload(t)
+	nodes := []*Node{NewNode(w, 1), NewNode(w, 2), NewNode(w, 3)}
+	r := rng.New(44)
+	ops := newOpTable(w.cfg.Operations)
+	var next uint64 = 1
+	var in = wire.NewInterner(100)
+	var b wire.HeartbeatBatch
+	now := time.Duration(0)
+	finished := 0
+	defer func() {
+		if finished == 0 && !t.Failed() {
+			t.Fatal("no heartbeat reported a finished allocation")
+		}
+	}()
+	for step := range 300 {
+		now += 100 * time.Millisecond
+		var body []byte
+		body = append(body, `{"heartbeats":[`...)
+		for i, n := range nodes {
+			n.Prepare(now)
+			if i > 0 {
+				body = append(body, ',')
+			}
+			body = n.AppendBatchEntry(body)
+		}
+		body = append(body, "]}"...)
+		if err := b.Decode(body, in, 10); err != nil {
+			t.Fatalf("step %d: %v\n%s", step, err, body)
+		}
+		for i, n := range nodes {
+			e := &b.Entries[i]
+			for _, a := range e.Heartbeat.Allocations {
+				if a.State != schedule.AllocRunning {
+					finished++
+				}
+			}
+			if e.Err != nil || e.Node != n.Name || !reflect.DeepEqual(nonNilReports(e.Heartbeat.Allocations), nonNilReports(n.AppendReports(nil))) {
+				t.Fatalf("step %d, node %s: decoded %+v %v, want %v", step, n.Name, e.Heartbeat.Allocations, e.Err, n.AppendReports(nil))
+			}
+			var single wire.Heartbeat
+			if err := single.Decode(n.AppendHeartbeat(nil), in); err != nil || !reflect.DeepEqual(nonNilReports(single.Allocations), nonNilReports(e.Heartbeat.Allocations)) {
+				t.Fatalf("step %d, node %s: its own heartbeat decodes to %v (%v), its batch entry to %v", step, n.Name, single.Allocations, err, e.Heartbeat.Allocations)
+			}
+			n.Acknowledge(ops)
+			var d Decisions
+			for range r.IntN(3) {
+				d.Start = append(d.Start, StartDecision{ID: next, Slot: -1})
+				next++
+			}
+			if len(n.running) > 0 && r.IntN(4) == 0 {
+				d.Preempt = append(d.Preempt, PreemptDecision{ID: n.running[r.IntN(len(n.running))].id})
+			}
+			if len(n.running) > 0 && r.IntN(6) == 0 {
+				d.Abort = append(d.Abort, n.running[r.IntN(len(n.running))].id)
+			}
+			n.Apply(now, &d, ops)
+		}
+	}
+}
+
+func nonNilReports(s []schedule.AllocationReport) []schedule.AllocationReport {
+	if s == nil {
+		return []schedule.AllocationReport{}
+	}
+	return s
+}
+
+func FuzzDecodeBatchResponse(f *testing.F) {
+	w := &Workload{RunID: "t1", cfg: Config{Operations: 10}}
+	r := rng.New(8)
+	names := []string{"node-1", "node-2"}
+	f.Add(appendBatchAnswer(nil, names, []*schedule.Response{randomResponse(&r, w, 2), {}}, make([]*wire.Error, 2)))
+	f.Add(appendBatchAnswer(nil, names, []*schedule.Response{{}, nil}, []*wire.Error{nil, {Code: "invalid_value", Message: "m", Path: "$.heartbeats[1]"}}))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ds := make([]Decisions, 2)
+		errs := make([]*EntryError, 2)
+		if err := DecodeBatchResponse(data, w, names, ds, errs); err != nil {
+			return
+		}
+		for i := range ds {
+			for _, s := range ds[i].Start {
+				if s.Slot >= int32(w.cfg.Operations) || s.Slot < -1 {
+					t.Fatalf("slot %d out of range", s.Slot)
+				}
 			}
 		}
 	})

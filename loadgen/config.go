@@ -52,6 +52,12 @@ type Config struct {
 	// requests before it writes what it has (0: writes as soon as no
 	// request waits).
 	PipelineDelay time.Duration
+	// Batch, when > 0, sends the heartbeats of this many nodes in one
+	// request (POST /api/v1/heartbeats, api.md §7), as a node agent that
+	// relays a rack would: each driver goroutine takes its nodes in
+	// groups of Batch, in turn (0: one heartbeat per request). In process,
+	// a batch is that many Heartbeat calls at one reading of the clock.
+	Batch int
 	// Rate is the total heartbeats per second to aim at (0: as fast as
 	// possible).
 	Rate float64
@@ -82,6 +88,10 @@ type ProfileCapture struct {
 	// Seconds is the length of the CPU, mutex and block captures.
 	Seconds int
 }
+
+// MaxBatch is the largest Config.Batch: the server's largest
+// max_heartbeats_per_batch.
+const MaxBatch = 65536
 
 // Standard returns the standard load of performance.md: 10,000 nodes,
 // 200 pools, 2,000 operations, jobs of 5–120 s, for 30 s, as fast as
@@ -133,6 +143,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("loadgen: cannot use %d pipelined connections: want 0 (off) to --connections (%d)", c.Pipeline, c.Connections)
 	case c.Pipeline > 0 && c.InProcess:
 		return fmt.Errorf("loadgen: cannot use --pipeline %d in process: it shapes HTTP connections", c.Pipeline)
+	case c.Batch < 0 || c.Batch > MaxBatch:
+		return fmt.Errorf("loadgen: cannot use batches of %d heartbeats: want 0 (one heartbeat per request) to %d", c.Batch, MaxBatch)
 	case c.PipelineDelay < 0 || c.PipelineDelay > time.Second:
 		return fmt.Errorf("loadgen: cannot use pipeline delay %v: want 0 to 1s", c.PipelineDelay)
 	case !(c.Rate >= 0 && c.Rate <= 1e8):

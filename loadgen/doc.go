@@ -34,15 +34,21 @@
 // heartbeats share that many connections of a fasthttp PipelineClient
 // instead: requests waiting for a connection (up to Config.PipelineDelay)
 // leave in one write and their answers return in one read, which measures
-// the server with its syscalls amortised. Operations whose jobs have all
+// the server with its syscalls amortised. With Config.Batch > 0 each
+// goroutine sends its nodes' heartbeats Batch at a time in one POST
+// /api/v1/heartbeats (api.md §7), as a node agent relaying a rack would;
+// the latency recorded is then a batch's round trip (Report.LatencyOf
+// says which). Operations whose jobs have all
 // completed are replaced by the next generation of their slot, so the
 // number of operations stays at Config.Operations. Run stops after
 // Config.Duration or Config.MaxHeartbeats heartbeats, whichever comes
 // first, or when its context ends, and returns a Report.
 //
 // The heartbeat path of the drivers does not allocate in steady state: the
-// request body is appended into a per-goroutine buffer (AppendHeartbeat),
-// the answer is scanned in place (DecodeResponse), requests and responses
+// request body is appended into a per-goroutine buffer (AppendHeartbeat,
+// AppendBatchEntry; a node keeps its running allocations encoded between
+// heartbeats that do not change them), the answer is scanned in place
+// (DecodeResponse, DecodeBatchResponse), requests and responses
 // are fasthttp's pooled objects and latency goes into a per-goroutine
 // HdrHistogram, merged at the end.
 //

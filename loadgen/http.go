@@ -136,13 +136,19 @@ func (h *httpDriver) begin(time.Time) {}
 func (h *httpDriver) end()            { h.hc.CloseIdleConnections() }
 
 // httpWorker is one driver goroutine's request state, reused for every
-// heartbeat: the pooled fasthttp request and response and the body buffer.
+// request: the pooled fasthttp request and response, the body buffer and,
+// for batches, the nodes' names and the entries' errors.
 type httpWorker struct {
-	h    *httpDriver
-	req  *fasthttp.Request
-	resp *fasthttp.Response
-	body []byte
+	h     *httpDriver
+	req   *fasthttp.Request
+	resp  *fasthttp.Response
+	body  []byte
+	names []string
+	errs  []*EntryError
 }
+
+// batchPath is the path of a batch of heartbeats (api.md §7).
+var batchPath = []byte("/api/v1/heartbeats")
 
 func (h *httpDriver) newWorker(int) heartbeater {
 	wk := &httpWorker{h: h, req: fasthttp.AcquireRequest(), resp: fasthttp.AcquireResponse()}
@@ -150,13 +156,74 @@ func (h *httpDriver) newWorker(int) heartbeater {
 	wk.req.Header.SetHost(h.addr)
 	wk.req.Header.SetContentType("application/json")
 	wk.resp.SkipBody = false
+	if k := h.cfg.Batch; k > 0 {
+		wk.names, wk.errs = make([]string, 0, k), make([]*EntryError, k)
+		wk.req.SetRequestURIBytes(batchPath)
+	}
 	return wk
 }
 
-func (wk *httpWorker) heartbeat(n *Node, d *Decisions) *hbError {
+func (wk *httpWorker) heartbeat(nodes []*Node, ds []Decisions, errs []*hbError) {
+	if wk.h.cfg.Batch > 0 {
+		wk.batch(nodes, ds, errs)
+		return
+	}
+	n := nodes[0]
 	wk.body = n.AppendHeartbeat(wk.body[:0])
 	wk.req.SetRequestURIBytes(n.path)
 	wk.req.SetBodyRaw(wk.body)
+	if err := wk.do(nodes); err != nil {
+		errs[0] = err
+		return
+	}
+	if err := DecodeResponse(wk.resp.Body(), wk.h.w, &ds[0]); err != nil {
+		errs[0] = &hbError{kind: "decode", msg: n.Name + ": " + err.Error()}
+	}
+}
+
+// batch sends the heartbeats of nodes in one POST /api/v1/heartbeats.
+func (wk *httpWorker) batch(nodes []*Node, ds []Decisions, errs []*hbError) {
+	b := append(wk.body[:0], `{"heartbeats":[`...)
+	wk.names = wk.names[:0]
+	for i, n := range nodes {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = n.AppendBatchEntry(b)
+		wk.names = append(wk.names, n.Name)
+	}
+	wk.body = append(b, "]}"...)
+	wk.req.SetBodyRaw(wk.body)
+	err := wk.do(nodes)
+	if err == nil {
+		if derr := DecodeBatchResponse(wk.resp.Body(), wk.h.w, wk.names, ds, wk.errs); derr != nil {
+			err = &hbError{kind: "decode", msg: label(nodes) + ": " + derr.Error()}
+		}
+	}
+	if err != nil {
+		for i := range nodes {
+			errs[i] = err
+		}
+		return
+	}
+	for i, e := range wk.errs[:len(nodes)] {
+		if e != nil {
+			errs[i] = &hbError{kind: "heartbeat " + e.Code, msg: nodes[i].Name + ": " + e.Error()}
+		}
+	}
+}
+
+// label names the nodes of a request in errors: "node-1", or the batch's
+// first and last "node-1…node-64".
+func label(nodes []*Node) string {
+	if len(nodes) == 1 {
+		return nodes[0].Name
+	}
+	return nodes[0].Name + "…" + nodes[len(nodes)-1].Name
+}
+
+// do sends the request of nodes and checks the answer's status.
+func (wk *httpWorker) do(nodes []*Node) *hbError {
 	var err error
 	if pc := wk.h.pc; pc != nil {
 		err = pc.Do(wk.req, wk.resp)
@@ -168,17 +235,14 @@ func (wk *httpWorker) heartbeat(n *Node, d *Decisions) *hbError {
 		if errors.Is(err, fasthttp.ErrTimeout) {
 			kind = "timeout"
 		}
-		return &hbError{kind: kind, msg: n.Name + ": " + err.Error()}
+		return &hbError{kind: kind, msg: label(nodes) + ": " + err.Error()}
 	}
 	if st := wk.resp.StatusCode(); st != 200 {
 		body := wk.resp.Body()
 		if len(body) > 300 {
 			body = body[:300]
 		}
-		return &hbError{kind: "http " + strconv.Itoa(st), msg: n.Name + ": " + string(bytes.TrimSpace(body))}
-	}
-	if err := DecodeResponse(wk.resp.Body(), wk.h.w, d); err != nil {
-		return &hbError{kind: "decode", msg: n.Name + ": " + err.Error()}
+		return &hbError{kind: "http " + strconv.Itoa(st), msg: label(nodes) + ": " + string(bytes.TrimSpace(body))}
 	}
 	return nil
 }

@@ -136,13 +136,16 @@ type inProcessWorker struct {
 
 func (p *inProcess) newWorker(int) heartbeater { return &inProcessWorker{p: p} }
 
-func (wk *inProcessWorker) heartbeat(n *Node, d *Decisions) *hbError {
-	wk.reports = n.AppendReports(wk.reports[:0])
-	hb := schedule.NodeHeartbeat{Node: n.Name, Limits: n.limits, Tags: n.tags, Allocations: wk.reports}
-	wk.resp.Reset()
-	if err := wk.p.sched.Heartbeat(wk.p.now(), &hb, &wk.resp); err != nil {
-		return &hbError{kind: "heartbeat", msg: n.Name + ": " + err.Error()}
+func (wk *inProcessWorker) heartbeat(nodes []*Node, ds []Decisions, errs []*hbError) {
+	now := wk.p.now()
+	for i, n := range nodes {
+		wk.reports = n.AppendReports(wk.reports[:0])
+		hb := schedule.NodeHeartbeat{Node: n.Name, Limits: n.limits, Tags: n.tags, Allocations: wk.reports}
+		wk.resp.Reset()
+		if err := wk.p.sched.Heartbeat(now, &hb, &wk.resp); err != nil {
+			errs[i] = &hbError{kind: "heartbeat", msg: n.Name + ": " + err.Error()}
+			continue
+		}
+		FromResponse(&wk.resp, wk.p.w, &ds[i])
 	}
-	FromResponse(&wk.resp, wk.p.w, d)
-	return nil
 }

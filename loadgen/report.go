@@ -40,9 +40,16 @@ type Report struct {
 	ErrorsByKind           map[string]int64 `json:"errors_by_kind,omitempty"`
 	ErrorSamples           []string         `json:"error_samples,omitempty"`
 
-	// LatencyMS is the heartbeat round trip as the client sees it (HTTP:
-	// request written to answer read; in process: the Heartbeat call).
+	// LatencyMS is the round trip of a request as the client sees it
+	// (HTTP: request written to answer read; in process: the Heartbeat
+	// calls): of one heartbeat, or with Config.Batch of a whole batch.
+	// LatencyOf says which, in words.
 	LatencyMS Latency `json:"latency_ms"`
+	LatencyOf string  `json:"latency_of"`
+	// Requests are the requests answered (batches, or heartbeats when they
+	// are not batched).
+	Requests     int64   `json:"requests"`
+	RequestsPerS float64 `json:"requests_per_s"`
 
 	// PerSecond is the heartbeat count of each second of the run.
 	PerSecond []int64 `json:"heartbeats_per_second_series"`
@@ -91,6 +98,7 @@ type ReportConfig struct {
 	MaxHeartbeats       int64   `json:"max_heartbeats"`
 	Connections         int     `json:"connections"`
 	Pipeline            int     `json:"pipeline,omitempty"`
+	Batch               int     `json:"batch,omitempty"`
 	PipelineDelayS      float64 `json:"pipeline_delay_s,omitempty"`
 	Rate                float64 `json:"rate"`
 	HeartbeatPeriodS    float64 `json:"heartbeat_period_s"`
@@ -118,7 +126,7 @@ func reportConfig(c *Config) ReportConfig {
 		JobDuration: c.JobDuration.String(), JobsPerTask: fmt.Sprintf("log-uniform %d-%d", c.MinJobs, c.MaxJobs),
 		PreemptStopFraction: c.PreemptStopFraction,
 		DurationS:           c.Duration.Seconds(), MaxHeartbeats: c.MaxHeartbeats,
-		Connections: c.Connections, Pipeline: c.Pipeline, Rate: c.Rate, HeartbeatPeriodS: c.HeartbeatPeriod.Seconds(), Seed: c.Seed,
+		Connections: c.Connections, Pipeline: c.Pipeline, Batch: c.Batch, Rate: c.Rate, HeartbeatPeriodS: c.HeartbeatPeriod.Seconds(), Seed: c.Seed,
 	}
 	if c.Pipeline > 0 {
 		rc.PipelineDelayS = c.PipelineDelay.Seconds()
@@ -157,8 +165,8 @@ func loadAvg() string {
 // counters are one driver goroutine's statistics: written by it, read by
 // the progress line; padded so that goroutines do not share cache lines.
 type counters struct {
-	heartbeats, started, completed, preempted, aborts, abortedReported, errors, running atomic.Int64
-	_                                                                                   [64]byte
+	heartbeats, started, completed, preempted, aborts, abortedReported, errors, running, requests atomic.Int64
+	_                                                                                             [64]byte
 }
 
 // stats is the run's shared statistics.
@@ -198,8 +206,21 @@ func (s *stats) error(w int, kind string, msg string) {
 	}
 }
 
+// add adds t's non-zero counts to c.
+func (c *counters) add(t *totals) {
+	for _, x := range []struct {
+		c *atomic.Int64
+		v int64
+	}{{&c.heartbeats, t.heartbeats}, {&c.started, t.started}, {&c.completed, t.completed}, {&c.preempted, t.preempted},
+		{&c.aborts, t.aborts}, {&c.abortedReported, t.abortedReported}, {&c.running, t.running}} {
+		if x.v != 0 {
+			x.c.Add(x.v)
+		}
+	}
+}
+
 type totals struct {
-	heartbeats, started, completed, preempted, aborts, abortedReported, errors, running int64
+	heartbeats, started, completed, preempted, aborts, abortedReported, errors, running, requests int64
 }
 
 func (s *stats) sum() totals {
@@ -214,6 +235,7 @@ func (s *stats) sum() totals {
 		t.abortedReported += c.abortedReported.Load()
 		t.errors += c.errors.Load()
 		t.running += c.running.Load()
+		t.requests += c.requests.Load()
 	}
 	s.mu.Lock()
 	for k, v := range s.kinds {
@@ -248,16 +270,25 @@ func (s *stats) latency() Latency {
 func (r *Report) Summary() string {
 	var b strings.Builder
 	conns := fmt.Sprintf("%d connections", r.Config.Connections)
+	if r.Config.Batch > 0 {
+		conns = fmt.Sprintf("batches of %d heartbeats on %d connections", r.Config.Batch, r.Config.Connections)
+	}
 	if r.Config.Pipeline > 0 {
-		conns = fmt.Sprintf("%d concurrent heartbeats pipelined on %d connections (batch delay %gµs)",
+		conns = fmt.Sprintf("%d concurrent requests pipelined on %d connections (batch delay %gµs)",
 			r.Config.Connections, r.Config.Pipeline, r.Config.PipelineDelayS*1e6)
+		if r.Config.Batch > 0 {
+			conns += fmt.Sprintf(", batches of %d heartbeats", r.Config.Batch)
+		}
 	}
 	fmt.Fprintf(&b, "loadgen %s: %d nodes, %d pools, %d operations, jobs %s s, %s, rate %s, seed %d\n",
 		r.Mode, r.Config.Nodes, r.Config.Pools, r.Config.Operations, r.Config.JobDuration, conns,
 		rateString(r.Config.Rate), r.Config.Seed)
 	fmt.Fprintf(&b, "  %.1f s: %d heartbeats = %.0f heartbeats/s, %d errors\n", r.DurationS, r.Heartbeats, r.HeartbeatsPerS, r.Errors)
-	fmt.Fprintf(&b, "  latency ms: p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f\n",
-		r.LatencyMS.P50, r.LatencyMS.P90, r.LatencyMS.P99, r.LatencyMS.P999, r.LatencyMS.Max)
+	if r.Config.Batch > 0 {
+		fmt.Fprintf(&b, "  %d requests of up to %d heartbeats = %.0f requests/s\n", r.Requests, r.Config.Batch, r.RequestsPerS)
+	}
+	fmt.Fprintf(&b, "  latency ms (%s): p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f\n",
+		r.LatencyOf, r.LatencyMS.P50, r.LatencyMS.P90, r.LatencyMS.P99, r.LatencyMS.P999, r.LatencyMS.Max)
 	fmt.Fprintf(&b, "  allocations: %d started (%.0f/s), %d completed, %d preempted, %d aborts received; %d running at the end\n",
 		r.AllocationsStarted, r.AllocationsStartedPerS, r.AllocationsCompleted, r.Preemptions, r.AbortsReceived, r.RunningAllocations)
 	fmt.Fprintf(&b, "  operations: %d started, %d completed, %d pending at the end\n", r.OperationsStarted, r.OperationsCompleted, r.PendingOperations)

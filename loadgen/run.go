@@ -27,10 +27,12 @@ type driver interface {
 	end()
 }
 
-// heartbeater sends one node's heartbeat and decodes the answer into d.
+// heartbeater sends the heartbeats of nodes — one, or a batch
+// (Config.Batch) — and decodes the answer to the i-th into ds[i], or sets
+// errs[i] when it failed (every one of them when the request failed).
 // Errors carry a kind for the report.
 type heartbeater interface {
-	heartbeat(n *Node, d *Decisions) *hbError
+	heartbeat(nodes []*Node, ds []Decisions, errs []*hbError)
 }
 
 type hbError struct {
@@ -289,6 +291,9 @@ func (r *runner) report(m measured) {
 	rep.ErrorSamples = append(rep.ErrorSamples, st.samples...)
 	st.mu.Unlock()
 	rep.LatencyMS = st.latency()
+	rep.LatencyOf = latencyOf(cfg)
+	rep.Requests = t.requests
+	rep.RequestsPerS = float64(t.requests) / elapsed.Seconds()
 	r.mu.Lock()
 	rep.PerSecond = append(rep.PerSecond, r.perSecond...)
 	r.mu.Unlock()
@@ -312,6 +317,19 @@ func (r *runner) report(m measured) {
 	}
 	rep.CPU = cpu
 	rep.Machine.LoadAvgEnd = loadAvg()
+}
+
+// latencyOf says what Report.LatencyMS measures.
+func latencyOf(cfg *Config) string {
+	switch {
+	case cfg.Batch > 0 && cfg.InProcess:
+		return fmt.Sprintf("per batch of up to %d heartbeats: the %d Heartbeat calls", cfg.Batch, cfg.Batch)
+	case cfg.Batch > 0:
+		return fmt.Sprintf("per batch of up to %d heartbeats: one request's round trip", cfg.Batch)
+	case cfg.InProcess:
+		return "per heartbeat: the Heartbeat call"
+	}
+	return "per heartbeat: one request's round trip"
 }
 
 func cpuSeconds(ru *syscall.Rusage) float64 {
@@ -355,7 +373,8 @@ func (r *runner) sleepUntil(t time.Duration) bool {
 	}
 }
 
-// work plays nodes from driver goroutine wi until the run stops.
+// work plays nodes from driver goroutine wi until the run stops: one
+// heartbeat per request, or Config.Batch of its nodes per request, in turn.
 func (r *runner) work(wi int, nodes []*Node) {
 	if len(nodes) == 0 {
 		return
@@ -363,25 +382,28 @@ func (r *runner) work(wi int, nodes []*Node) {
 	hb := r.d.newWorker(wi)
 	c := &r.st.workers[wi]
 	h := r.st.hists[wi]
-	var d Decisions
+	k := max(r.cfg.Batch, 1)
+	ds := make([]Decisions, k)
+	errs := make([]*hbError, k)
+	before := make([]int, k)
 	period := r.cfg.HeartbeatPeriod
 	var interval, next time.Duration
 	if r.cfg.Rate > 0 {
-		interval = seconds(float64(r.cfg.Connections) / r.cfg.Rate)
+		interval = seconds(float64(r.cfg.Connections*k) / r.cfg.Rate)
 		next = time.Duration(wi) * interval / time.Duration(r.cfg.Connections)
 	}
 	if period > 0 {
 		// Spread the nodes' first heartbeats over one period.
-		for k, n := range nodes {
-			n.next = time.Duration(k) * period / time.Duration(len(nodes))
+		for j, n := range nodes {
+			n.next = time.Duration(j) * period / time.Duration(len(nodes))
 		}
 	}
-	for k := 0; !r.stop.Load(); k++ {
-		if k == len(nodes) {
-			k = 0
+	for at := 0; !r.stop.Load(); at += k {
+		if at >= len(nodes) {
+			at = 0
 		}
-		n := nodes[k]
-		if period > 0 && n.next > r.now() && !r.sleepUntil(n.next) {
+		group := nodes[at:min(at+k, len(nodes))]
+		if period > 0 && group[0].next > r.now() && !r.sleepUntil(group[0].next) {
 			return
 		}
 		if interval > 0 {
@@ -393,49 +415,51 @@ func (r *runner) work(wi int, nodes []*Node) {
 				next = now // far behind: do not burst to catch up
 			}
 		}
-		if r.budget.Add(-1) < 0 {
+		if r.budget.Add(-int64(len(group))) < 0 {
 			r.stop.Store(true)
 			return
 		}
 		now := r.now()
-		before := n.Running()
-		n.Prepare(now)
+		for i, n := range group {
+			before[i] = n.Running()
+			n.Prepare(now)
+			errs[i] = nil
+		}
 		t0 := time.Now()
-		err := hb.heartbeat(n, &d)
+		hb.heartbeat(group, ds, errs)
 		lat := time.Since(t0)
-		if err != nil {
-			if delta := n.Running() - before; delta != 0 {
-				c.running.Add(int64(delta))
+		var t totals // this request's, added to the worker's counters once
+		failed := 0
+		after := r.now()
+		for i, n := range group {
+			if err := errs[i]; err != nil {
+				failed++
+				t.running += int64(n.Running() - before[i])
+				r.st.error(wi, err.kind, err.msg)
+				continue
 			}
-			r.st.error(wi, err.kind, err.msg)
+			d := &ds[i]
+			completed, aborted := n.Acknowledge(r.ops)
+			n.Apply(after, d, r.ops)
+			if period > 0 {
+				n.next = now + period
+			}
+			t.heartbeats++
+			t.started += int64(len(d.Start))
+			t.completed += int64(completed)
+			t.abortedReported += int64(aborted)
+			t.preempted += int64(len(d.Preempt))
+			t.aborts += int64(len(d.Abort))
+			t.running += int64(n.Running() - before[i])
+		}
+		c.add(&t)
+		if failed == len(group) {
+			// The request failed (or every heartbeat of it): pause.
 			time.Sleep(time.Millisecond)
 			continue
 		}
 		_ = h.RecordValue(max(int64(lat), 1))
-		completed, aborted := n.Acknowledge(r.ops)
-		n.Apply(r.now(), &d, r.ops)
-		if period > 0 {
-			n.next = now + period
-		}
-		c.heartbeats.Add(1)
-		if len(d.Start) > 0 {
-			c.started.Add(int64(len(d.Start)))
-		}
-		if completed > 0 {
-			c.completed.Add(int64(completed))
-		}
-		if aborted > 0 {
-			c.abortedReported.Add(int64(aborted))
-		}
-		if len(d.Preempt) > 0 {
-			c.preempted.Add(int64(len(d.Preempt)))
-		}
-		if len(d.Abort) > 0 {
-			c.aborts.Add(int64(len(d.Abort)))
-		}
-		if delta := n.Running() - before; delta != 0 {
-			c.running.Add(int64(delta))
-		}
+		c.requests.Add(1)
 	}
 }
 

@@ -2,13 +2,22 @@ package loadgen
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 )
 
-// TestRunInProcess plays a tiny bounded load on the core in process.
+// TestRunInProcess plays a tiny bounded load on the core in process, one
+// heartbeat at a time and in batches.
 func TestRunInProcess(t *testing.T) {
+	for _, batch := range []int{0, 4} {
+		t.Run(fmt.Sprintf("batch=%d", batch), func(t *testing.T) { runInProcess(t, batch) })
+	}
+}
+
+func runInProcess(t *testing.T, batch int) {
 	cfg := Standard()
+	cfg.Batch = batch
 	cfg.InProcess = true
 	cfg.Nodes, cfg.Pools, cfg.Operations = 20, 3, 10
 	cfg.JobDuration = Dist{Kind: DistUniform, A: 0.05, B: 0.3}
@@ -59,6 +68,11 @@ func TestConfigValidate(t *testing.T) {
 	f(func(c *Config) { c.Pipeline, c.InProcess = 4, true }, false)
 	f(func(c *Config) { c.Pipeline = c.Connections + 1 }, false)
 	f(func(c *Config) { c.Pipeline = -1 }, false)
+	f(func(c *Config) { c.Batch = 64 }, true)
+	f(func(c *Config) { c.Batch, c.InProcess = 64, true }, true)
+	f(func(c *Config) { c.Batch, c.Pipeline = 64, 4 }, true)
+	f(func(c *Config) { c.Batch = -1 }, false)
+	f(func(c *Config) { c.Batch = MaxBatch + 1 }, false)
 	f(func(c *Config) { c.Pipeline, c.PipelineDelay = 4, -time.Millisecond }, false)
 	f(func(c *Config) { c.Pipeline, c.PipelineDelay = 4, 2*time.Second }, false)
 }

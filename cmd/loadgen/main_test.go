@@ -52,6 +52,8 @@ func TestEndToEnd(t *testing.T) {
 	}{
 		{"a connection per driver", nil},
 		{"pipelined", []string{"--pipeline", "2"}},
+		{"batched", []string{"--batch", "3"}},
+		{"batched and pipelined", []string{"--batch", "4", "--pipeline", "2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { endToEnd(t, tc.extra...) })
 	}
@@ -105,6 +107,16 @@ func endToEnd(t *testing.T, extra ...string) {
 	if !strings.Contains(stdout.String(), "heartbeats/s, 0 errors") {
 		t.Fatalf("no summary on stdout")
 	}
+	if rep.Requests == 0 || rep.Config.Batch == 0 && rep.Requests != rep.Heartbeats || rep.Config.Batch > 0 && rep.Requests >= rep.Heartbeats {
+		t.Fatalf("%d requests for %d heartbeats in batches of %d", rep.Requests, rep.Heartbeats, rep.Config.Batch)
+	}
+	if want := "per heartbeat"; rep.Config.Batch > 0 {
+		if want = "per batch of up to"; !strings.Contains(rep.LatencyOf, want) || !strings.Contains(stdout.String(), "latency ms (per batch of up to") {
+			t.Fatalf("the report does not say that latency is per batch: %q", rep.LatencyOf)
+		}
+	} else if !strings.Contains(rep.LatencyOf, want) {
+		t.Fatalf("latency of %q", rep.LatencyOf)
+	}
 }
 
 func TestUsageErrors(t *testing.T) {
@@ -122,6 +134,8 @@ func TestUsageErrors(t *testing.T) {
 	f("--nodes", "0")
 	f("--connections", "4", "--pipeline", "5")
 	f("--pipeline", "-1")
+	f("--batch", "-1")
+	f("--batch", "65537")
 	f("--job-duration", "uniform:9:1")
 	f("extra")
 }

@@ -342,9 +342,9 @@ func checkNodeInfo(t *testing.T, s *Scheduler, name string) {
 }
 
 // checkOperationLists verifies every operation's status lists under its
-// mutex, concurrently with heartbeats: each listed allocation is in exactly
-// one list, carries that list's status, belongs to the operation and is
-// linked in its node's bucket of that status; counts and sums match.
+// mutex, concurrently with heartbeats (listsError): each listed allocation
+// is in the list once, in order, with the status of its part and the
+// operation's; counts and sums match.
 func checkOperationLists(t *testing.T, s *Scheduler) {
 	t.Helper()
 	s.mu.Lock()
@@ -355,74 +355,40 @@ func checkOperationLists(t *testing.T, s *Scheduler) {
 	s.mu.Unlock()
 	for _, o := range ops {
 		o.pre.mu.Lock()
-		seen := map[*allocation]PreemptionStatus{}
-		for st := range PreemptionStatus(statusCount) {
-			l := &o.pre.lists[st]
-			var n int64
-			var u resource.Vec
-			for a := l.head; a != nil; a = a.next {
-				if prev, dup := seen[a]; dup {
-					t.Errorf("operation %s: allocation %d in lists %v and %v", o.id, a.id, prev, st)
-					break
-				}
-				seen[a] = st
-				if a.op != o || !a.listed || a.status != st {
-					t.Errorf("operation %s: allocation %d in list %v: op %s listed %v status %v", o.id, a.id, st, a.op.id, a.listed, a.status)
-				}
-				nd := a.node
-				nd.idxMu.Lock()
-				if a.bprev == nil && nd.buckets[st] != a || a.bprev != nil && a.bprev.bnext != a {
-					t.Errorf("operation %s: allocation %d of list %v is not linked in its node's bucket", o.id, a.id, st)
-				}
-				nd.idxMu.Unlock()
-				n++
-				u = u.Add(a.resources)
-			}
-			if n != l.n || u != l.usage {
-				t.Errorf("operation %s list %v: %d allocations summing to %v, recorded %d and %v", o.id, st, n, u, l.n, l.usage)
+		if err := listsError(&o.pre); err != "" {
+			t.Errorf("operation %s: %s", o.id, err)
+		}
+		for a := o.pre.head; a != nil; a = a.next {
+			if a.op != o {
+				t.Errorf("operation %s: allocation %d of %s in its lists", o.id, a.id, a.op.id)
 			}
 		}
 		o.pre.mu.Unlock()
 	}
 }
 
-// checkQuiescent verifies every node's index when no heartbeat runs: each
-// not preempted allocation is in exactly the bucket of its status, each
-// preempted one in none; allocations are sorted by ID; usage, preempted
-// usage and the graceful count match the allocations.
+// checkQuiescent verifies every node when no heartbeat runs: each not
+// preempted allocation is in its operation's lists and each preempted one
+// is not, and the lists hold no allocation a node does not; allocations
+// are sorted by ID; usage, preempted usage and the graceful count match
+// the allocations.
 func checkQuiescent(t *testing.T, s *Scheduler) {
 	t.Helper()
+	held := map[*allocation]bool{}
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		for _, n := range sh.nodes {
-			n.idxMu.Lock()
-			inBucket := map[*allocation]PreemptionStatus{}
-			for st := range PreemptionStatus(statusCount) {
-				k := 0
-				for a := n.buckets[st]; a != nil; a = a.bnext {
-					if prev, dup := inBucket[a]; dup {
-						t.Errorf("node %s: allocation %d in buckets %v and %v", n.name, a.id, prev, st)
-						break
-					}
-					inBucket[a] = st
-					k++
-				}
-				if k != n.bucketN[st] {
-					t.Errorf("node %s bucket %v: %d allocations, recorded %d", n.name, st, k, n.bucketN[st])
-				}
-			}
 			var u, pu resource.Vec
 			graceful := 0
 			for j, a := range n.allocs {
 				if j > 0 && n.allocs[j-1].id >= a.id {
 					t.Errorf("node %s: allocations out of ID order", n.name)
 				}
-				st, in := inBucket[a]
-				if a.preempted == in || in && (st != a.status || !a.listed) || a.node != n {
-					t.Errorf("node %s: allocation %d preempted %v listed %v status %v, in bucket %v (%v)", n.name, a.id, a.preempted, a.listed, a.status, in, st)
+				if a.preempted == a.listed || a.node != n {
+					t.Errorf("node %s: allocation %d preempted %v listed %v", n.name, a.id, a.preempted, a.listed)
 				}
-				delete(inBucket, a)
+				held[a] = true
 				u = u.Add(a.resources)
 				if a.preempted {
 					pu = pu.Add(a.resources)
@@ -431,15 +397,22 @@ func checkQuiescent(t *testing.T, s *Scheduler) {
 					graceful++
 				}
 			}
-			if len(inBucket) != 0 {
-				t.Errorf("node %s: %d indexed allocations the node does not hold", n.name, len(inBucket))
-			}
 			if u != n.usage || pu != n.preemptedUsage || graceful != n.graceful {
 				t.Errorf("node %s: usage %v preempted %v graceful %d; allocations say %v, %v, %d", n.name, n.usage, n.preemptedUsage, n.graceful, u, pu, graceful)
 			}
-			n.idxMu.Unlock()
 		}
 		sh.mu.Unlock()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, o := range s.ops {
+		o.pre.mu.Lock()
+		for a := o.pre.head; a != nil; a = a.next {
+			if !held[a] {
+				t.Errorf("operation %s: allocation %d listed, held by no node", o.id, a.id)
+			}
+		}
+		o.pre.mu.Unlock()
 	}
 }
 

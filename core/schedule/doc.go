@@ -30,16 +30,17 @@
 //     regular stage's search, so a heartbeat does not scan every operation.
 //
 //   - Each operation keeps its allocations' preemption statuses (spec.md
-//     §4) in three ordered lists under its own mutex, because its
-//     allocations live on nodes of every shard. Each node keeps a
-//     preemption index — its listed allocations bucketed by status — under
-//     a small leaf mutex, so that the preemptive stages find candidate
-//     victims without scanning every allocation of the node while statuses
-//     change from any shard.
+//     §4) in one list in start order cut in three by two boundaries, under
+//     its own mutex, because its allocations live on nodes of every shard.
+//     An allocation's status is where its rank falls between the
+//     boundaries' ranks, which the operation publishes under a sequence
+//     lock: a heartbeat reads the statuses of its node's allocations
+//     without their operations' mutexes, and moving a boundary writes
+//     nothing outside the operation.
 //
 // Lock order:
 //
-//	Scheduler.mu → shard.mu → operation.pre.mu → node.idxMu
+//	Scheduler.mu → shard.mu → operation.pre.mu
 //
 // Locks are only ever taken in this order, and any of them may be skipped (a
 // heartbeat starts at a shard mutex; the fair-share publish goes from
@@ -47,7 +48,7 @@
 // sweep take shard mutexes one at a time; only the control plane, to swap
 // limit counters exactly (pool limits change, an operation moves), holds
 // all of them, taken in index order. Operation mutexes are taken one at a
-// time; node.idxMu, registry.mu (node names) and finishedMu are leaves. A heartbeat that finishes an operation's last job
+// time; registry.mu (node names) and finishedMu are leaves. A heartbeat that finishes an operation's last job
 // does not take the control lock: it marks the operation completed
 // (atomically) and queues it; the control plane retires queued operations
 // on its next call.

@@ -9,14 +9,15 @@ func (s *Scheduler) preemptGracefully(now clock.Time, sh *shard, n *node, resp *
 	if n.graceful == 0 {
 		return
 	}
+	// In ID order; preempting one allocation rebalances its operation's
+	// lists, which may make a later one no longer Preemptible (preempt
+	// checks under the operation's mutex).
 	sh.victims = sh.victims[:0]
-	n.idxMu.Lock()
-	for a := n.buckets[Preemptible]; a != nil; a = a.bnext {
-		if a.op.graceful() {
+	for _, a := range n.allocs {
+		if !a.preempted && a.op.graceful() && a.op.pre.statusOf(a) == Preemptible {
 			sh.victims = append(sh.victims, victim{a: a, status: Preemptible})
 		}
 	}
-	n.idxMu.Unlock()
 	for _, v := range sh.victims {
 		a := v.a
 		if a.op.State().Final() {

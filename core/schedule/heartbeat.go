@@ -271,37 +271,54 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 	// node's cost a cache miss per heartbeat in BenchmarkHeartbeat: the
 	// bitmap is in the node's hot fields.
 	n.resetListed()
-	listed := 0
+	// NB: the allocations' own state is read only when it can matter: an
+	// operation finished since the node's last heartbeat (finishEpoch), or
+	// a preempted allocation whose deadline may have passed. A heartbeat
+	// that changes nothing reads the node's ID array and nothing of its
+	// allocations or their operations (each one a cache miss at 10,000
+	// nodes).
+	epoch := s.finishEpoch.Load()
+	check := epoch != n.finishSeen || n.preemptedN > 0
+	listed, hint := 0, 0
 	for _, rep := range hb.Allocations {
-		k, ok := n.search(rep.ID)
+		k, ok := n.searchFrom(rep.ID, hint)
 		if !ok {
 			if rep.State == AllocRunning {
 				resp.Abort = append(resp.Abort, AbortDecision{Allocation: rep.ID, Reason: AbortUnknownAllocation})
 			}
 			continue
 		}
-		a := n.allocs[k]
-		switch rep.State {
-		case AllocCompleted, AllocFailed, AllocAborted:
+		hint = k + 1
+		if st := rep.State; st == AllocCompleted || st == AllocFailed || st == AllocAborted {
 			if n.isListed(k) {
 				listed-- // listed running, then finished
 			}
-			s.release(sh, n, a, rep.State == AllocCompleted)
-		default:
-			switch st := a.op.State(); {
-			case st.Final():
+			s.release(sh, n, n.allocs[k], rep.State == AllocCompleted)
+			hint = k
+			continue
+		}
+		if check {
+			a := n.allocs[k]
+			if st := a.op.State(); st.Final() {
 				resp.Abort = append(resp.Abort, AbortDecision{Allocation: a.id, Reason: AbortOperationFinished, Operation: a.op.id, OperationState: st})
 				s.release(sh, n, a, false)
-			case a.preempted && now >= a.deadline:
+				hint = k
+				continue
+			}
+			if a.preempted && now >= a.deadline {
 				resp.Abort = append(resp.Abort, AbortDecision{Allocation: a.id, Reason: AbortPreemptionTimedOut, Operation: a.op.id})
 				s.release(sh, n, a, false)
-			default:
-				if n.list(k) {
-					listed++
-				}
+				hint = k
+				continue
 			}
 		}
+		if n.list(k) {
+			listed++
+		}
 	}
+	// Every allocation of an operation finished up to epoch was listed and
+	// aborted above, or is not listed and finishes as vanished below.
+	n.finishSeen = epoch
 	if usage {
 		s.applyUsage(sh, n, hb)
 	}
@@ -427,9 +444,9 @@ func (s *Scheduler) finishVanished(sh *shard, n *node, resp *Response) {
 
 // checkNode asserts, under -race and the invariants tag, that the node's
 // usage is the sum of its allocations, that it exceeds the limits only by
-// preempted allocations (or within the allowed overcommit duration), and
-// that its preemption index holds exactly the not preempted allocations,
-// and that ids mirrors allocs in increasing order.
+// preempted allocations (or within the allowed overcommit duration), that
+// exactly its not preempted allocations are in their operations' status
+// lists, and that ids mirrors allocs in increasing order.
 func checkNode(n *node) {
 	var u, pu resource.Vec
 	preempted := 0
@@ -444,12 +461,12 @@ func checkNode(n *node) {
 			preempted++
 		}
 	}
+	invariants.Check(int(n.preemptedN) == preempted, "node %s: %d preempted allocations counted, %d held", n.name, n.preemptedN, preempted)
 	invariants.Check(u == n.usage && pu == n.preemptedUsage, "node %s: usage %v and preempted %v, its allocations say %v and %v", n.name, n.usage, n.preemptedUsage, u, pu)
 	invariants.Check(n.overcommitted || n.limits.Dominates(u.Sub(pu)), "node %s: usage %v less preempted %v exceeds limits %v", n.name, u, pu, n.limits)
-	n.idxMu.Lock()
-	indexed := n.bucketN[0] + n.bucketN[1] + n.bucketN[2]
-	n.idxMu.Unlock()
-	invariants.Check(indexed == len(n.allocs)-preempted, "node %s: %d allocations indexed, %d not preempted", n.name, indexed, len(n.allocs)-preempted)
+	for _, a := range n.allocs {
+		invariants.Check(a.listed != a.preempted && a.node == n, "node %s: allocation %d listed %v preempted %v", n.name, a.id, a.listed, a.preempted)
+	}
 }
 
 // release settles allocation a of node n: its resources return to the node,
@@ -468,6 +485,7 @@ func (s *Scheduler) release(sh *shard, n *node, a *allocation, completed bool) {
 			}
 		}
 		o.preemptedCount.Add(-1)
+		n.preemptedN--
 	} else {
 		o.pre.mu.Lock()
 		o.pre.remove(a)
@@ -481,6 +499,7 @@ func (s *Scheduler) release(sh *shard, n *node, a *allocation, completed bool) {
 	if completed {
 		t.completed.Add(1)
 		if o.unfinished.Add(-1) == 0 && o.state.CompareAndSwap(uint32(StateRunning), uint32(StateCompleted)) {
+			s.finishEpoch.Add(1) // after the state: see Heartbeat
 			s.operationFinishedByHeartbeat(o)
 		}
 	} else if !o.State().Final() {

@@ -57,6 +57,11 @@ type node struct {
 	preemptedUsage resource.Vec
 	// graceful counts allocations of graceful operations (spec.md §7).
 	graceful int
+	// preemptedN counts its preempted allocations; finishSeen is the
+	// Scheduler.finishEpoch its last heartbeat checked its allocations'
+	// operations at.
+	preemptedN int32
+	finishSeen uint64
 	// lastPreemptive is when preemptive scheduling last ran on the node.
 	lastPreemptive clock.Time
 	hadPreemptive  bool
@@ -64,14 +69,6 @@ type node struct {
 	// (spec.md §5.6); valid while overcommitted.
 	overcommitSince clock.Time
 	overcommitted   bool
-
-	// idxMu guards the preemption index: the node's listed allocations
-	// bucketed by status (linked through allocation.bprev/bnext), and their
-	// status and listed fields together with the operation's mutex. It is
-	// a leaf: statuses change under an operation's mutex, from any shard.
-	idxMu   sync.Mutex
-	buckets [statusCount]*allocation
-	bucketN [statusCount]int
 }
 
 // allocation is a slot of node resources held by an operation's job. Its
@@ -84,25 +81,25 @@ type node struct {
 // the operation's mutex too: the operation's status lists sum them from
 // any shard.
 type allocation struct {
-	id        uint64
-	op        *operation
-	node      *node
-	task      int32
-	resources resource.Vec // its usage: see allocation
-	start     clock.Time
+	id   uint64
+	op   *operation
+	node *node
+	task int32
 	// preempted is set once the node was told to stop it; deadline is when
 	// it must be gone (spec.md §5.5). Shard mutex.
 	preempted bool
+	// status is the status it had when it was preempted (orchid).
+	status PreemptionStatus
+	// listed (in its operation's status lists), seq (its rank there) and
+	// prev/next are written under the operation's mutex; seq and listed
+	// only change with the shard mutex held too.
+	listed    bool
+	resources resource.Vec // its usage: see allocation
+	start     clock.Time
 	deadline  clock.Time
-
-	// status and listed (in the operation's lists and the node's bucket)
-	// are written under both the operation's mutex and node.idxMu and may
-	// be read under either; prev/next under the operation's mutex;
-	// bprev/bnext under node.idxMu.
-	status       PreemptionStatus
-	listed       bool
-	prev, next   *allocation
-	bprev, bnext *allocation
+	seq       uint64
+	// NB: 112 bytes, a size class of its own.
+	prev, next *allocation
 }
 
 // victim is an allocation considered for preemption or abort with the
@@ -127,54 +124,6 @@ func (sh *shard) newAllocation() *allocation {
 func (sh *shard) recycle(a *allocation) {
 	*a = allocation{next: sh.free}
 	sh.free = a
-}
-
-// bucketInsert files a newly listed allocation under status st.
-func (n *node) bucketInsert(a *allocation, st PreemptionStatus) {
-	n.idxMu.Lock()
-	a.status, a.listed = st, true
-	n.link(a)
-	n.idxMu.Unlock()
-}
-
-// bucketMove refiles a listed allocation under status st.
-func (n *node) bucketMove(a *allocation, st PreemptionStatus) {
-	n.idxMu.Lock()
-	n.unlinkBucket(a)
-	a.status = st
-	n.link(a)
-	n.idxMu.Unlock()
-}
-
-// bucketRemove takes a listed allocation out of the index.
-func (n *node) bucketRemove(a *allocation) {
-	n.idxMu.Lock()
-	n.unlinkBucket(a)
-	a.listed = false
-	n.idxMu.Unlock()
-}
-
-func (n *node) link(a *allocation) {
-	h := n.buckets[a.status]
-	a.bprev, a.bnext = nil, h
-	if h != nil {
-		h.bprev = a
-	}
-	n.buckets[a.status] = a
-	n.bucketN[a.status]++
-}
-
-func (n *node) unlinkBucket(a *allocation) {
-	if a.bprev != nil {
-		a.bprev.bnext = a.bnext
-	} else {
-		n.buckets[a.status] = a.bnext
-	}
-	if a.bnext != nil {
-		a.bnext.bprev = a.bprev
-	}
-	a.bprev, a.bnext = nil, nil
-	n.bucketN[a.status]--
 }
 
 // resetListed empties the listed set, sized for the node's allocations.
@@ -275,6 +224,16 @@ func (n *node) find(id uint64) *allocation {
 		return nil
 	}
 	return n.allocs[i]
+}
+
+// searchFrom is search with a guess: nodes list their allocations in ID
+// order, so the one after the previous report's is tried first (a binary
+// search mispredicts about every other probe).
+func (n *node) searchFrom(id uint64, hint int) (int, bool) {
+	if uint(hint) < uint(len(n.ids)) && n.ids[hint] == id {
+		return hint, true
+	}
+	return n.search(id)
 }
 
 func (n *node) search(id uint64) (int, bool) {

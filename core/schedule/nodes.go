@@ -56,9 +56,7 @@ func (s *Scheduler) NodeSummary(name string) (NodeSummary, bool) {
 	if n == nil {
 		return NodeSummary{}, false
 	}
-	n.idxMu.Lock()
 	count := len(n.allocs)
-	n.idxMu.Unlock()
 	return NodeSummary{Name: n.name, Limits: n.limits, Usage: n.usage, LastHeartbeat: n.lastHeartbeat,
 		Tags: slices.Clone(n.tags), AllocationCount: count}, true
 }

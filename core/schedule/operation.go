@@ -294,17 +294,6 @@ func (o *operation) recharge(d resource.Vec) {
 	}
 }
 
-// resize makes u the usage of allocation a and keeps the sum of its status
-// list; the caller rebalances the lists (spec.md §4: on every resource
-// update) once it has resized what it would. Caller holds mu.
-func (p *opPreemption) resize(a *allocation, u resource.Vec) {
-	if a.listed {
-		l := &p.lists[a.status]
-		l.usage = l.usage.Sub(a.resources).Add(u)
-	}
-	a.resources = u
-}
-
 func (o *operation) uncharge(v resource.Vec) {
 	lp := o.limited.Load()
 	if lp == nil {

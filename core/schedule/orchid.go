@@ -255,11 +255,13 @@ func (s *Scheduler) Node(name string) (NodeInfo, bool) {
 	info := NodeInfo{Name: n.name, Limits: n.limits, Usage: n.usage, PreemptedUsage: n.preemptedUsage, LastHeartbeat: n.lastHeartbeat,
 		Tags: slices.Clone(n.tags)}
 	info.Allocations = make([]AllocationInfo, 0, len(n.allocs))
-	n.idxMu.Lock()
 	for _, a := range n.allocs {
+		st := a.status
+		if !a.preempted {
+			st = a.op.pre.statusOf(a)
+		}
 		info.Allocations = append(info.Allocations, AllocationInfo{ID: a.id, Operation: a.op.id, Task: int(a.task),
-			Resources: a.resources, Start: a.start, Status: a.status, Preempted: a.preempted, Deadline: a.deadline})
+			Resources: a.resources, Start: a.start, Status: st, Preempted: a.preempted, Deadline: a.deadline})
 	}
-	n.idxMu.Unlock()
 	return info, true
 }

@@ -24,13 +24,11 @@ func (s *Scheduler) abortOvercommitted(now clock.Time, sh *shard, n *node, resp 
 		return
 	}
 	sh.victims = sh.victims[:0]
-	n.idxMu.Lock()
 	for _, a := range n.allocs {
 		if !a.preempted {
-			sh.victims = append(sh.victims, victim{a: a, status: a.status})
+			sh.victims = append(sh.victims, victim{a: a, status: a.op.pre.statusOf(a)})
 		}
 	}
-	n.idxMu.Unlock()
 	slices.SortFunc(sh.victims, compareVictims)
 	var kept resource.Vec
 	for _, v := range sh.victims {

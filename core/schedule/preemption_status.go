@@ -1,7 +1,9 @@
 package schedule
 
 import (
+	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/starvation"
@@ -53,15 +55,6 @@ func (p PreemptionPriority) String() string {
 	return "none"
 }
 
-// allocList is one of an operation's three status lists: an intrusive
-// doubly linked list (through allocation.prev/next) in start order, with
-// the summed resources of its members.
-type allocList struct {
-	head, tail *allocation
-	n          int64
-	usage      resource.Vec
-}
-
 // preemptParams are the inputs of the rebalancing (spec.md §4), set after
 // every fair-share publish.
 type preemptParams struct {
@@ -82,85 +75,206 @@ type preemptParams struct {
 // Together the lists hold the operation's running, not preempted
 // allocations in start order.
 //
-// Concurrency: mu guards the lists, params and every listed allocation's
-// prev/next/status/listed fields. It is taken with the allocation's shard
-// mutex held (heartbeats) or with the control lock held (fair-share
-// publish), never the other way round; under it the node index mutex
-// (node.idxMu, a leaf) is taken to move allocations between the node's
-// status buckets.
+// They are one intrusive doubly linked list (through allocation.prev/next)
+// in start order, cut in three by two boundaries: bound[0] is the first
+// allocation that is not NonPreemptible and bound[1] the first Preemptible
+// one (nil when there is none). Each allocation carries its rank in the
+// list's order (allocation.seq), so its status is where its rank falls
+// between the boundaries' ranks: moving a boundary past an allocation
+// writes nothing but the operation's own fields.
+//
+// NB: the lists used to be three lists, with every allocation also linked
+// in its node's bucket of its status: each boundary move rewrote the
+// allocation, its neighbours in two buckets and the node's index under the
+// node's mutex — five cache lines, usually on another shard — and
+// rebalancing was 30% of BenchmarkHeartbeat/churn.
+//
+// Concurrency: mu guards the list, the boundaries, the counts and sums,
+// params and every listed allocation's prev/next/seq/listed fields. It is
+// taken with the allocation's shard mutex held (heartbeats) or with the
+// control lock held (fair-share publish), never the other way round. The
+// boundaries' ranks are also published in bounds under the sequence lock
+// ver, so that a heartbeat reads the status of its node's allocations
+// (statusOf) without taking the mutexes of their operations.
 type opPreemption struct {
-	mu     sync.Mutex
-	lists  [statusCount]allocList
-	params preemptParams
+	mu sync.Mutex
+	// ver is odd while publish writes bounds.
+	ver    atomic.Uint32
+	bounds [2]atomic.Uint64 // the ranks of bound[0] and bound[1]; noBound when nil
+
+	head, tail *allocation
+	bound      [2]*allocation
+	// last[i] is the allocation just before bound[i] (the list's tail when
+	// bound[i] is nil), nil when there is none, and edge[i] its resources:
+	// the balance's shrink test reads them without touching the
+	// allocation, which usually lives on another shard's node.
+	last    [2]*allocation
+	edge    [2]resource.Vec
+	n       [statusCount]int64
+	usage   [statusCount]resource.Vec
+	nextSeq uint64 // the rank of the next allocation added
+	// resized is set when resize changed a usage that no rebalance has
+	// seen yet: add's shortcut needs balanced lists.
+	resized bool
+	params  preemptParams
+}
+
+// noBound is the published rank of a missing boundary: above every rank.
+const noBound = math.MaxUint64
+
+// classify is the status of the allocation of rank seq between boundaries
+// of ranks b0 and b1.
+func classify(seq, b0, b1 uint64) PreemptionStatus {
+	switch {
+	case seq < b0:
+		return NonPreemptible
+	case seq < b1:
+		return AggressivelyPreemptible
+	}
+	return Preemptible
+}
+
+// status returns listed allocation a's status. Caller holds mu.
+func (p *opPreemption) status(a *allocation) PreemptionStatus {
+	return classify(a.seq, p.bounds[0].Load(), p.bounds[1].Load())
+}
+
+// statusOf returns listed allocation a's status as of the last completed
+// change of the lists, without the mutex (which it takes only if a
+// publish keeps overlapping its reads). The caller holds a's shard mutex,
+// which keeps a listed and its rank fixed.
+func (p *opPreemption) statusOf(a *allocation) PreemptionStatus {
+	for range 4 {
+		v := p.ver.Load()
+		if v&1 != 0 {
+			continue
+		}
+		b0, b1 := p.bounds[0].Load(), p.bounds[1].Load()
+		if p.ver.Load() == v {
+			return classify(a.seq, b0, b1)
+		}
+	}
+	p.mu.Lock()
+	st := p.status(a)
+	p.mu.Unlock()
+	return st
+}
+
+// publish stores the boundaries' ranks for statusOf. Caller holds mu.
+func (p *opPreemption) publish() {
+	b0, b1 := uint64(noBound), uint64(noBound)
+	if a := p.bound[0]; a != nil {
+		b0 = a.seq
+	}
+	if a := p.bound[1]; a != nil {
+		b1 = a.seq
+	}
+	if p.bounds[0].Load() == b0 && p.bounds[1].Load() == b1 {
+		return
+	}
+	p.ver.Add(1)
+	p.bounds[0].Store(b0)
+	p.bounds[1].Store(b1)
+	p.ver.Add(1)
 }
 
 // counts returns the number of allocations per status. Caller holds mu.
-func (p *opPreemption) counts() [statusCount]int64 {
-	return [statusCount]int64{p.lists[0].n, p.lists[1].n, p.lists[2].n}
-}
-
-// pushBack appends a to list st (the node bucket is the caller's).
-func (p *opPreemption) pushBack(st PreemptionStatus, a *allocation) {
-	l := &p.lists[st]
-	a.prev, a.next = l.tail, nil
-	if l.tail != nil {
-		l.tail.next = a
-	} else {
-		l.head = a
-	}
-	l.tail = a
-	l.n++
-	l.usage = l.usage.Add(a.resources)
-}
-
-// pushFront prepends a to list st.
-func (p *opPreemption) pushFront(st PreemptionStatus, a *allocation) {
-	l := &p.lists[st]
-	a.prev, a.next = nil, l.head
-	if l.head != nil {
-		l.head.prev = a
-	} else {
-		l.tail = a
-	}
-	l.head = a
-	l.n++
-	l.usage = l.usage.Add(a.resources)
-}
-
-// unlink removes a from list st (its own).
-func (p *opPreemption) unlink(st PreemptionStatus, a *allocation) {
-	l := &p.lists[st]
-	if a.prev != nil {
-		a.prev.next = a.next
-	} else {
-		l.head = a.next
-	}
-	if a.next != nil {
-		a.next.prev = a.prev
-	} else {
-		l.tail = a.prev
-	}
-	a.prev, a.next = nil, nil
-	l.n--
-	l.usage = l.usage.Sub(a.resources)
-}
+func (p *opPreemption) counts() [statusCount]int64 { return p.n }
 
 // add registers a newly started allocation: it joins the tail of
-// Preemptible (spec.md §4) and the lists are rebalanced.
+// Preemptible (spec.md §4) and the lists are rebalanced. Caller holds mu.
 func (p *opPreemption) add(a *allocation) {
-	p.pushBack(Preemptible, a)
-	a.node.bucketInsert(a, Preemptible)
+	a.seq = p.nextSeq
+	p.nextSeq++
+	// a joins the list after every boundary's last allocation (a boundary
+	// that was nil becomes a): last and edge do not change.
+	a.prev, a.next = p.tail, nil
+	if p.tail != nil {
+		p.tail.next = a
+	} else {
+		p.head = a
+	}
+	p.tail = a
+	a.listed = true
+	if p.bound[1] == nil {
+		p.bound[1] = a
+		if p.bound[0] == nil {
+			p.bound[0] = a
+		}
+	}
+	p.n[Preemptible]++
+	p.usage[Preemptible] = p.usage[Preemptible].Add(a.resources)
+	// NB: balanced lists with Preemptible allocations before a keep every
+	// status: a's prefix is at least theirs, so a is Preemptible too, and
+	// the allocations before it keep their prefixes.
+	if p.n[Preemptible] > 1 && !p.resized {
+		p.publish()
+		return
+	}
 	p.rebalance()
 }
 
-// remove drops a finished or preempted allocation and rebalances.
+// remove drops a finished or preempted allocation and rebalances. Caller
+// holds mu.
 func (p *opPreemption) remove(a *allocation) {
 	if !a.listed {
 		return
 	}
-	p.unlink(a.status, a)
-	a.node.bucketRemove(a)
-	p.rebalance()
+	st := p.status(a)
+	for i := range p.bound {
+		if p.bound[i] == a {
+			p.bound[i] = a.next
+		}
+		if p.last[i] == a {
+			p.last[i] = a.prev
+			if a.prev != nil {
+				p.edge[i] = a.prev.resources
+			}
+		}
+	}
+	if a.prev != nil {
+		a.prev.next = a.next
+	} else {
+		p.head = a.next
+	}
+	if a.next != nil {
+		a.next.prev = a.prev
+	} else {
+		p.tail = a.prev
+	}
+	a.prev, a.next, a.listed = nil, nil, false
+	p.n[st]--
+	p.usage[st] = p.usage[st].Sub(a.resources)
+	switch {
+	case p.resized || st == NonPreemptible:
+		p.rebalance()
+	case st == AggressivelyPreemptible:
+		// NB: from balanced lists, only the prefix of the second boundary
+		// changed; the first boundary's prefix is the same and its right
+		// list was not empty, so its test still fails.
+		p.balance(AggressivelyPreemptible, p.usage[NonPreemptible].Add(p.usage[AggressivelyPreemptible]), p.params.preemptibleBound, !p.params.preemptible)
+		p.publish()
+	default:
+		// A Preemptible allocation is in no boundary's prefix.
+		p.publish()
+	}
+}
+
+// resize makes u the usage of allocation a and keeps the sum of its status
+// list; the caller rebalances the lists (spec.md §4: on every resource
+// update) once it has resized what it would. Caller holds mu.
+func (p *opPreemption) resize(a *allocation, u resource.Vec) {
+	if a.listed {
+		st := p.status(a)
+		p.usage[st] = p.usage[st].Sub(a.resources).Add(u)
+		p.resized = true
+		for i := range p.last {
+			if p.last[i] == a {
+				p.edge[i] = u
+			}
+		}
+	}
+	a.resources = u
 }
 
 // statusPrecision is the precision of the status partition's share
@@ -189,49 +303,69 @@ func (p *opPreemption) below(usage resource.Vec, bound resource.Share, infinite 
 // shrink left from its tail while the prefix without the tail is still not
 // below bound, then grow it from the right list's head while the prefix is
 // below bound. prefix is the usage of every list up to and including left.
-// It reports whether it moved an allocation.
-func (p *opPreemption) balance(left PreemptionStatus, prefix resource.Vec, bound resource.Share, infinite bool) (moved bool) {
+// It reports whether it moved an allocation, and whether it stopped
+// growing only because the right list ran out.
+func (p *opPreemption) balance(left PreemptionStatus, prefix resource.Vec, bound resource.Share, infinite bool) (moved, starved bool) {
 	right := left + 1
-	l, r := &p.lists[left], &p.lists[right]
-	for l.n > 0 {
-		a := l.tail
-		next := prefix.Sub(a.resources)
+	for p.n[left] > 0 {
+		next := prefix.Sub(p.edge[left])
 		if p.below(next, bound, infinite) {
 			break
 		}
-		p.unlink(left, a)
-		p.pushFront(right, a)
-		a.node.bucketMove(a, right)
+		a := p.last[left]
+		p.bound[left] = a
+		p.last[left] = a.prev
+		if a.prev != nil {
+			p.edge[left] = a.prev.resources
+		}
+		p.n[left]--
+		p.n[right]++
+		p.usage[left] = p.usage[left].Sub(a.resources)
+		p.usage[right] = p.usage[right].Add(a.resources)
 		prefix, moved = next, true
 	}
-	for r.n > 0 {
-		if !p.below(prefix, bound, infinite) {
-			break
+	for {
+		if p.n[right] == 0 {
+			return moved, true
 		}
-		a := r.head
-		p.unlink(right, a)
-		p.pushBack(left, a)
-		a.node.bucketMove(a, left)
+		if !p.below(prefix, bound, infinite) {
+			return moved, false
+		}
+		a := p.bound[left]
+		p.bound[left] = a.next
+		p.last[left] = a
+		p.edge[left] = a.resources
+		p.n[right]--
+		p.n[left]++
+		p.usage[right] = p.usage[right].Sub(a.resources)
+		p.usage[left] = p.usage[left].Add(a.resources)
 		prefix, moved = prefix.Add(a.resources), true
 	}
-	return moved
 }
 
-// rebalance runs the balance procedure twice, because moving one boundary
-// may move the other's threshold (spec.md §4). When the first pass moves
-// nothing the second would find the same lists and is skipped.
+// rebalance runs the balance procedure (spec.md §4) and publishes the
+// boundaries. The procedure runs twice because moving one boundary may
+// move the other's threshold.
+//
+// NB: the second pass can only move the first boundary, and only when the
+// first pass stopped it on an empty AggressivelyPreemptible list that the
+// second boundary then filled: the first pass leaves the second boundary
+// where its prefix puts it (which the first cannot pass, since F·a ≤ F·p)
+// and the first where its prefix puts it unless its right list ran out.
+// The statuses are the procedure's fixed point whatever the lists were
+// (TestPreemptionListsMatchScan), so the second pass is skipped otherwise.
 func (p *opPreemption) rebalance() {
 	pr := &p.params
 	aggressive, preemptible := pr.aggressiveBound, pr.preemptibleBound
 	for range 2 {
-		moved := p.balance(NonPreemptible, p.lists[NonPreemptible].usage, aggressive, false)
-		if p.balance(AggressivelyPreemptible, p.lists[NonPreemptible].usage.Add(p.lists[AggressivelyPreemptible].usage), preemptible, !pr.preemptible) {
-			moved = true
-		}
-		if !moved {
-			return
+		_, starved := p.balance(NonPreemptible, p.usage[NonPreemptible], aggressive, false)
+		moved, _ := p.balance(AggressivelyPreemptible, p.usage[NonPreemptible].Add(p.usage[AggressivelyPreemptible]), preemptible, !pr.preemptible)
+		if !starved || !moved {
+			break
 		}
 	}
+	p.resized = false
+	p.publish()
 }
 
 // setParams installs new inputs and rebalances. Caller holds mu.

@@ -1,6 +1,8 @@
 package schedule
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/fairsched/fairsched/core/clock"
@@ -10,7 +12,7 @@ import (
 )
 
 // statusesOf returns the statuses of the allocations in order, and checks
-// that the lists and the node buckets agree with them.
+// that the lists agree with them.
 func statusesOf(t *testing.T, p *opPreemption, as []*allocation) string {
 	t.Helper()
 	checkLists(t, p)
@@ -20,48 +22,67 @@ func statusesOf(t *testing.T, p *opPreemption, as []*allocation) string {
 			b[i] = '-'
 			continue
 		}
-		b[i] = "NAP"[a.status]
+		b[i] = "NAP"[p.statusOf(a)]
 	}
 	return string(b)
 }
 
-// checkLists verifies the lists: their concatenation is in start order,
-// each member carries its list's status, counts and sums match, and every
-// member is in its node's bucket of that status (no allocation in two lists).
+// checkLists verifies the lists (caller holds p.mu or owns p): the list is
+// in start and rank order with consistent links, the boundaries cut it in
+// three in order, each member's published status is that of its part, and
+// counts and sums match.
 func checkLists(t *testing.T, p *opPreemption) {
 	t.Helper()
+	if err := listsError(p); err != "" {
+		t.Fatal(err)
+	}
+}
+
+// listsError is checkLists' verdict, "" when the lists are consistent.
+func listsError(p *opPreemption) string {
+	var n [statusCount]int64
+	var u [statusCount]resource.Vec
+	st := NonPreemptible
 	var prev *allocation
-	for st := range PreemptionStatus(statusCount) {
-		l := &p.lists[st]
-		var n int64
-		var u resource.Vec
-		for a := l.head; a != nil; a = a.next {
-			if !a.listed || a.status != st {
-				t.Fatalf("allocation %d in list %v has status %v listed %v", a.id, st, a.status, a.listed)
-			}
-			if prev != nil && (prev.start > a.start || prev.start == a.start && prev.id > a.id) {
-				t.Fatalf("lists out of start order: %d before %d", prev.id, a.id)
-			}
-			if a.next == nil && l.tail != a {
-				t.Fatalf("list %v: tail mismatch", st)
-			}
-			found := false
-			a.node.idxMu.Lock()
-			for b := a.node.buckets[st]; b != nil; b = b.bnext {
-				found = found || b == a
-			}
-			a.node.idxMu.Unlock()
-			if !found {
-				t.Fatalf("allocation %d of list %v is not in its node's %v bucket", a.id, st, st)
-			}
-			prev = a
-			n++
-			u = u.Add(a.resources)
+	for a := p.head; a != nil; a = a.next {
+		for st < Preemptible && p.bound[st] == a {
+			st++
 		}
-		if n != l.n || u != l.usage {
-			t.Fatalf("list %v: count %d sum %v, recorded %d %v", st, n, u, l.n, l.usage)
+		if !a.listed || a.prev != prev {
+			return fmt.Sprintf("allocation %d: listed %v, prev link broken", a.id, a.listed)
+		}
+		if prev != nil && (prev.seq >= a.seq || prev.start > a.start || prev.start == a.start && prev.node == a.node && prev.id > a.id) {
+			return fmt.Sprintf("lists out of start order: %d before %d", prev.id, a.id)
+		}
+		if got := p.status(a); got != st {
+			return fmt.Sprintf("allocation %d in list %v has status %v", a.id, st, got)
+		}
+		n[st]++
+		u[st] = u[st].Add(a.resources)
+		prev = a
+	}
+	if p.tail != prev {
+		return "tail mismatch"
+	}
+	for st < Preemptible && p.bound[st] == nil {
+		st++
+	}
+	if st != Preemptible || p.bound[1] != nil && p.bound[0] == nil {
+		return fmt.Sprintf("boundaries %p %p not in the list", p.bound[0], p.bound[1])
+	}
+	if n != p.n || u != p.usage {
+		return fmt.Sprintf("counts %v sums %v, recorded %v %v", n, u, p.n, p.usage)
+	}
+	for i, b := range p.bound {
+		last := p.tail
+		if b != nil {
+			last = b.prev
+		}
+		if p.last[i] != last || last != nil && p.edge[i] != last.resources {
+			return fmt.Sprintf("boundary %d: last allocation %p (edge %v), the list says %p", i, p.last[i], p.edge[i], last)
 		}
 	}
+	return ""
 }
 
 // TestPreemptionListsBalance pins the balance procedure of spec.md §4 on
@@ -96,11 +117,7 @@ func TestPreemptionListsBalance(t *testing.T) {
 			for _, s := range steps {
 				if s.grow >= 0 {
 					a := as[s.grow]
-					p.unlink(a.status, a)
-					a.resources = a.resources.Scale(2)
-					// Re-insert at its place: it is the head of its list
-					// in these cases.
-					p.pushFront(a.status, a)
+					p.resize(a, a.resources.Scale(2))
 					p.rebalance()
 				}
 				if s.remove >= 0 {
@@ -287,4 +304,98 @@ func TestPreemptorReason(t *testing.T) {
 	f(starvation.AggressivelyStarving, PriorityAggressive, PreemptForAggressivelyStarving)
 	f(starvation.Starving, PriorityAggressive, PreemptForStarvingAncestor)
 	f(starvation.NonStarving, PriorityAggressive, PreemptForStarvingAncestor)
+}
+
+// TestPreemptionListsMatchScan checks the lists against spec.md §4's
+// reading of the balance procedure, on seeded random histories of starts,
+// finishes, usage changes and new fair shares: scanning the allocations
+// oldest-first with a running sum, an allocation is NonPreemptible while
+// the sum before it is below F·a, AggressivelyPreemptible while it is
+// below F·p (always, when the operation is not preemptible), Preemptible
+// after.
+func TestPreemptionListsMatchScan(t *testing.T) {
+	const seed = 12
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 0))
+	total := resource.Vec{100, 10000, 10, 1000, 10}
+	randVec := func(max int64) resource.Vec {
+		var v resource.Vec
+		for i := range v {
+			if r.IntN(4) > 0 {
+				v[i] = r.Int64N(max + 1)
+			}
+		}
+		return v
+	}
+	randShare := func() resource.Share {
+		var s resource.Share
+		for i := range s {
+			s[i] = float64(r.IntN(9)) / 8
+		}
+		return s
+	}
+	randParams := func() preemptParams {
+		pp := preemptParams{fairShare: randShare(), demandShare: randShare(), total: total,
+			aggressiveThreshold: float64(r.IntN(5)) / 4}
+		pp.preemptionThreshold = pp.aggressiveThreshold + float64(r.IntN(5))/4
+		pp.preemptible = r.IntN(4) > 0
+		if r.IntN(3) == 0 {
+			pp.threshold = randVec(20)
+		}
+		return pp
+	}
+	scan := func(p *opPreemption) []PreemptionStatus {
+		var got []PreemptionStatus
+		var sum resource.Vec
+		pr := &p.params
+		for a := p.head; a != nil; a = a.next {
+			st := Preemptible
+			switch {
+			case p.below(sum, pr.aggressiveBound, false):
+				st = NonPreemptible
+			case p.below(sum, pr.preemptibleBound, !pr.preemptible):
+				st = AggressivelyPreemptible
+			}
+			got = append(got, st)
+			sum = sum.Add(a.resources)
+		}
+		return got
+	}
+	nd := &node{}
+	for round := range 200 {
+		p := &opPreemption{}
+		p.setParams(randParams())
+		var live []*allocation
+		id := uint64(0)
+		for step := range 60 {
+			switch k := r.IntN(10); {
+			case k < 5 || len(live) == 0:
+				id++
+				a := &allocation{id: id, node: nd, start: clock.Time(id), resources: randVec(12)}
+				p.add(a)
+				live = append(live, a)
+			case k < 7:
+				i := r.IntN(len(live))
+				p.remove(live[i])
+				live = append(live[:i], live[i+1:]...)
+			case k < 9:
+				for range 1 + r.IntN(3) {
+					a := live[r.IntN(len(live))]
+					p.resize(a, randVec(12))
+				}
+				p.rebalance()
+			default:
+				p.setParams(randParams())
+			}
+			checkLists(t, p)
+			want := scan(p)
+			i := 0
+			for a := p.head; a != nil; a = a.next {
+				if got := p.statusOf(a); got != want[i] {
+					t.Fatalf("round %d step %d: allocation %d (%d of %d) is %v, the scan says %v (params %+v)", round, step, a.id, i, len(want), got, want[i], p.params)
+				}
+				i++
+			}
+		}
+	}
 }

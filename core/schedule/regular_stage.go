@@ -131,7 +131,7 @@ func (s *Scheduler) start(now clock.Time, sh *shard, n *node, o *operation, t in
 	o.pre.mu.Lock()
 	o.pre.add(a)
 	o.pre.mu.Unlock()
-	sh.ops.touch(o)
+	sh.ops.started(o)
 	resp.Start = append(resp.Start, StartDecision{Allocation: a.id, Operation: o.id, Task: t, Resources: res})
 	return a
 }

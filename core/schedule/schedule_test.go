@@ -3,6 +3,8 @@ package schedule
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/fairsched/fairsched/core/apierr"
@@ -322,6 +324,87 @@ func TestAbortedOperationsAllocationsAreAborted(t *testing.T) {
 	if info := c.info(id); info.State != StateAborted || info.RunningAllocations != 0 || info.Usage != (resource.Vec{}) {
 		t.Fatalf("aborted operation: %+v", info)
 	}
+}
+
+// A node's allocations are checked against their operation's state at the
+// first heartbeat after the operation finished, on every node, whether or
+// not the node heartbeat in between (the finish epoch, see Heartbeat).
+func TestFinishedOperationAbortedOnEveryNode(t *testing.T) {
+	c := newCluster(t, DefaultConfig(), 2, smallNode)
+	a := c.start(OperationSpec{Tasks: tasks(20, job(1, 1))})
+	b := c.start(OperationSpec{Tasks: tasks(20, job(1, 1))})
+	c.update()
+	c.heartbeatAll()
+	c.heartbeatAll()
+	if err := c.s.AbortOperation(a); err != nil {
+		t.Fatal(err)
+	}
+	for i := range c.nodes {
+		held := 0
+		for _, m := range c.nodes[i].meta {
+			if m.op == a {
+				held++
+			}
+		}
+		c.heartbeat(i)
+		aborted := 0
+		for _, ab := range c.resp.Abort {
+			if ab.Reason != AbortOperationFinished || ab.Operation != a {
+				t.Fatalf("node %d: abort %+v", i, ab)
+			}
+			aborted++
+		}
+		if held == 0 || aborted != held {
+			t.Fatalf("node %d held %d allocations of %s, %d aborted", i, held, a, aborted)
+		}
+	}
+	if info := c.info(b); info.RunningAllocations == 0 {
+		t.Fatalf("%s: %+v", b, info)
+	}
+	if err := c.s.AbortOperation(b); err != nil {
+		t.Fatal(err)
+	}
+	c.heartbeat(1) // node 0 has not heartbeat since the epoch moved twice
+	c.heartbeat(0)
+	if len(c.resp.Abort) == 0 {
+		t.Fatalf("node 0: no abort after %s finished", b)
+	}
+}
+
+// Reports in any order settle the same allocations as in ID order (the
+// search tries the allocation after the previous report's first).
+func TestReportsInAnyOrder(t *testing.T) {
+	f := func(order func([]AllocationReport)) {
+		t.Helper()
+		c := newCluster(t, DefaultConfig(), 1, smallNode)
+		id := c.start(OperationSpec{Tasks: tasks(10, job(1, 1))})
+		c.update()
+		c.heartbeat(0)
+		n := &c.nodes[0]
+		if len(n.allocs) != 10 {
+			t.Fatalf("started %d, want 10", len(n.allocs))
+		}
+		reps := append([]AllocationReport(nil), n.allocs...)
+		reps[3].State, reps[7].State = AllocCompleted, AllocFailed
+		order(reps)
+		c.resp.Reset()
+		if err := c.s.Heartbeat(c.at(), &NodeHeartbeat{Node: n.name, Limits: n.limits, Allocations: reps}, &c.resp); err != nil {
+			t.Fatal(err)
+		}
+		if len(c.resp.Abort) != 0 {
+			t.Fatalf("aborts %+v", c.resp.Abort)
+		}
+		// The failed job returned to pending and was started again.
+		if info := c.info(id); info.RunningAllocations != 9 || info.CompletedJobs != 1 {
+			t.Fatalf("%+v", info)
+		}
+	}
+	f(func([]AllocationReport) {})
+	f(func(r []AllocationReport) { slices.Reverse(r) })
+	f(func(r []AllocationReport) {
+		rnd := rand.New(rand.NewPCG(1, 2))
+		rnd.Shuffle(len(r), func(i, j int) { r[i], r[j] = r[j], r[i] })
+	})
 }
 
 func TestSilentNodeReturnsJobsToPending(t *testing.T) {

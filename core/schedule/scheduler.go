@@ -56,6 +56,11 @@ type Scheduler struct {
 	registry registry
 
 	snap atomic.Pointer[Snapshot]
+	// finishEpoch counts operations that reached a final state (completed
+	// or aborted) after running, incremented after the state is stored: a
+	// node that checked its allocations' operations at epoch e need not
+	// check them again while the epoch is e (see Heartbeat).
+	finishEpoch atomic.Uint64
 
 	tags tagState // scheduling tag filters and node limits (tags.go)
 
@@ -481,6 +486,7 @@ func (s *Scheduler) finish(id string, st OperationState) error {
 			return errorf(CodeFinished, "id", "cannot finish operation %q: it is already %s", id, cur)
 		}
 		if o.state.CompareAndSwap(uint32(cur), uint32(st)) {
+			s.finishEpoch.Add(1) // after the state: see Heartbeat
 			break
 		}
 	}

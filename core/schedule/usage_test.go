@@ -121,7 +121,7 @@ func TestReportedUsage(t *testing.T) {
 			o := sh.nodes[c.nodes[0].name].find(ids[0]).op
 			o.pre.mu.Lock()
 			checkLists(t, &o.pre)
-			listed := o.pre.lists[0].usage.Add(o.pre.lists[1].usage).Add(o.pre.lists[2].usage)
+			listed := o.pre.usage[0].Add(o.pre.usage[1]).Add(o.pre.usage[2])
 			o.pre.mu.Unlock()
 			sh.mu.Unlock()
 			if listed != wantCharged || info.AllocationsByStatus[0]+info.AllocationsByStatus[1]+info.AllocationsByStatus[2] != wantListed {

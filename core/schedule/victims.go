@@ -10,31 +10,36 @@ import (
 
 // collectVictims fills sh.victims with the node's allocations that the
 // stage may preempt and returns their summed resources, the discount. It
-// reads the node's preemption index, so it visits only allocations of the
-// stage's minimum level or above.
+// reads each not preempted allocation's status as its operation last
+// published it (statusOf).
 func (s *Scheduler) collectVictims(sh *shard, n *node, st *stage) resource.Vec {
 	sh.victims = sh.victims[:0]
 	var discount resource.Vec
-	n.idxMu.Lock()
-	for a := n.buckets[Preemptible]; a != nil; a = a.bnext {
-		if s.blockedByAncestor(a.op, st) {
+	for _, a := range n.allocs {
+		if a.preempted {
 			continue
 		}
-		sh.victims = append(sh.victims, victim{a: a, status: Preemptible})
-		discount = discount.Add(a.resources)
-	}
-	if st.aggressive {
-		for a := n.buckets[AggressivelyPreemptible]; a != nil; a = a.bnext {
+		switch a.op.pre.statusOf(a) {
+		case Preemptible:
+			if s.blockedByAncestor(a.op, st) {
+				continue
+			}
+			sh.victims = append(sh.victims, victim{a: a, status: Preemptible})
+		case AggressivelyPreemptible:
 			// Without allow_aggressive_preemption the level of an
 			// AggressivelyPreemptible allocation is NonPreemptible (§4).
+			if !st.aggressive {
+				continue
+			}
 			if v := a.op.view.Load(); v == nil || !v.allowAggressive || s.blockedByAncestor(a.op, st) {
 				continue
 			}
 			sh.victims = append(sh.victims, victim{a: a, status: AggressivelyPreemptible})
-			discount = discount.Add(a.resources)
+		default:
+			continue
 		}
+		discount = discount.Add(a.resources)
 	}
-	n.idxMu.Unlock()
 	return discount
 }
 
@@ -98,15 +103,21 @@ func (s *Scheduler) preempt(now clock.Time, n *node, a *allocation, reason Preem
 	}
 	o := a.op
 	o.pre.mu.Lock()
-	if onlyPreemptible && (!a.listed || a.status != Preemptible) {
+	if !a.listed {
+		o.pre.mu.Unlock()
+		panic("BUG: preempting an allocation that is not in its operation's status lists")
+	}
+	status := o.pre.status(a)
+	if onlyPreemptible && status != Preemptible {
 		o.pre.mu.Unlock()
 		return false
 	}
-	status := a.status
 	o.pre.remove(a)
 	o.pre.mu.Unlock()
+	a.status = status
 	a.preempted = true
 	a.deadline = now.Add(timeout)
+	n.preemptedN++
 	n.preemptedUsage = n.preemptedUsage.Add(a.resources)
 	for r, x := range a.resources {
 		if x != 0 {

@@ -49,3 +49,30 @@ func BenchmarkDecodeHeartbeat(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkInterner looks up known names, as the heartbeats of 10,000
+// nodes intern their ids: a shuffled order (each lookup misses the caches
+// a real server's would), from GOMAXPROCS goroutines.
+func BenchmarkInterner(b *testing.B) {
+	const n = 10000
+	in := NewInterner(1 << 20)
+	names := make([][]byte, n)
+	for i := range names {
+		names[i] = []byte("lg-n" + strconv.Itoa(i))
+		in.Intern(names[i])
+	}
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i * 7919 % n
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			_ = in.Intern(names[order[i]])
+			if i++; i == n {
+				i = 0
+			}
+		}
+	})
+}

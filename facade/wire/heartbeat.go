@@ -2,7 +2,6 @@ package wire
 
 import (
 	"strconv"
-	"sync"
 
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
@@ -164,21 +163,25 @@ func (h *Heartbeat) allocations(s *scanner) {
 	if !s.arrayStart(rootPath("$").member("allocations"), "an array of allocations") {
 		return
 	}
-	for i, first := 0, true; s.More(']', first); i, first = i+1, false {
+	for i, first := 0, true; s.More(']', first); first = false {
 		if len(h.Allocations) >= MaxHeartbeatAllocations {
 			s.fail(jsonpath.NewError(CodeInvalidValue, p.index(i).String(), "cannot accept more than "+strconv.Itoa(MaxHeartbeatAllocations)+" allocations"))
 			return
 		}
+		if n := h.compactAllocations(s, MaxHeartbeatAllocations-len(h.Allocations)); n > 0 {
+			i += n
+			continue
+		}
 		if !h.allocation(s, p.index(i)) {
 			return
 		}
+		i++
 	}
 }
 
+// allocation decodes one allocation object in the general path: any key
+// order, spaces, resource_usage, and the errors.
 func (h *Heartbeat) allocation(s *scanner, p lazyPath) bool {
-	if h.compactAllocation(s) {
-		return true
-	}
 	if !s.objectStart(p) {
 		return false
 	}
@@ -249,53 +252,78 @@ func (h *Heartbeat) allocation(s *scanner, p lazyPath) bool {
 	return true
 }
 
-// compactAllocation decodes the allocation at the scanner's position when
-// it is written exactly as {"id":"<id>","state":"<state>"}, the form nodes
-// (and loadgen) write, with a valid id and state, and reports whether it
-// did. Anything else (spaces, another key order, resource_usage, escapes,
-// a bad value) is left where it is for the general path, which also words
-// the errors. It saves the general path's key matching on the hot path:
+// compactAllocations decodes the allocations at the scanner's position,
+// and the commas between them, while they are written exactly as
+// {"id":"<id>","state":"<state>"}, the form nodes (and loadgen) write, with
+// a valid id and state; it stops after limit of them, and returns how many
+// it decoded, leaving the scanner right after the last. Anything else
+// (spaces, another key order, resource_usage, escapes, a bad value) is left
+// where it is for the general path, which also words the errors. It saves
+// the general path's key matching and the scanner's calls on the hot path:
 // a heartbeat carries every allocation of its node.
 //
 // NB: the id's digits are read here, not by ParseAllocationID, whose
-// overflow check divides at every digit (half of this function's time in
-// BenchmarkDecodeHeartbeat/compact); ids of 20 digits go to the general path.
-func (h *Heartbeat) compactAllocation(s *scanner) bool {
-	const idPrefix, statePrefix = `{"id":"`, `","state":"`
+// overflow check divides at every digit; ids of 20 digits go to the
+// general path.
+func (h *Heartbeat) compactAllocations(s *scanner, limit int) int {
 	d := s.Rest()
-	if len(d) < len(idPrefix)+1+len(statePrefix)+len(`failed"}`) || string(d[:len(idPrefix)]) != idPrefix {
-		return false
+	allocs := h.Allocations
+	n, used := 0, 0
+	for n < limit {
+		k, id, st := compactAllocation(d[used:], n > 0)
+		if k == 0 {
+			break
+		}
+		allocs = append(allocs, schedule.AllocationReport{ID: id, State: st})
+		used += k
+		n++
 	}
-	i := len(idPrefix)
+	h.Allocations = allocs
+	s.Advance(used)
+	return n
+}
+
+// compactAllocation parses one allocation in the compact form at the start
+// of d, after a comma when comma is set, and returns the bytes it takes
+// (0: d does not start with one).
+func compactAllocation(d []byte, comma bool) (int, uint64, schedule.AllocationState) {
+	const idPrefix, statePrefix = `{"id":"`, `","state":"`
+	i := 0
+	if comma {
+		if len(d) == 0 || d[0] != ',' {
+			return 0, 0, 0
+		}
+		i = 1
+	}
+	if len(d)-i < len(idPrefix)+1+len(statePrefix)+len(`failed"}`) || string(d[i:i+len(idPrefix)]) != idPrefix {
+		return 0, 0, 0
+	}
+	i += len(idPrefix)
+	start := i
 	var id uint64
-	for ; i < len(d) && i < len(idPrefix)+19; i++ {
+	for ; i < len(d) && i < start+19; i++ {
 		c := d[i] - '0'
 		if c > 9 {
 			break
 		}
 		id = id*10 + uint64(c)
 	}
-	if n := i - len(idPrefix); n == 0 || n > 1 && d[len(idPrefix)] == '0' ||
+	if n := i - start; n == 0 || n > 1 && d[start] == '0' ||
 		len(d)-i < len(statePrefix)+len(`failed"}`) || string(d[i:i+len(statePrefix)]) != statePrefix {
-		return false
+		return 0, 0, 0
 	}
 	i += len(statePrefix)
-	var st schedule.AllocationState
 	switch rest := d[i:]; {
 	case len(rest) >= len(`running"}`) && string(rest[:len(`running"}`)]) == `running"}`:
-		st, i = schedule.AllocRunning, i+len(`running"}`)
+		return i + len(`running"}`), id, schedule.AllocRunning
 	case len(rest) >= len(`completed"}`) && string(rest[:len(`completed"}`)]) == `completed"}`:
-		st, i = schedule.AllocCompleted, i+len(`completed"}`)
+		return i + len(`completed"}`), id, schedule.AllocCompleted
 	case string(rest[:len(`failed"}`)]) == `failed"}`:
-		st, i = schedule.AllocFailed, i+len(`failed"}`)
+		return i + len(`failed"}`), id, schedule.AllocFailed
 	case len(rest) >= len(`aborted"}`) && string(rest[:len(`aborted"}`)]) == `aborted"}`:
-		st, i = schedule.AllocAborted, i+len(`aborted"}`)
-	default:
-		return false
+		return i + len(`aborted"}`), id, schedule.AllocAborted
 	}
-	s.Advance(i)
-	h.Allocations = append(h.Allocations, schedule.AllocationReport{ID: id, State: st})
-	return true
+	return 0, 0, 0
 }
 
 // ParseAllocationID parses a decimal allocation id as heartbeats and their
@@ -345,52 +373,6 @@ func AllocationStateName(st schedule.AllocationState) string {
 		return "aborted"
 	}
 	return "running"
-}
-
-// Interner returns one string per distinct byte sequence, so that decoding
-// strings that repeat from request to request (node names, tags) allocates
-// only the first time. It holds at most its limit of strings; past that it
-// returns new strings. Safe for concurrent use; the zero value is not
-// usable, use NewInterner. A nil *Interner allocates every string.
-type Interner struct {
-	mu    sync.RWMutex
-	m     map[string]string
-	limit int
-}
-
-// NewInterner returns an Interner that keeps at most limit strings.
-func NewInterner(limit int) *Interner {
-	return &Interner{m: make(map[string]string), limit: limit}
-}
-
-// Intern returns a string equal to b; it allocates nothing when the string
-// is known.
-func (in *Interner) Intern(b []byte) string {
-	if in == nil {
-		return string(b)
-	}
-	in.mu.RLock()
-	s, ok := in.m[string(b)]
-	in.mu.RUnlock()
-	if ok {
-		return s
-	}
-	s = string(b)
-	in.mu.Lock()
-	if old, ok := in.m[s]; ok {
-		s = old
-	} else if len(in.m) < in.limit {
-		in.m[s] = s
-	}
-	in.mu.Unlock()
-	return s
-}
-
-// Len returns the number of strings held.
-func (in *Interner) Len() int {
-	in.mu.RLock()
-	defer in.mu.RUnlock()
-	return len(in.m)
 }
 
 // AppendHeartbeatResponse appends the JSON answer to a heartbeat (api.md §4):

@@ -209,6 +209,24 @@ var rules = []rule{
 		testAllow:  []string{"github.com/santhosh-tekuri/jsonschema"},
 		why:        "test-only dependencies appear only in _test.go files",
 	},
+	{
+		// The dashboard's browser tests drive Chromium (ui/browser_test.go).
+		from:       []string{module},
+		to:         []string{"github.com/chromedp"},
+		transitive: true,
+		testAllow:  []string{"github.com/chromedp"},
+		why:        "test-only dependencies appear only in _test.go files",
+	},
+	{
+		// The dashboard is static files: it knows nothing of the server
+		// that serves it.
+		from:       []string{mod("ui")},
+		to:         []string{module},
+		allow:      []string{mod("ui")},
+		testAllow:  []string{module}, // the browser tests start a server
+		transitive: true,
+		why:        "ui holds the dashboard's files and imports nothing of the module (its browser tests may)",
+	},
 }
 
 // pkgImports is what go list reports for one package of the module.
