@@ -149,8 +149,10 @@ func (s *Server) forbidden(ctx *fasthttp.RequestCtx, path, msg string) {
 // come over TCP (an in-memory pipe, a unix socket) is not a browser's and
 // is not checked.
 //
-// NB: an IP literal cannot be rebound, so any address of the server's own
-// passes; a name must be one the operator listed.
+// NB: an IP literal cannot be rebound: the address the client connected
+// to passes, and on a server that listens on every interface (behind NAT,
+// a load balancer, a container's port mapping) any address does. A name
+// must be localhost, the --listen host or one the operator listed.
 func (s *Server) hostAllowed(ctx *fasthttp.RequestCtx) bool {
 	local, ok := ctx.LocalAddr().(*net.TCPAddr)
 	if !ok || local.IP.IsUnspecified() {
@@ -164,9 +166,9 @@ func (s *Server) hostAllowed(ctx *fasthttp.RequestCtx) bool {
 		return true
 	}
 	if ip := net.ParseIP(host); ip != nil {
-		return ip.Equal(local.IP) || ip.IsLoopback() && local.IP.IsLoopback()
+		return ip.Equal(local.IP) || ip.IsLoopback() && local.IP.IsLoopback() || s.wildcardListen()
 	}
-	if s.opts.ListenHost != "" && strings.EqualFold(host, s.opts.ListenHost) {
+	if strings.EqualFold(host, s.opts.ListenHost) {
 		return true
 	}
 	for _, h := range s.opts.AllowedHosts {
@@ -179,6 +181,15 @@ func (s *Server) hostAllowed(ctx *fasthttp.RequestCtx) bool {
 		}
 	}
 	return false
+}
+
+// wildcardListen reports whether the server listens on every interface.
+func (s *Server) wildcardListen() bool {
+	if s.opts.ListenHost == "" {
+		return true
+	}
+	ip := net.ParseIP(s.opts.ListenHost)
+	return ip != nil && ip.IsUnspecified()
 }
 
 // hostOnly returns the host of a Host header without its port and, for an

@@ -101,8 +101,9 @@ type Options struct {
 	// the addresses it listens on and localhost ("name", or "*.domain");
 	// others are 421 misdirected_request.
 	AllowedHosts []string
-	// ListenHost is the host of the listen address when it is a name
-	// (fairsched serve --listen sched.example.com:8080): a Host it takes.
+	// ListenHost is the host of the listen address (fairsched serve
+	// --listen): a Host header it takes; "", 0.0.0.0 or :: (every
+	// interface) make every IP address one too.
 	ListenHost string
 	// TLS, when set, makes Serve serve HTTPS with this configuration.
 	TLS *tls.Config

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -52,6 +53,10 @@ func newHTTPDriver(cfg *Config, w *Workload, addr string) *httpDriver {
 			WriteTimeout:       10 * time.Second,
 		},
 	}
+	if strings.HasPrefix(cfg.Target, "https://") {
+		h.hc.IsTLS, h.hc.TLSConfig = true, cfg.TLS
+		h.ctl.IsTLS, h.ctl.TLSConfig = true, cfg.TLS
+	}
 	if cfg.Pipeline > 0 {
 		h.pc = &fasthttp.PipelineClient{
 			Addr:     addr,
@@ -65,6 +70,8 @@ func newHTTPDriver(cfg *Config, w *Workload, addr string) *httpDriver {
 			WriteTimeout:       10 * time.Second,
 			ReadBufferSize:     64 << 10,
 			WriteBufferSize:    64 << 10,
+			IsTLS:              h.hc.IsTLS,
+			TLSConfig:          cfg.TLS,
 		}
 	}
 	return h
@@ -78,6 +85,9 @@ func (h *httpDriver) do(method, path string, body []byte, timeout time.Duration)
 	defer fasthttp.ReleaseResponse(resp)
 	req.Header.SetMethod(method)
 	req.SetRequestURI("http://" + h.addr + path)
+	if h.cfg.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+h.cfg.Token)
+	}
 	if body != nil {
 		req.Header.SetContentType("application/json")
 		req.SetBody(body)
@@ -155,6 +165,9 @@ func (h *httpDriver) newWorker(int) heartbeater {
 	wk.req.Header.SetMethod("POST")
 	wk.req.Header.SetHost(h.addr)
 	wk.req.Header.SetContentType("application/json")
+	if h.cfg.Token != "" {
+		wk.req.Header.Set("Authorization", "Bearer "+h.cfg.Token)
+	}
 	wk.resp.SkipBody = false
 	if k := h.cfg.Batch; k > 0 {
 		wk.names, wk.errs = make([]string, 0, k), make([]*EntryError, k)
