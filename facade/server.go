@@ -307,19 +307,21 @@ func New(opts Options) (*Server, error) {
 	s.rebuildACL()
 	s.tags.init()
 	s.http = &fasthttp.Server{
-		Handler:               s.Handle,
-		ErrorHandler:          s.handleServerError,
-		ExpectHandler:         s.expectContinue,
-		ConnState:             s.conns.state,
-		Name:                  "fairsched",
-		MaxRequestBodySize:    opts.MaxBodySize,
-		ReadTimeout:           30 * time.Second,
-		WriteTimeout:          30 * time.Second,
-		IdleTimeout:           2 * time.Minute,
-		NoDefaultContentType:  true,
-		NoDefaultServerHeader: false,
-		CloseOnShutdown:       true,
-		Logger:                fasthttpLogger{s.log},
+		Handler:              s.Handle,
+		ErrorHandler:         s.handleServerError,
+		ExpectHandler:        s.expectContinue,
+		ConnState:            s.conns.state,
+		Name:                 "fairsched",
+		MaxRequestBodySize:   opts.MaxBodySize,
+		ReadTimeout:          30 * time.Second,
+		WriteTimeout:         30 * time.Second,
+		IdleTimeout:          2 * time.Minute,
+		NoDefaultContentType: true,
+		// Bodies are JSON: a form is refused (415), never parsed.
+		DisablePreParseMultipartForm: true,
+		NoDefaultServerHeader:        false,
+		CloseOnShutdown:              true,
+		Logger:                       fasthttpLogger{s.log},
 	}
 	return s, nil
 }

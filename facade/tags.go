@@ -26,9 +26,11 @@ type tagSet struct {
 	mu     sync.RWMutex
 	m      map[string]struct{}
 	lastGC time.Time
+	// gcEvery is the least time between two forgetUnusedTags passes.
+	gcEvery time.Duration
 }
 
-func (t *tagSet) init() { t.m = make(map[string]struct{}) }
+func (t *tagSet) init() { t.m, t.gcEvery = make(map[string]struct{}), 10*time.Second }
 
 // tagError is the error of a heartbeat whose tags would take the cluster
 // past MaxDistinctNodeTags (nil when they do not): entry is the heartbeat's
@@ -54,7 +56,7 @@ func (s *Server) tagError(tags []string, entry int) *wire.Error {
 		if _, ok := t.m[tag]; ok {
 			continue
 		}
-		if len(t.m) >= MaxDistinctNodeTags && time.Since(t.lastGC) >= 10*time.Second {
+		if len(t.m) >= MaxDistinctNodeTags && time.Since(t.lastGC) >= t.gcEvery {
 			t.lastGC = time.Now()
 			s.forgetUnusedTags()
 		}
