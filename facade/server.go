@@ -109,6 +109,12 @@ type Options struct {
 	TLS *tls.Config
 }
 
+// maxInterned bounds the node names and tags the server interns (so that
+// steady heartbeats allocate nothing): at most 131,072 strings of at most
+// 256 bytes. Names and tags beyond it still work, each heartbeat then
+// allocating its own copies; MaxDistinctNodeTags bounds the tags kept.
+const maxInterned = 1 << 17
+
 // Server is fairsched's HTTP/JSON facade. See the package documentation.
 type Server struct {
 	opts   Options
@@ -221,7 +227,7 @@ func New(opts Options) (*Server, error) {
 		log:          opts.Logger,
 		clock:        opts.Clock,
 		cfg:          sc.Scheduler,
-		names:        wire.NewInterner(1 << 20),
+		names:        wire.NewInterner(maxInterned),
 		ops:          make(map[string]*opRecord),
 		pendingSince: make(map[string]clock.Time),
 		solves:       make(chan struct{}, opts.MaxConcurrentSolves),

@@ -84,7 +84,11 @@ func (h *httpDriver) do(method, path string, body []byte, timeout time.Duration)
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
 	req.Header.SetMethod(method)
-	req.SetRequestURI("http://" + h.addr + path)
+	scheme := "http://"
+	if h.ctl.IsTLS {
+		scheme = "https://"
+	}
+	req.SetRequestURI(scheme + h.addr + path)
 	if h.cfg.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+h.cfg.Token)
 	}
@@ -172,6 +176,9 @@ func (h *httpDriver) newWorker(int) heartbeater {
 	if k := h.cfg.Batch; k > 0 {
 		wk.names, wk.errs = make([]string, 0, k), make([]*EntryError, k)
 		wk.req.SetRequestURIBytes(batchPath)
+		if h.hc.IsTLS {
+			wk.req.URI().SetScheme("https")
+		}
 	}
 	return wk
 }
@@ -184,6 +191,9 @@ func (wk *httpWorker) heartbeat(nodes []*Node, ds []Decisions, errs []*hbError) 
 	n := nodes[0]
 	wk.body = n.AppendHeartbeat(wk.body[:0])
 	wk.req.SetRequestURIBytes(n.path)
+	if wk.h.hc.IsTLS {
+		wk.req.URI().SetScheme("https") // NB: the path alone reads as http
+	}
 	wk.req.SetBodyRaw(wk.body)
 	if err := wk.do(nodes); err != nil {
 		errs[0] = err
