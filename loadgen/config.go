@@ -17,6 +17,10 @@ type Config struct {
 	// Target is the base URL of the server (http://127.0.0.1:8080); it must
 	// be loopback (CheckTarget). Ignored by the in-process driver.
 	Target string
+	// Reset aborts, before the run, the operations a previous load left
+	// running or pending on the server (ids lg…); without it such
+	// leftovers stop the run at setup.
+	Reset bool
 	// InProcess drives core/schedule directly with the same workload.
 	InProcess bool
 
