@@ -27,6 +27,10 @@ type Config struct {
 	// TLS is the client configuration of an https:// Target (nil: the
 	// system's roots).
 	TLS *tls.Config
+	// Reset aborts, before the run, the operations a previous load left
+	// running or pending on the server (ids lg…); without it such
+	// leftovers stop the run at setup.
+	Reset bool
 	// InProcess drives core/schedule directly with the same workload.
 	InProcess bool
 

@@ -3,14 +3,17 @@ package loadgen
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/fairsched/fairsched/client"
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/facade/wire"
 )
@@ -24,8 +27,11 @@ type httpDriver struct {
 	// pc with Config.Pipeline > 0.
 	hc *fasthttp.HostClient
 	pc *fasthttp.PipelineClient
-	// ctl carries the setup, the operation starts, /metrics and pprof.
-	ctl *fasthttp.HostClient
+	// ctl carries /metrics and pprof; c, the typed client, the setup and
+	// the operation starts.
+	ctl     *fasthttp.HostClient
+	c       *client.Client
+	ctlHTTP *http.Client
 }
 
 func newHTTPDriver(cfg *Config, w *Workload, addr string) *httpDriver {
@@ -57,6 +63,21 @@ func newHTTPDriver(cfg *Config, w *Workload, addr string) *httpDriver {
 		h.hc.IsTLS, h.hc.TLSConfig = true, cfg.TLS
 		h.ctl.IsTLS, h.ctl.TLSConfig = true, cfg.TLS
 	}
+	scheme := "http://"
+	h.ctlHTTP = &http.Client{Timeout: 30 * time.Second}
+	if h.hc.IsTLS {
+		scheme = "https://"
+		h.ctlHTTP.Transport = &http.Transport{TLSClientConfig: cfg.TLS}
+	}
+	opts := []client.Option{client.WithUserAgent("fairsched-loadgen"), client.WithHTTPClient(h.ctlHTTP)}
+	if cfg.Token != "" {
+		opts = append(opts, client.WithToken(cfg.Token))
+	}
+	c, err := client.New(scheme+addr, opts...)
+	if err != nil {
+		panic("BUG: the checked target is not a URL: " + err.Error())
+	}
+	h.c = c
 	if cfg.Pipeline > 0 {
 		h.pc = &fasthttp.PipelineClient{
 			Addr:     addr,
@@ -102,20 +123,23 @@ func (h *httpDriver) do(method, path string, body []byte, timeout time.Duration)
 	return resp.StatusCode(), append([]byte(nil), resp.Body()...), nil
 }
 
+// setup waits for the server, checks that no earlier load's operations
+// still run there (or aborts them with Config.Reset), and creates the
+// workload's pools, through the typed client.
 func (h *httpDriver) setup(ctx context.Context) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		st, _, err := h.do("GET", "/healthz", nil, time.Second)
-		if err == nil && st == 200 {
+		_, err := h.c.Health(ctx)
+		if err == nil {
 			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			if err == nil {
-				err = fmt.Errorf("status %d", st)
-			}
 			return fmt.Errorf("loadgen: cannot reach the server at %s: %w", h.cfg.Target, err)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	if err := h.leftovers(ctx); err != nil {
+		return err
 	}
 	var b []byte
 	for i := range h.w.Pools {
@@ -124,30 +148,70 @@ func (h *httpDriver) setup(ctx context.Context) error {
 		}
 		p := &h.w.Pools[i]
 		b = wire.AppendPool(b[:0], p.Name, p.Parent, &p.Config)
-		st, body, err := h.do("PUT", "/api/v1/pools/"+p.Name, b, 10*time.Second)
-		if err != nil {
-			return fmt.Errorf("loadgen: cannot create pool %s: %w", p.Name, err)
+		var pool client.Pool
+		if err := json.Unmarshal(b, &pool); err != nil {
+			return fmt.Errorf("loadgen: pool %s: %w", p.Name, err)
 		}
-		if st != 200 && st != 201 {
-			return fmt.Errorf("loadgen: cannot create pool %s: status %d: %s", p.Name, st, bytes.TrimSpace(body))
+		if _, _, err := h.c.PutPool(ctx, p.Name, pool); err != nil {
+			return fmt.Errorf("loadgen: cannot create pool %s: %w", p.Name, err)
 		}
 	}
 	return nil
 }
 
+// leftovers finds the running and pending operations an earlier load left
+// (their ids start with "lg"): they would compete with this run's and start
+// its nodes' capacity for themselves. With Config.Reset it aborts them;
+// without, it refuses to run.
+func (h *httpDriver) leftovers(ctx context.Context) error {
+	var ids []string
+	for _, state := range []string{"running", "pending"} {
+		for op, err := range h.c.Operations(ctx, client.OperationFilter{State: state, Limit: 1000}) {
+			if err != nil {
+				return fmt.Errorf("loadgen: cannot list the server's operations: %w", err)
+			}
+			if strings.HasPrefix(op.ID, "lg") {
+				ids = append(ids, op.ID)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if !h.cfg.Reset {
+		return fmt.Errorf("loadgen: the server still holds %d running or pending operations of an earlier load (%s, …): "+
+			"they would take this run's capacity; rerun with --reset to abort them, or restart the server", len(ids), ids[0])
+	}
+	for _, id := range ids {
+		if _, err := h.c.AbortOperation(ctx, id); err != nil && !client.IsNotFound(err) {
+			return fmt.Errorf("loadgen: --reset: cannot abort %s: %w", id, err)
+		}
+	}
+	if h.cfg.Progress != nil {
+		h.cfg.Progress(fmt.Sprintf("loadgen: --reset aborted %d operations of an earlier load", len(ids)))
+	}
+	return nil
+}
+
 func (h *httpDriver) startOperation(spec *schedule.OperationSpec) (bool, error) {
-	st, body, err := h.do("POST", "/api/v1/operations", AppendStartOperation(nil, spec), 10*time.Second)
+	var op client.OperationSpec
+	if err := json.Unmarshal(AppendStartOperation(nil, spec), &op); err != nil {
+		return false, fmt.Errorf("POST /api/v1/operations %s: %w", spec.ID, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := h.c.StartOperation(ctx, op)
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("POST /api/v1/operations %s: %w", spec.ID, err)
 	}
-	if st != 201 && st != 200 {
-		return false, fmt.Errorf("POST /api/v1/operations %s: status %d: %s", spec.ID, st, bytes.TrimSpace(body))
-	}
-	return bytes.Contains(body, []byte(`"pending"`)), nil
+	return st.State == "pending", nil
 }
 
 func (h *httpDriver) begin(time.Time) {}
-func (h *httpDriver) end()            { h.hc.CloseIdleConnections() }
+func (h *httpDriver) end() {
+	h.hc.CloseIdleConnections()
+	h.ctlHTTP.CloseIdleConnections()
+}
 
 // httpWorker is one driver goroutine's request state, reused for every
 // request: the pooled fasthttp request and response, the body buffer and,

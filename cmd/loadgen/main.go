@@ -107,6 +107,7 @@ type loadRun struct {
 	serveArgs                              stringList
 	cpuProfile, mutexProfile, blockProfile string
 	strict                                 bool
+	maxErrorRate                           float64
 }
 
 // runLoad is the load generator's command: parse the flags, start the server
@@ -186,6 +187,8 @@ func parseLoadFlags(args []string, stderr io.Writer) (*loadRun, int) {
 	fs.StringVar(&lr.mutexProfile, "mutexprofile", "", "write the load generator's own mutex profile to `FILE` (with --inprocess: the core's locks)")
 	fs.StringVar(&lr.blockProfile, "blockprofile", "", "write the load generator's own block profile to `FILE`")
 	fs.BoolVar(&lr.strict, "strict", false, "exit 3 when the run had errors or the server's heap grew")
+	fs.BoolVar(&cfg.Reset, "reset", false, "abort the running and pending operations an earlier load left on the server (without it, such leftovers stop the run)")
+	fs.Float64Var(&lr.maxErrorRate, "max-error-rate", 0.01, "exit 3 when more than this fraction of the heartbeats and starts failed")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	fs.DurationVar(&cfg.ProgressEvery, "progress-every", time.Second, "print a progress line this often")
 	lbl := labels{}
@@ -299,6 +302,20 @@ func (lr *loadRun) output(rep *loadgen.Report, stdout, stderr io.Writer) int {
 			return 1
 		}
 		fmt.Fprintf(stdout, "  report: %s\n", lr.report)
+	}
+	// Honest exits: a run that started nothing measured nothing, and one
+	// whose requests mostly failed measured failures.
+	if rep.Heartbeats > 0 && rep.AllocationsStarted == 0 {
+		fmt.Fprintf(stderr, "loadgen: the run started no allocation in %d heartbeats: nothing was measured "+
+			"(is the cluster full of another run's work? --reset aborts an earlier load's operations)\n", rep.Heartbeats)
+		return 3
+	}
+	if attempts := rep.Heartbeats + rep.OperationsStarted; attempts > 0 {
+		if rate := float64(rep.Errors) / float64(attempts); rate > lr.maxErrorRate {
+			fmt.Fprintf(stderr, "loadgen: %d errors in %d requests (%.2f%%), above --max-error-rate %.2f%%: %v\n",
+				rep.Errors, attempts, 100*rate, 100*lr.maxErrorRate, rep.ErrorsByKind)
+			return 3
+		}
 	}
 	if lr.strict {
 		if rep.Errors > 0 {

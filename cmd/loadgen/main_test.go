@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -161,5 +162,54 @@ func TestCompare(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "| heartbeats/s | 200.0 (100.0–300.0) | 240.0 (220.0–260.0) | 1.200 |") {
 		t.Fatalf("table:\n%s", stdout.String())
+	}
+}
+
+// TestSecondRunIsHonest: a second load against a server that still holds
+// the first one's operations refuses to run and says why; with --reset it
+// aborts them and runs.
+func TestSecondRunIsHonest(t *testing.T) {
+	target := startFacade(t)
+	args := []string{"--target", target, "--nodes", "6", "--pools", "2", "--operations", "4",
+		"--duration", "3s", "--max-heartbeats", "300", "--connections", "2", "--heartbeat-period", "20ms",
+		"--job-duration", "fixed:3600", "--min-jobs", "50", "--max-jobs", "60", "--quiet"}
+	var stdout, stderr bytes.Buffer
+	if code := runLoad(context.Background(), args, &stdout, &stderr); code != 0 {
+		t.Fatalf("first run: exit %d\n%s", code, stderr.String())
+	}
+	stdout.Reset()
+	stderr.Reset()
+	code := runLoad(context.Background(), args, &stdout, &stderr)
+	if code == 0 || !strings.Contains(stderr.String(), "earlier load") || !strings.Contains(stderr.String(), "--reset") {
+		t.Fatalf("second run without --reset: exit %d\n%s", code, stderr.String())
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := runLoad(context.Background(), append(args, "--reset"), &stdout, &stderr); code != 0 {
+		t.Fatalf("second run with --reset: exit %d\n%s", code, stderr.String())
+	}
+}
+
+// TestRunThatStartsNothingFails: a run that starts no allocation exits 3
+// and says that nothing was measured.
+func TestRunThatStartsNothingFails(t *testing.T) {
+	target := startFacade(t)
+	// No operation may run: every start is pending, nothing is scheduled.
+	req, err := http.NewRequest("PATCH", target+"/api/v1/config", strings.NewReader(`{"max_running_operation_count": 0}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("PATCH /api/v1/config: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	var stdout, stderr bytes.Buffer
+	code := runLoad(context.Background(), []string{"--target", target, "--nodes", "4", "--pools", "1", "--operations", "2",
+		"--duration", "1s", "--max-heartbeats", "100", "--connections", "2", "--heartbeat-period", "10ms",
+		"--quiet"}, &stdout, &stderr)
+	if code != 3 || !strings.Contains(stderr.String(), "started no allocation") {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
 	}
 }
