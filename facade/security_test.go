@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/tree"
 	"github.com/fairsched/fairsched/facade/wire"
 )
@@ -890,6 +891,49 @@ func TestAuditLog(t *testing.T) {
 		l := lines[i]
 		if l["msg"] != w.msg || l["caller"] != w.caller || l["result"] != w.result || w.code != "" && l["code"] != w.code {
 			t.Errorf("line %d: %v, want %+v", i, l, w)
+		}
+	}
+}
+
+// TestOwnersAndACLsSurviveARestart: the user who started an operation,
+// the pools' ACLs (the root's included) and the live demand are stored and
+// restored.
+func TestOwnersAndACLsSurviveARestart(t *testing.T) {
+	dir := t.TempDir()
+	mc := &manualClock{}
+	mc.set(clock.Time(5_000_000))
+	withTokens := func(o *Options) { o.Tokens = mustTokens(t, testTokens) }
+	a := startDurable(t, dir, mc, aclConfig, nil, withTokens)
+	task := `"tasks": [{"job_count": 1099511627776, "resources": {"memory": 4096}}]` // 2^52
+	for _, c := range []struct {
+		tok, method, path, body string
+		want                    int
+	}{
+		{aliceToken, "POST", "/api/v1/operations", `{"id": "a1", "pool": "research", ` + task + `}`, 201},
+		{bobToken, "POST", "/api/v1/operations", `{"id": "b1", "pool": "team", ` + task + `}`, 201},
+		{adminToken, "PATCH", "/api/v1/pools/%3CRoot%3E", `{"acl": [{"action": "deny", "subjects": ["bob"], "permissions": ["use"]}]}`, 200},
+	} {
+		if st, out, _ := a.req(c.method, c.path, c.body, bearerOf(c.tok)...); st != c.want {
+			t.Fatalf("%s %s: %d %s", c.method, c.path, st, out)
+		}
+	}
+	a.stop()
+	b := startDurable(t, dir, mc, "", nil, withTokens)
+	if st, out, _ := b.req("GET", "/api/v1/pools/%3CRoot%3E", "", bearerOf(bobToken)...); st != 200 || !bytes.Contains(out, []byte(`"action":"deny","subjects":["bob"]`)) {
+		t.Fatalf("the root's acl after the restart: %d %s", st, out)
+	}
+	for _, c := range []struct {
+		tok, method, path, body string
+		want                    int
+	}{
+		{bobToken, "POST", "/api/v1/operations", `{"id": "b2", "pool": "team", "tasks": [{"job_count": 1, "resources": {"cpu": 1}}]}`, 403}, // the root's deny
+		{adminToken, "POST", "/api/v1/operations", `{"pool": "prod", "tasks": [{"job_count": 1, "resources": {"memory": 1}}]}`, 409},     // 2^53 live
+		{bobToken, "POST", "/api/v1/operations/a1/abort", ``, 403},
+		{aliceToken, "POST", "/api/v1/operations/a1/abort", ``, 200}, // the owner
+		{adminToken, "POST", "/api/v1/operations", `{"pool": "prod", "tasks": [{"job_count": 1, "resources": {"memory": 1}}]}`, 201},
+	} {
+		if st, out, _ := b.req(c.method, c.path, c.body, bearerOf(c.tok)...); st != c.want {
+			t.Errorf("after the restart, %s %s: %d, want %d: %s", c.method, c.path, st, c.want, out)
 		}
 	}
 }
