@@ -927,7 +927,7 @@ func TestOwnersAndACLsSurviveARestart(t *testing.T) {
 		want                    int
 	}{
 		{bobToken, "POST", "/api/v1/operations", `{"id": "b2", "pool": "team", "tasks": [{"job_count": 1, "resources": {"cpu": 1}}]}`, 403}, // the root's deny
-		{adminToken, "POST", "/api/v1/operations", `{"pool": "prod", "tasks": [{"job_count": 1, "resources": {"memory": 1}}]}`, 409},     // 2^53 live
+		{adminToken, "POST", "/api/v1/operations", `{"pool": "prod", "tasks": [{"job_count": 1, "resources": {"memory": 1}}]}`, 409},        // 2^53 live
 		{bobToken, "POST", "/api/v1/operations/a1/abort", ``, 403},
 		{aliceToken, "POST", "/api/v1/operations/a1/abort", ``, 200}, // the owner
 		{adminToken, "POST", "/api/v1/operations", `{"pool": "prod", "tasks": [{"job_count": 1, "resources": {"memory": 1}}]}`, 201},
@@ -935,5 +935,36 @@ func TestOwnersAndACLsSurviveARestart(t *testing.T) {
 		if st, out, _ := b.req(c.method, c.path, c.body, bearerOf(c.tok)...); st != c.want {
 			t.Errorf("after the restart, %s %s: %d, want %d: %s", c.method, c.path, st, c.want, out)
 		}
+	}
+}
+
+// TestTokensNeverEchoed: a request the HTTP parser refuses is answered and
+// logged without quoting it, so a token in it stays out of both.
+func TestTokensNeverEchoed(t *testing.T) {
+	var buf lockedBuffer
+	ts := startServer(t, "", func(o *Options) {
+		o.Tokens = mustTokens(t, testTokens)
+		o.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
+	})
+	addr := strings.TrimPrefix(ts.base, "http://")
+	for _, req := range []string{
+		"POST /api/v1/operations HTTP/1.1\r\nHost: " + addr + "\r\nAuthorization: Bearer " + adminToken + "\r\nContent-Length: x" + adminToken + "\r\n\r\n",
+		"GET /api/v1/pools HTTP/1.1\r\nHost: " + addr + "\r\nConnection: close\r\nAuthorization: Bearer " + adminToken + "x\r\n\r\n",
+		"GET /api/v1/pools HTTP/1.1\r\nHost: " + addr + "\r\nConnection: close\r\nAuthorization: " + adminToken + "\r\n\r\n",
+	} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(c, req)
+		out, _ := io.ReadAll(io.LimitReader(c, 1<<16))
+		c.Close()
+		if !bytes.HasPrefix(out, []byte("HTTP/1.1 4")) || bytes.Contains(out, []byte(adminToken)) {
+			t.Errorf("%q: answered %q", req, out)
+		}
+	}
+	if raw := func() string { buf.mu.Lock(); defer buf.mu.Unlock(); return buf.b.String() }(); strings.Contains(raw, adminToken) {
+		t.Errorf("the log holds a token: %s", raw)
 	}
 }

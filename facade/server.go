@@ -325,9 +325,12 @@ func New(opts Options) (*Server, error) {
 		NoDefaultContentType: true,
 		// Bodies are JSON: a form is refused (415), never parsed.
 		DisablePreParseMultipartForm: true,
-		NoDefaultServerHeader:        false,
-		CloseOnShutdown:              true,
-		Logger:                       fasthttpLogger{s.log},
+		// fasthttp's errors (logged, and answered by handleServerError) must
+		// not quote the request: it may hold a token.
+		SecureErrorLogMessage: true,
+		NoDefaultServerHeader: false,
+		CloseOnShutdown:       true,
+		Logger:                fasthttpLogger{s.log},
 	}
 	return s, nil
 }
