@@ -71,6 +71,9 @@ func (s *Server) guard(ctx *fasthttp.RequestCtx) bool {
 	if string(path) == "/healthz" || string(path) == "/readyz" {
 		return true
 	}
+	if s.allowedOrigin(ctx) && s.cors(ctx) {
+		return false // a preflight, answered
+	}
 	dashboard := string(path) == "/ui" || bytes.HasPrefix(path, []byte("/ui/"))
 	var id *Identity
 	if t := s.tokens.Load(); t != nil && !dashboard {
@@ -104,6 +107,41 @@ func (s *Server) guard(ctx *fasthttp.RequestCtx) bool {
 			return false
 		}
 	}
+	return true
+}
+
+// allowedOrigin reports whether the request's Origin is one of
+// --allowed-origins.
+func (s *Server) allowedOrigin(ctx *fasthttp.RequestCtx) bool {
+	origin := ctx.Request.Header.Peek("Origin")
+	if len(origin) == 0 {
+		return false
+	}
+	for _, o := range s.opts.AllowedOrigins {
+		if strings.EqualFold(string(origin), o) {
+			return true
+		}
+	}
+	return false
+}
+
+// cors lets a page of an allowed origin call the API from a browser: the
+// answer names the origin (Access-Control-Allow-Origin), and a preflight
+// (OPTIONS with Access-Control-Request-Method) is answered 204 with the
+// methods and headers the API takes, before any other check: it carries no
+// credentials and reaches no handler. It reports whether it answered.
+func (s *Server) cors(ctx *fasthttp.RequestCtx) bool {
+	h := &ctx.Response.Header
+	h.Set("Access-Control-Allow-Origin", string(ctx.Request.Header.Peek("Origin")))
+	h.Add("Vary", "Origin")
+	h.Set("Access-Control-Expose-Headers", "WWW-Authenticate, Retry-After")
+	if !ctx.IsOptions() || len(ctx.Request.Header.Peek("Access-Control-Request-Method")) == 0 {
+		return false
+	}
+	h.Set("Access-Control-Allow-Methods", "GET, HEAD, POST, PUT, PATCH, DELETE")
+	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+	h.Set("Access-Control-Max-Age", "600")
+	ctx.SetStatusCode(fasthttp.StatusNoContent)
 	return true
 }
 

@@ -968,3 +968,29 @@ func TestTokensNeverEchoed(t *testing.T) {
 		t.Errorf("the log holds a token: %s", raw)
 	}
 }
+
+// TestAllowedOriginsCORS: a page of an allowed origin gets its preflight
+// answered and its answers labelled for it; another origin gets neither.
+func TestAllowedOriginsCORS(t *testing.T) {
+	ts := startServer(t, "", func(o *Options) {
+		o.Tokens = mustTokens(t, testTokens)
+		o.AllowedOrigins = []string{"https://dash.example.com"}
+	})
+	st, _, h := ts.req("OPTIONS", "/api/v1/operations", "", "Origin", "https://dash.example.com",
+		"Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "authorization, content-type", "Sec-Fetch-Site", "cross-site")
+	if st != 204 || h.Get("Access-Control-Allow-Origin") != "https://dash.example.com" || !strings.Contains(h.Get("Access-Control-Allow-Headers"), "Authorization") {
+		t.Errorf("preflight: %d %v", st, h)
+	}
+	st, _, h = ts.req("GET", "/api/v1/pools", "", "Origin", "https://dash.example.com", "Sec-Fetch-Site", "cross-site", "Authorization", "Bearer "+aliceToken)
+	if st != 200 || h.Get("Access-Control-Allow-Origin") != "https://dash.example.com" {
+		t.Errorf("a read from the allowed origin: %d %v", st, h)
+	}
+	st, _, h = ts.req("GET", "/api/v1/pools", "", "Origin", "https://dash.example.com")
+	if st != 401 || h.Get("Access-Control-Allow-Origin") == "" {
+		t.Errorf("a read without a token from the allowed origin: %d %v", st, h)
+	}
+	st, _, h = ts.req("OPTIONS", "/api/v1/operations", "", "Origin", "https://evil.example", "Access-Control-Request-Method", "POST")
+	if st != 401 || h.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("another origin's preflight: %d %v", st, h)
+	}
+}
