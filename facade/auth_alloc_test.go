@@ -41,3 +41,39 @@ func TestHeartbeatAllocsWithTokens(t *testing.T) {
 		t.Errorf("a steady heartbeat with a node token allocates %v times, want at most %d", allocs, maxHeartbeatAllocs)
 	}
 }
+
+// fakeConn is a net.Conn of a TCP connection to 127.0.0.1:8080.
+type fakeConn struct{ net.Conn }
+
+var (
+	fakeLocal  = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
+	fakeRemote = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 50000}
+)
+
+func (fakeConn) LocalAddr() net.Addr  { return fakeLocal }
+func (fakeConn) RemoteAddr() net.Addr { return fakeRemote }
+
+// TestGuardAllocs: the checks every request passes (token, Host, origin,
+// content type, roles) allocate nothing on a TCP connection.
+func TestGuardAllocs(t *testing.T) {
+	ts := startServer(t, "", func(o *Options) {
+		o.Tokens = mustTokens(t, testTokens)
+		o.ListenHost, o.AllowedHosts = "127.0.0.1", []string{"sched.example.com", "*.corp.example"}
+	})
+	for _, host := range []string{"127.0.0.1:8080", "localhost:8080", "sched.example.com", "a.corp.example"} {
+		var ctx fasthttp.RequestCtx
+		ctx.Init2(fakeConn{}, nil, false)
+		ctx.Request.Header.SetMethod("POST")
+		ctx.Request.SetRequestURI("/api/v1/nodes/n-1/heartbeat")
+		ctx.Request.Header.SetHost(host)
+		ctx.Request.Header.SetContentType("application/json")
+		ctx.Request.Header.Set("Authorization", "Bearer "+agentToken)
+		ctx.Request.SetBodyString(`{"resource_limits": {}}`)
+		if !ts.srv.guard(&ctx) {
+			t.Fatalf("Host %s refused: %s", host, ctx.Response.Body())
+		}
+		if n := testing.AllocsPerRun(100, func() { ts.srv.guard(&ctx) }); n != 0 {
+			t.Errorf("Host %s: guard allocates %v times", host, n)
+		}
+	}
+}

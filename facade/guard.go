@@ -3,6 +3,7 @@ package facade
 import (
 	"bytes"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -157,12 +158,13 @@ func navigation(ctx *fasthttp.RequestCtx) bool {
 // the scheme in any case), or nil.
 func bearer(ctx *fasthttp.RequestCtx) []byte {
 	h := ctx.Request.Header.Peek(fasthttp.HeaderAuthorization)
-	const scheme = "bearer "
-	if len(h) <= len(scheme) || !strings.EqualFold(string(h[:len(scheme)]), scheme) {
+	if len(h) <= len(bearerScheme) || !bytes.EqualFold(h[:len(bearerScheme)], bearerScheme) {
 		return nil
 	}
-	return bytes.TrimSpace(h[len(scheme):])
+	return bytes.TrimSpace(h[len(bearerScheme):])
 }
+
+var bearerScheme = []byte("bearer ")
 
 func (s *Server) unauthenticated(ctx *fasthttp.RequestCtx) {
 	msg := "cannot serve a request without a bearer token: send Authorization: Bearer <token> (fairsched --token, $FAIRSCHED_TOKEN)"
@@ -190,35 +192,64 @@ func (s *Server) forbidden(ctx *fasthttp.RequestCtx, path, msg string) {
 // NB: an IP literal cannot be rebound: the address the client connected
 // to passes, and on a server that listens on every interface (behind NAT,
 // a load balancer, a container's port mapping) any address does. A name
-// must be localhost, the --listen host or one the operator listed.
+// must be localhost, the --listen host or one the operator listed. It
+// allocates nothing for names and IPv4 addresses (every request passes
+// here).
 func (s *Server) hostAllowed(ctx *fasthttp.RequestCtx) bool {
 	local, ok := ctx.LocalAddr().(*net.TCPAddr)
 	if !ok || local.IP.IsUnspecified() {
 		return true // not a TCP connection (or none: a request handled in process)
 	}
-	host := hostOnly(string(ctx.Host()))
-	if host == "" {
+	host := hostOnly(ctx.Host())
+	if len(host) == 0 {
 		return false
 	}
-	if strings.EqualFold(host, "localhost") {
+	if bytes.EqualFold(host, localhostName) {
 		return true
 	}
-	if ip := net.ParseIP(host); ip != nil {
-		return ip.Equal(local.IP) || ip.IsLoopback() && local.IP.IsLoopback() || s.wildcardListen()
+	if ip, ok := parseIP(host); ok {
+		l := local.AddrPort().Addr().Unmap()
+		return ip == l || ip.IsLoopback() && l.IsLoopback() || s.wildcardListen()
 	}
-	if strings.EqualFold(host, s.opts.ListenHost) {
-		return true
-	}
-	for _, h := range s.opts.AllowedHosts {
-		if strings.EqualFold(host, h) {
-			return true
-		}
-		if suffix, ok := strings.CutPrefix(h, "*"); ok && len(host) > len(suffix) &&
-			strings.HasSuffix(strings.ToLower(host), strings.ToLower(suffix)) {
+	for _, h := range s.hosts {
+		if suffix, ok := bytes.CutPrefix(h, []byte("*")); ok {
+			if len(host) > len(suffix) && bytes.EqualFold(host[len(host)-len(suffix):], suffix) {
+				return true
+			}
+		} else if bytes.EqualFold(host, h) {
 			return true
 		}
 	}
 	return false
+}
+
+var localhostName = []byte("localhost")
+
+// parseIP reads an IP address: IPv4 without allocating, IPv6 with
+// netip.ParseAddr.
+func parseIP(b []byte) (netip.Addr, bool) {
+	var v4 [4]byte
+	part, n, digits := 0, 0, 0
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9' && digits < 3:
+			n, digits = n*10+int(c-'0'), digits+1
+		case c == '.' && digits > 0 && part < 3 && n <= 255:
+			v4[part] = byte(n)
+			part, n, digits = part+1, 0, 0
+		default:
+			if bytes.IndexByte(b, ':') >= 0 {
+				a, err := netip.ParseAddr(string(b))
+				return a.Unmap(), err == nil
+			}
+			return netip.Addr{}, false
+		}
+	}
+	if part != 3 || digits == 0 || n > 255 {
+		return netip.Addr{}, false
+	}
+	v4[3] = byte(n)
+	return netip.AddrFrom4(v4), true
 }
 
 // wildcardListen reports whether the server listens on every interface.
@@ -232,14 +263,14 @@ func (s *Server) wildcardListen() bool {
 
 // hostOnly returns the host of a Host header without its port and, for an
 // IPv6 literal, its brackets.
-func hostOnly(h string) string {
-	if strings.HasPrefix(h, "[") {
-		if i := strings.IndexByte(h, ']'); i > 0 {
+func hostOnly(h []byte) []byte {
+	if len(h) > 0 && h[0] == '[' {
+		if i := bytes.IndexByte(h, ']'); i > 0 {
 			return h[1:i]
 		}
-		return ""
+		return nil
 	}
-	if i := strings.LastIndexByte(h, ':'); i >= 0 && strings.IndexByte(h, ':') == i {
+	if i := bytes.LastIndexByte(h, ':'); i >= 0 && bytes.IndexByte(h, ':') == i {
 		return h[:i]
 	}
 	return h
@@ -291,8 +322,10 @@ func jsonBody(ctx *fasthttp.RequestCtx) bool {
 	if i := bytes.IndexByte(ct, ';'); i >= 0 {
 		ct = ct[:i]
 	}
-	return strings.EqualFold(string(bytes.TrimSpace(ct)), "application/json")
+	return bytes.EqualFold(bytes.TrimSpace(ct), jsonType)
 }
+
+var jsonType = []byte("application/json")
 
 // roleRefusal says why the identity's roles do not allow the request ("":
 // they do, as far as roles go; the handlers check pool ACLs). An admin may

@@ -172,6 +172,8 @@ type Server struct {
 	// panicHook, when set (tests), runs at the start of every request.
 	panicHook atomic.Pointer[func(path []byte)]
 
+	// hosts are Options.AllowedHosts and ListenHost as bytes (hostAllowed).
+	hosts [][]byte
 	// tokens are the users of the token file (nil: no tokens); acl the
 	// pools' ACLs as permission checks read them (rebuildACL).
 	tokens atomic.Pointer[Tokens]
@@ -310,6 +312,11 @@ func New(opts Options) (*Server, error) {
 	s.batchPool.New = func() any { return new(batchScratch) }
 	s.bufPool.New = func() any { b := make([]byte, 0, 4096); return &b }
 	s.tokens.Store(opts.Tokens)
+	for _, h := range append([]string{opts.ListenHost}, opts.AllowedHosts...) {
+		if h != "" {
+			s.hosts = append(s.hosts, []byte(h))
+		}
+	}
 	s.rebuildACL()
 	s.tags.init()
 	s.http = &fasthttp.Server{
