@@ -397,8 +397,8 @@ func checkQuiescent(t *testing.T, s *Scheduler) {
 					graceful++
 				}
 			}
-			if u != n.usage || pu != n.preemptedUsage || graceful != n.graceful {
-				t.Errorf("node %s: usage %v preempted %v graceful %d; allocations say %v, %v, %d", n.name, n.usage, n.preemptedUsage, n.graceful, u, pu, graceful)
+			if u != n.usage || pu != n.preemptedUsage || graceful != len(n.graceful) {
+				t.Errorf("node %s: usage %v preempted %v graceful %d; allocations say %v, %v, %d", n.name, n.usage, n.preemptedUsage, len(n.graceful), u, pu, graceful)
 			}
 		}
 		sh.mu.Unlock()

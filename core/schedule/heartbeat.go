@@ -461,9 +461,15 @@ func checkNode(n *node) {
 	invariants.Check(int(n.preemptedN) == preempted, "node %s: %d preempted allocations counted, %d held", n.name, n.preemptedN, preempted)
 	invariants.Check(u == n.usage && pu == n.preemptedUsage, "node %s: usage %v and preempted %v, its allocations say %v and %v", n.name, n.usage, n.preemptedUsage, u, pu)
 	invariants.Check(n.overcommitted || n.limits.Dominates(u.Sub(pu)), "node %s: usage %v less preempted %v exceeds limits %v", n.name, u, pu, n.limits)
+	graceful := 0
 	for _, a := range n.allocs {
 		invariants.Check(a.listed != a.preempted && a.node == n, "node %s: allocation %d listed %v preempted %v", n.name, a.id, a.listed, a.preempted)
+		if a.op.graceful() {
+			invariants.Check(graceful < len(n.graceful) && n.graceful[graceful] == a, "node %s: allocation %d of a graceful operation is not graceful[%d]", n.name, a.id, graceful)
+			graceful++
+		}
 	}
+	invariants.Check(graceful == len(n.graceful), "node %s: %d graceful allocations listed, %d held", n.name, len(n.graceful), graceful)
 }
 
 // release settles allocation a of node n: its resources return to the node,
@@ -503,7 +509,7 @@ func (s *Scheduler) release(sh *shard, n *node, a *allocation, completed bool) {
 		t.pending.Add(1)
 	}
 	if o.graceful() {
-		n.graceful--
+		n.dropGraceful(a)
 	}
 	n.removeAlloc(a)
 	sh.recycle(a)

@@ -126,7 +126,7 @@ func (s *Scheduler) start(now clock.Time, sh *shard, n *node, o *operation, t in
 	n.usage = n.usage.Add(res)
 	n.addAlloc(a)
 	if o.graceful() {
-		n.graceful++
+		n.graceful = append(n.graceful, a) // NB: allocates only to grow
 	}
 	o.pre.mu.Lock()
 	o.pre.add(a)
