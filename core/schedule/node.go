@@ -48,6 +48,14 @@ type node struct {
 	// every heartbeat writes, so that it costs no cache line of its own.
 	listed    []uint64
 	listedBuf [2]uint64
+	// held is the set of the node's allocations by the low half of their
+	// IDs (their seq), less heldBase, while heldOK: every allocation's seq
+	// is within heldWindow of heldBase. A heartbeat that lists exactly the
+	// held allocations, running, is recognised with it without searching
+	// the IDs (see Heartbeat).
+	held     [heldWindow / 64]uint64
+	heldBase uint32
+	heldOK   bool
 	// allocs holds the node's allocations sorted by ID (IDs grow with seq);
 	// ids[i] is allocs[i].id, so that finding a reported allocation reads
 	// one contiguous array instead of an allocation per probe.
@@ -269,6 +277,11 @@ func (n *node) search(id uint64) (int, bool) {
 func (n *node) addAlloc(a *allocation) {
 	n.allocs = append(n.allocs, a)
 	n.ids = append(n.ids, a.id)
+	if d := uint32(a.id) - n.heldBase; n.heldOK && d < heldWindow {
+		n.held[d>>6] |= 1 << (d & 63)
+		return
+	}
+	n.rebaseHeld()
 }
 
 // removeAlloc drops a from allocs, keeping the ID order.
@@ -282,6 +295,35 @@ func (n *node) removeAlloc(a *allocation) {
 	n.allocs = n.allocs[:len(n.allocs)-1]
 	n.ids = append(n.ids[:i], n.ids[i+1:]...)
 	n.unlist(i)
+	if n.heldOK {
+		d := uint32(a.id) - n.heldBase
+		n.held[d>>6] &^= 1 << (d & 63)
+		return
+	}
+	n.rebaseHeld()
+}
+
+// heldWindow is the span of seqs n.held covers.
+const heldWindow = 128
+
+// rebaseHeld rebuilds n.held from the oldest allocation the node holds,
+// if every one fits the window.
+func (n *node) rebaseHeld() {
+	n.held = [heldWindow / 64]uint64{}
+	n.heldOK = false
+	if len(n.ids) == 0 {
+		n.heldBase, n.heldOK = 0, true
+		return
+	}
+	base := uint32(n.ids[0])
+	if uint32(n.ids[len(n.ids)-1])-base >= heldWindow {
+		return
+	}
+	for _, id := range n.ids {
+		d := uint32(id) - base
+		n.held[d>>6] |= 1 << (d & 63)
+	}
+	n.heldBase, n.heldOK = base, true
 }
 
 // dropGraceful removes a from n.graceful.
