@@ -393,7 +393,7 @@ func checkQuiescent(t *testing.T, s *Scheduler) {
 				if a.preempted {
 					pu = pu.Add(a.resources)
 				}
-				if a.op.graceful() {
+				if a.op.graceful() && !a.preempted {
 					graceful++
 				}
 			}

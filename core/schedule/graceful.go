@@ -13,9 +13,9 @@ func (s *Scheduler) preemptGracefully(now clock.Time, sh *shard, n *node, resp *
 	// lists, which may make a later one no longer Preemptible (preempt
 	// checks under the operation's mutex).
 	sh.victims = sh.victims[:0]
-	for _, a := range n.graceful {
-		if !a.preempted && a.op.pre.statusOf(a) == Preemptible {
-			sh.victims = append(sh.victims, victim{a: a, status: Preemptible})
+	for _, g := range n.graceful {
+		if g.op.pre.statusOfRank(g.seq) == Preemptible {
+			sh.victims = append(sh.victims, victim{a: g.a, status: Preemptible})
 		}
 	}
 	for _, v := range sh.victims {

@@ -340,14 +340,19 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 	}
 
 	if snap := s.snap.Load(); !snap.Total.IsZero() {
-		s.preemptGracefully(now, sh, n, resp)
+		if len(n.graceful) > 0 {
+			s.settleLists(sh)
+			s.preemptGracefully(now, sh, n, resp)
+		}
 		started := s.scheduleRegular(now, sh, n, snap, resp)
 		if !n.hadPreemptive || now.Sub(n.lastPreemptive) > s.cfg.PreemptiveSchedulingBackoff {
 			n.hadPreemptive, n.lastPreemptive = true, now
+			s.settleLists(sh)
 			s.schedulePreemptive(now, sh, n, snap, started, resp)
 		}
 	}
 	s.abortOvercommitted(now, sh, n, resp)
+	s.settleLists(sh)
 	if invariants.Enabled {
 		checkNode(n)
 	}
@@ -480,8 +485,9 @@ func checkNode(n *node) {
 	graceful := 0
 	for _, a := range n.allocs {
 		invariants.Check(a.listed != a.preempted && a.node == n, "node %s: allocation %d listed %v preempted %v", n.name, a.id, a.listed, a.preempted)
-		if a.op.graceful() {
-			invariants.Check(graceful < len(n.graceful) && n.graceful[graceful] == a, "node %s: allocation %d of a graceful operation is not graceful[%d]", n.name, a.id, graceful)
+		if a.op.graceful() && !a.preempted {
+			ok := graceful < len(n.graceful) && n.graceful[graceful] == gracefulAlloc{a: a, op: a.op, seq: a.seq}
+			invariants.Check(ok, "node %s: allocation %d of a graceful operation is not graceful[%d]", n.name, a.id, graceful)
 			graceful++
 		}
 	}
@@ -503,6 +509,15 @@ func checkNode(n *node) {
 // the operation and its limited ancestors; a completed job counts as done,
 // any other job returns to pending unless its operation has finished. The
 // allocation is recycled. Shard mutex held.
+//
+// The operation's status lists are rebalanced later, at most once per
+// operation and heartbeat (settleLists): before anything reads this
+// node's statuses and at the end of the heartbeat; a start of the same
+// operation in between rebalances them at once. Until then they publish
+// the statuses of before the release. NB: a completion and a start of the
+// same operation on a node (the usual churn: the released operation is
+// the least satisfied) rebalanced twice.
+
 func (s *Scheduler) release(sh *shard, n *node, a *allocation, completed bool) {
 	o := a.op
 	n.usage = n.usage.Sub(a.resources)
@@ -518,8 +533,11 @@ func (s *Scheduler) release(sh *shard, n *node, a *allocation, completed bool) {
 		n.preemptedN--
 	} else {
 		o.pre.mu.Lock()
-		o.pre.remove(a)
+		unsettled := o.pre.drop(a)
 		o.pre.mu.Unlock()
+		if unsettled && (len(sh.unsettled) == 0 || sh.unsettled[len(sh.unsettled)-1] != o) {
+			sh.unsettled = append(sh.unsettled, o)
+		}
 		o.uncharge(a.resources)
 	}
 	o.addUsage(a.resources, -1)
@@ -535,10 +553,22 @@ func (s *Scheduler) release(sh *shard, n *node, a *allocation, completed bool) {
 	} else if !o.State().Final() {
 		t.pending.Add(1)
 	}
-	if o.graceful() {
+	if o.graceful() && !a.preempted {
 		n.dropGraceful(a)
 	}
 	n.removeAlloc(a)
 	sh.recycle(a)
 	sh.ops.touch(o)
+}
+
+// settleLists rebalances the status lists that releases of this shard left
+// waiting (spec.md §4), once per operation. Shard mutex held.
+func (s *Scheduler) settleLists(sh *shard) {
+	for _, o := range sh.unsettled {
+		o.pre.mu.Lock()
+		o.pre.settle()
+		o.pre.mu.Unlock()
+	}
+	clear(sh.unsettled) // keep no finished operation alive
+	sh.unsettled = sh.unsettled[:0]
 }

@@ -24,6 +24,9 @@ type shard struct {
 	// changed is the scratch of applyUsage: the operations whose usage a
 	// heartbeat changed.
 	changed []*operation
+	// unsettled holds the operations whose status lists wait for a
+	// rebalance after releases (see Scheduler.release, settleLists).
+	unsettled []*operation
 	// ops finds the operation to schedule in the regular stage.
 	ops opIndex
 	_   [64]byte // keep one shard's mutex off the cache lines of the previous shard's fields
@@ -65,9 +68,10 @@ type node struct {
 	// that still run: the node is told to stop them, so the preemptive
 	// stages and the overcommit check treat it as free (spec.md §5.5).
 	preemptedUsage resource.Vec
-	// graceful holds its allocations of graceful operations (spec.md §7)
-	// in ID order, so that graceful preemption reads only them.
-	graceful []*allocation
+	// graceful holds its not preempted allocations of graceful operations
+	// (spec.md §7) in ID order, with their operations and ranks, so that
+	// graceful preemption reads only their operations' published statuses.
+	graceful []gracefulAlloc
 	// preemptedN counts its preempted allocations; finishSeen is the
 	// Scheduler.finishEpoch its last heartbeat checked its allocations'
 	// operations at.
@@ -326,9 +330,19 @@ func (n *node) rebaseHeld() {
 	n.heldBase, n.heldOK = base, true
 }
 
+// gracefulAlloc is an entry of node.graceful.
+type gracefulAlloc struct {
+	a   *allocation
+	op  *operation
+	seq uint64 // a.seq
+}
+
 // dropGraceful removes a from n.graceful.
 func (n *node) dropGraceful(a *allocation) {
-	if i := slices.Index(n.graceful, a); i >= 0 {
-		n.graceful = slices.Delete(n.graceful, i, i+1)
+	for i := range n.graceful {
+		if n.graceful[i].a == a {
+			n.graceful = slices.Delete(n.graceful, i, i+1)
+			return
+		}
 	}
 }

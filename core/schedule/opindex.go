@@ -50,10 +50,20 @@ type opIndex struct {
 	// stays in its heap; restore ends the stage.
 	mark  []uint32
 	stage uint32
+	// pend holds the items of operations this shard's releases re-keyed
+	// since the last stage, and pendAt[i] is 1 + operation i's place in
+	// it (0: none): their keys are applied to the heaps at the end of the
+	// next stage (restore), and meanwhile a search takes them from pend
+	// rather than from their heap (see touch).
+	pend   []heapItem
+	pendAt []int32
 	// frontier and updates are the search's scratch (see top).
 	frontier []frontierItem
 	updates  []update
 }
+
+// maxPending bounds opIndex.pend: a release beyond it re-keys at once.
+const maxPending = 64
 
 // opHeap is one heap of the index.
 type opHeap struct {
@@ -131,12 +141,17 @@ func pendingNeed(o *operation) (needBound, bool) {
 }
 
 // frontierItem is an entry of a search's frontier: the item at position
-// pos of the heap searched, or (pos -1) an operation to look at again
-// with its recomputed key.
+// pos of the heap searched, an operation to look at again with its
+// recomputed key (pos lookAgain) or a pending item (pos pendingItem).
 type frontierItem struct {
 	item heapItem
 	pos  int32
 }
+
+const (
+	lookAgain   = -1
+	pendingItem = -2
+)
 
 // update is a change a search makes to an operation's item, applied after
 // the walk: a new key or need, or (drop) its removal.
@@ -205,7 +220,7 @@ func (h *opIndex) remove(idx int32) {
 // inserted.
 func (h *opIndex) place(it heapItem) {
 	idx := it.idx
-	hi := int32(int(h.snap.ops[idx].class)*needBuckets + it.need.bucket())
+	hi := h.heapOf(&it)
 	if p := h.pos[idx]; p >= 0 {
 		if h.heap[idx] == hi {
 			q := &h.heaps[hi]
@@ -226,16 +241,43 @@ func (h *opIndex) place(it heapItem) {
 	h.up(q, len(q.items)-1)
 }
 
-// admit indexes operation idx with key, if it has pending jobs; without
-// any it leaves the index.
-func (h *opIndex) admit(idx int32, key float64) {
-	v := &h.snap.ops[idx]
-	need, ok := pendingNeed(v.op)
-	if !ok {
-		h.remove(idx)
+// heapOf returns the index of the heap of item it: its operation's filter
+// class and its need's bucket.
+func (h *opIndex) heapOf(it *heapItem) int32 {
+	return int32(int(h.snap.ops[it.idx].class)*needBuckets + it.need.bucket())
+}
+
+// unpend takes operation idx out of pend.
+func (h *opIndex) unpend(idx int32) {
+	p := h.pendAt[idx]
+	if p == 0 {
 		return
 	}
-	h.place(heapItem{key: key, idx: idx, need: need, high: v.highPriority})
+	last := len(h.pend) - 1
+	if int(p-1) != last {
+		h.pend[p-1] = h.pend[last]
+		h.pendAt[h.pend[p-1].idx] = p
+	}
+	h.pend = h.pend[:last]
+	h.pendAt[idx] = 0
+}
+
+// applyPending re-keys the pending operations in their heaps with their
+// satisfaction and pending jobs now (an operation released and started
+// again by the same stage keeps its key and place).
+func (h *opIndex) applyPending() {
+	for _, it := range h.pend {
+		h.pendAt[it.idx] = 0
+		v := &h.snap.ops[it.idx]
+		need, ok := pendingNeed(v.op)
+		if !ok {
+			h.remove(it.idx)
+			continue
+		}
+		it.key, it.need = satisfaction(v, h.snap.Total), need
+		h.place(it)
+	}
+	h.pend = h.pend[:0]
 }
 
 // satisfaction is an operation's local satisfaction with its live usage
@@ -265,11 +307,15 @@ func (h *opIndex) sync(snap *Snapshot) {
 		h.pos = make([]int32, len(snap.ops))
 		h.heap = make([]int32, len(snap.ops))
 		h.mark = make([]uint32, len(snap.ops))
+		h.pendAt = make([]int32, len(snap.ops))
 		h.stage = 0
 	}
 	h.pos = h.pos[:len(snap.ops)]
 	h.heap = h.heap[:len(snap.ops)]
 	h.mark = h.mark[:len(snap.ops)]
+	h.pendAt = h.pendAt[:len(snap.ops)]
+	clear(h.pendAt)
+	h.pend = h.pend[:0]
 	h.nextStage()
 	for i := range snap.ops {
 		v := &snap.ops[i]
@@ -301,23 +347,46 @@ func (h *opIndex) sync(snap *Snapshot) {
 // 8% of BenchmarkHeartbeat/churn.
 func (h *opIndex) started(o *operation) {
 	v := o.view.Load()
-	if v == nil || h.snap == nil || !inSnapshot(h.snap, v) || h.pos[v.index] >= 0 {
+	if v == nil || h.snap == nil || !inSnapshot(h.snap, v) || h.pos[v.index] >= 0 || h.pendAt[v.index] != 0 {
 		return
 	}
 	h.touch(o)
 }
 
 // touch re-keys an operation whose usage or pending jobs this shard just
-// changed, re-admitting it if it was dropped.
+// changed, re-admitting it if it was dropped: its item goes to pend, where
+// searches take it from, and reaches its heap at the end of the next stage
+// (applyPending).
+//
+// NB: a release lowers the key and a start of the same operation raises it
+// back (the churn of a node: the released operation is the least
+// satisfied); re-keying in the heap at each moved it up and then down
+// through every level (20% of BenchmarkHeartbeat/churn).
 func (h *opIndex) touch(o *operation) {
 	v := o.view.Load()
 	if v == nil || h.snap == nil || !inSnapshot(h.snap, v) {
 		return // not in the indexed snapshot: the next rebuild sees it
 	}
-	if h.pos[v.index] < 0 && v.op.graceful() && !v.belowFairShare {
+	idx := v.index
+	if h.pos[idx] < 0 && h.pendAt[idx] == 0 && v.op.graceful() && !v.belowFairShare {
 		return
 	}
-	h.admit(v.index, satisfaction(v, h.snap.Total))
+	need, ok := pendingNeed(o)
+	if !ok {
+		h.unpend(idx)
+		h.remove(idx)
+		return
+	}
+	it := heapItem{key: satisfaction(v, h.snap.Total), idx: idx, need: need, high: v.highPriority}
+	switch p := h.pendAt[idx]; {
+	case p != 0:
+		h.pend[p-1] = it
+	case len(h.pend) < maxPending:
+		h.pend = append(h.pend, it)
+		h.pendAt[idx] = int32(len(h.pend))
+	default:
+		h.place(it)
+	}
 }
 
 // best returns the snapshot index of the least satisfied operation whose
@@ -335,11 +404,11 @@ func (h *opIndex) best(free resource.Vec, n *node) (int32, int) {
 			continue
 		}
 		for b := range last + 1 {
-			q := &h.heaps[c*needBuckets+b]
-			if len(q.items) == 0 {
+			hi := int32(c*needBuckets + b)
+			if len(h.heaps[hi].items) == 0 && !h.pendingIn(hi) {
 				continue
 			}
-			it, t := h.top(q, &free)
+			it, t := h.top(hi, &free)
 			if t >= 0 && (bestIdx < 0 || itemLess(&it, &bestItem)) {
 				bestIdx, bestTask, bestItem = it.idx, t, it
 			}
@@ -368,18 +437,32 @@ func (h *opIndex) best(free resource.Vec, n *node) (int32, int) {
 // operations whose small task had no pending job left). The walk changes
 // the heap only after it ends (updates), operations set aside stay in it,
 // and the need buckets and bounds keep most of them out of the walk.
-func (h *opIndex) top(q *opHeap, free *resource.Vec) (heapItem, int) {
+func (h *opIndex) top(hi int32, free *resource.Vec) (heapItem, int) {
 	snap := h.snap
-	fr := append(h.frontier[:0], frontierItem{item: q.items[0], pos: 0})
+	q := &h.heaps[hi]
+	fr := h.frontier[:0]
+	if len(q.items) > 0 {
+		fr = append(fr, frontierItem{item: q.items[0], pos: 0})
+	}
+	for i := range h.pend {
+		if h.heapOf(&h.pend[i]) == hi {
+			fr = pushFrontier(fr, frontierItem{item: h.pend[i], pos: pendingItem})
+		}
+	}
 	var found heapItem
 	task := -1
 	for len(fr) > 0 {
 		e := fr[0]
 		fr = popFrontier(fr)
 		it := e.item
-		if e.pos >= 0 {
-			for c := 2*e.pos + 1; c <= 2*e.pos+2 && int(c) < len(q.items); c++ {
-				fr = pushFrontier(fr, frontierItem{item: q.items[c], pos: c})
+		if e.pos != lookAgain {
+			if e.pos >= 0 {
+				for c := 2*e.pos + 1; c <= 2*e.pos+2 && int(c) < len(q.items); c++ {
+					fr = pushFrontier(fr, frontierItem{item: q.items[c], pos: c})
+				}
+				if h.pendAt[it.idx] != 0 {
+					continue // pend has its item
+				}
 			}
 			if h.mark[it.idx] == h.stage || !it.need.fits(free) {
 				continue
@@ -395,7 +478,7 @@ func (h *opIndex) top(q *opHeap, free *resource.Vec) (heapItem, int) {
 				it.key = k
 				h.updates = append(h.updates, update{item: it})
 				if !itemLess(&it, &e.item) {
-					fr = pushFrontier(fr, frontierItem{item: it, pos: -1})
+					fr = pushFrontier(fr, frontierItem{item: it, pos: lookAgain})
 					continue
 				}
 			}
@@ -418,14 +501,29 @@ func (h *opIndex) top(q *opHeap, free *resource.Vec) (heapItem, int) {
 	}
 	h.frontier = fr[:0]
 	for _, u := range h.updates {
-		if u.drop {
-			h.remove(u.item.idx)
-		} else if h.pos[u.item.idx] >= 0 {
+		idx := u.item.idx
+		switch p := h.pendAt[idx]; {
+		case u.drop:
+			h.unpend(idx)
+			h.remove(idx)
+		case p != 0:
+			h.pend[p-1] = u.item
+		case h.pos[idx] >= 0:
 			h.place(u.item)
 		}
 	}
 	h.updates = h.updates[:0]
 	return found, task
+}
+
+// pendingIn reports whether a pending item belongs to heap hi.
+func (h *opIndex) pendingIn(hi int32) bool {
+	for i := range h.pend {
+		if h.heapOf(&h.pend[i]) == hi {
+			return true
+		}
+	}
+	return false
 }
 
 // pushFrontier and popFrontier keep fr a binary min-heap by itemLess.
@@ -466,14 +564,18 @@ func popFrontier(fr []frontierItem) []frontierItem {
 
 // skip sets operation idx aside for the rest of the stage.
 func (h *opIndex) skip(idx int32) {
-	if h.pos[idx] >= 0 {
+	if h.pos[idx] >= 0 || h.pendAt[idx] != 0 {
 		h.mark[idx] = h.stage
 	}
 }
 
 // restore ends a stage: the operations set aside are candidates again,
-// with the keys they had when they were set aside.
-func (h *opIndex) restore() { h.nextStage() }
+// with the keys they had when they were set aside, and the pending items
+// reach their heaps.
+func (h *opIndex) restore() {
+	h.applyPending()
+	h.nextStage()
+}
 
 // nextStage starts a new stage: no operation is set aside.
 func (h *opIndex) nextStage() {
