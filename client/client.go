@@ -109,8 +109,9 @@ type Error struct {
 	Code string
 	// Message is one sentence for people.
 	Message string
-	// Path is the JSON path of the offending field, or the query
-	// parameter; empty when the error is not about one field.
+	// Path is the JSON path of the offending field, $.url.<parameter> for
+	// a path parameter, the query parameter, or "$" when the whole request
+	// is at fault.
 	Path string
 	// Leader is the leader's URL of a not_leader answer, when known.
 	Leader string

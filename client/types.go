@@ -119,6 +119,19 @@ type Pool struct {
 	EnablePriorityStrongGuaranteeAdjustment          *bool               `json:"enable_priority_strong_guarantee_adjustment,omitempty"`
 	EnablePriorityStrongGuaranteeAdjustmentDonorship *bool               `json:"enable_priority_strong_guarantee_adjustment_donorship,omitempty"`
 	SchedulingTagFilter                              string              `json:"scheduling_tag_filter,omitempty"`
+	// ACL is the pool's access control list and InheritACL whether its
+	// ancestors' entries apply too (default true).
+	ACL        []ACLEntry `json:"acl,omitempty"`
+	InheritACL *bool      `json:"inherit_acl,omitempty"`
+}
+
+// ACLEntry is an entry of a pool's ACL: Action "allow" or "deny",
+// Subjects user names and "group:<name>", Permissions "use" and
+// "administer".
+type ACLEntry struct {
+	Action      string   `json:"action"`
+	Subjects    []string `json:"subjects"`
+	Permissions []string `json:"permissions"`
 }
 
 // IntegralGuarantees are an integral pool's settings.
@@ -156,6 +169,8 @@ type PoolPatch struct {
 	EnablePriorityStrongGuaranteeAdjustment          Optional[bool]               `json:"enable_priority_strong_guarantee_adjustment,omitzero"`
 	EnablePriorityStrongGuaranteeAdjustmentDonorship Optional[bool]               `json:"enable_priority_strong_guarantee_adjustment_donorship,omitzero"`
 	SchedulingTagFilter                              Optional[string]             `json:"scheduling_tag_filter,omitzero"`
+	ACL                                              Optional[[]ACLEntry]         `json:"acl,omitzero"`
+	InheritACL                                       Optional[bool]               `json:"inherit_acl,omitzero"`
 }
 
 // Config is the tree config: every key of docs/configuration.md with its

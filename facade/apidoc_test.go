@@ -54,6 +54,9 @@ type docStep struct {
 	body    []byte
 	headers [][2]string
 	want    int
+	// json and form: the body was given with curl --json, or -d and its
+	// kin (which send a form's Content-Type unless a -H names one).
+	json, form bool
 }
 
 // docBlock is a ```sh block with the ```json answer that follows it.
@@ -263,13 +266,20 @@ func parseCurl(args []string) (docStep, error) {
 		case "-s", "-S", "-sS", "--silent", "--show-error", "-i", "--include":
 		case "-X", "--request":
 			st.method, err = next()
-		case "-d", "--data", "--data-raw", "--data-binary":
+		case "-d", "--data", "--data-raw", "--data-binary", "--json":
 			if v, err = next(); err == nil {
 				if file, ok := strings.CutPrefix(v, "@"); ok && a != "--data-raw" {
 					st.body, err = os.ReadFile(filepath.Join("..", file))
 				} else {
 					st.body = []byte(v)
 				}
+			}
+			// What curl sends: --json declares JSON (and accepts it), the
+			// others a form unless a -H says otherwise.
+			if a == "--json" {
+				st.json = true
+			} else {
+				st.form = true
 			}
 		case "-H", "--header":
 			if v, err = next(); err == nil {
@@ -293,6 +303,13 @@ func parseCurl(args []string) (docStep, error) {
 		if err != nil {
 			return st, err
 		}
+	}
+	hasType := slices.ContainsFunc(st.headers, func(h [2]string) bool { return strings.EqualFold(h[0], "Content-Type") })
+	switch {
+	case st.json && !hasType:
+		st.headers = append(st.headers, [2]string{"Content-Type", "application/json"}, [2]string{"Accept", "application/json"})
+	case st.form && !hasType:
+		st.headers = append(st.headers, [2]string{"Content-Type", "application/x-www-form-urlencoded"})
 	}
 	if !strings.HasPrefix(st.url, "http://127.0.0.1:8080/") {
 		return st, fmt.Errorf("curl %q: want a URL of make run's server, http://127.0.0.1:8080/…", st.url)

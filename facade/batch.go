@@ -44,6 +44,9 @@ func (s *Server) heartbeats(ctx *fasthttp.RequestCtx) {
 		s.fail(ctx, err, "$")
 		return
 	}
+	if !s.mayHeartbeatBatch(ctx, &sc.req) {
+		return
+	}
 	now := s.now()
 	out := append(sc.out[:0], `{"responses":[`...)
 	sc.tally = tally{}
@@ -54,6 +57,9 @@ func (s *Server) heartbeats(ctx *fasthttp.RequestCtx) {
 		}
 		out = append(out, `{"node_id":`...)
 		out = jsonpath.AppendString(out, e.Node)
+		if e.Err == nil {
+			e.Err = s.tagError(e.Heartbeat.Tags, i)
+		}
 		if e.Err == nil {
 			h := &e.Heartbeat
 			sc.hb = schedule.NodeHeartbeat{Node: e.Node, Limits: h.Limits, Tags: h.Tags,

@@ -231,7 +231,7 @@ func TestHeartbeatBatchEnvelopeErrors(t *testing.T) {
 	f("a node twice, the first with an error", wrap(bad, good1, `{"node_id": "n3", "resource_limits": {}}`), 400, "duplicate_name", "$.heartbeats[2].node_id")
 	f("an invalid name twice", wrap(good1, `{"node_id": "a b", "resource_limits": {}}`, `{"node_id": "a b", "resource_limits": {}}`), 400, "duplicate_name", "$.heartbeats[2].node_id")
 	f("more than max_heartbeats_per_batch", wrap(good1, good2, bad, `{"node_id": "n4", "resource_limits": {}}`), 400, "invalid_value", "$.heartbeats")
-	f("too large", wrap(good1, withNodeID("n2", `{"resource_limits": {}, "tags": [`+strings.Repeat(`"x", `, 4000)+`"x"]}`)), 413, "body_too_large", "")
+	f("too large", wrap(good1, withNodeID("n2", `{"resource_limits": {}, "tags": [`+strings.Repeat(`"x", `, 4000)+`"x"]}`)), 413, "body_too_large", "$")
 	if st, _ := ts.do("GET", "/api/v1/heartbeats", ""); st != 405 {
 		t.Errorf("GET /api/v1/heartbeats: %d, want 405", st)
 	}
@@ -469,7 +469,7 @@ func batchMatchesSingle(t *testing.T, seed uint64) {
 				path, _ := e["path"].(string)
 				ep := "$.heartbeats[" + strconv.Itoa(i) + "]"
 				switch {
-				case e["code"] == CodeInvalidName && path == "":
+				case e["code"] == CodeInvalidName && path == "$.url.id":
 					path = ep + ".node_id"
 				case path == "":
 					path = ep

@@ -10,17 +10,21 @@ import (
 	"github.com/fairsched/fairsched/facade/wire"
 )
 
-// The control plane's log: one line per state change a request made (who,
-// what, the result) at level INFO, and one per refused change. Heartbeats,
-// reads and solves change nothing an operator audits and are not logged
-// (their counts and latencies are in the metrics).
+// The control plane's audit log: one line per state change a request made
+// at level INFO — who (caller: the token's user, "anonymous" on a server
+// without tokens; remote: the client's address), what (the message and
+// its attributes: the pool, the operation, the keys) and the result ("ok")
+// — and one per refused change (result "refused", with the status and the
+// code: a 401 or 403 too). Heartbeats, reads and solves change nothing an
+// operator audits and are not logged (their counts and latencies are in
+// the metrics). No token is ever logged.
 
 // logChange logs a change the request ctx made; attrs say what.
 func (s *Server) logChange(ctx *fasthttp.RequestCtx, msg string, attrs ...any) {
 	if !s.log.Enabled(context.Background(), slog.LevelInfo) {
 		return
 	}
-	s.log.Info(msg, append(attrs, "caller", caller(ctx))...)
+	s.log.Info(msg, append(attrs, "caller", callerName(ctx), "remote", ctx.RemoteAddr().String(), "result", "ok")...)
 }
 
 // logRefused logs a refused change (a 4xx or 5xx answer to a request that
@@ -34,7 +38,7 @@ func (s *Server) logRefused(ctx *fasthttp.RequestCtx, status int, e *wire.Error)
 	if e.Path != "" {
 		attrs = append(attrs, "at", e.Path)
 	}
-	s.log.Info("request refused", append(attrs, "caller", caller(ctx))...)
+	s.log.Info("request refused", append(attrs, "caller", callerName(ctx), "remote", ctx.RemoteAddr().String(), "result", "refused")...)
 }
 
 // isChange reports whether the request is one that changes the scheduler's
@@ -49,7 +53,3 @@ func isChange(ctx *fasthttp.RequestCtx) bool {
 	return bytes.HasPrefix(p, []byte(apiPrefix)) && !bytes.Contains(p, []byte("/heartbeat")) &&
 		!bytes.Equal(p, []byte(apiPrefix+"solve"))
 }
-
-// caller names who sent the request: its address (the authenticated user
-// once tokens are on).
-func caller(ctx *fasthttp.RequestCtx) string { return ctx.RemoteAddr().String() }

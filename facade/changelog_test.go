@@ -87,8 +87,11 @@ func TestChangesAreLogged(t *testing.T) {
 		if len(lines) != 1 || lines[0]["msg"] != st.msg || lines[0]["level"] != "INFO" {
 			t.Fatalf("%s %s logged %v, want one INFO line %q", st.method, st.path, lines, st.msg)
 		}
-		if c, _ := lines[0]["caller"].(string); !strings.HasPrefix(c, "127.0.0.1:") {
-			t.Fatalf("%s %s: caller %v", st.method, st.path, lines[0]["caller"])
+		if c, _ := lines[0]["remote"].(string); !strings.HasPrefix(c, "127.0.0.1:") || lines[0]["caller"] != "anonymous" {
+			t.Fatalf("%s %s: caller %v, remote %v", st.method, st.path, lines[0]["caller"], lines[0]["remote"])
+		}
+		if want := map[bool]string{true: "refused", false: "ok"}[st.status >= 400]; lines[0]["result"] != want {
+			t.Fatalf("%s %s: result %v, want %s", st.method, st.path, lines[0]["result"], want)
 		}
 		for k, v := range st.attrs {
 			got, _ := json.Marshal(lines[0][k])

@@ -27,6 +27,8 @@ const (
 	CodeShuttingDown      = "shutting_down"
 	CodeForbidden         = "forbidden"
 	CodeInvalidName       = tree.CodeInvalidName
+	CodeDemandOverflow    = "demand_overflow"
+	CodeSolveTooLarge     = "solve_too_large"
 	CodeUnknownPool       = tree.CodeUnknownPool
 	CodeUnknownOperation  = schedule.CodeUnknownOperation
 	CodeTooManyOperations = limits.CodeTooManyOperations
@@ -68,12 +70,19 @@ func statusOf(code, field string) int {
 // fieldPath is the JSON path of a core error's field. "name" and "id" are
 // the URL's resource (no path in the body) except for the errors about a
 // name or id given in the body: duplicates and invalid names.
+//
+// For a request ("$"), the URL's resource is its path parameter,
+// "$.url.name" (a pool) or "$.url.id" (an operation), and an error about no
+// field is about the whole request, "$" (every error has a path).
 func fieldPath(prefix, code, field string) string {
 	inBody := code == tree.CodeDuplicateName || code == schedule.CodeDuplicateID || code == tree.CodeInvalidName
-	if (field == "name" || field == "id") && !inBody || field == "" {
+	if (field == "name" || field == "id") && !inBody {
 		if prefix == "$" {
-			return ""
+			return "$.url." + field
 		}
+		return prefix
+	}
+	if field == "" {
 		return prefix
 	}
 	return apierr.Join(prefix, field)
@@ -86,8 +95,12 @@ func writeJSON(ctx *fasthttp.RequestCtx, status int, body []byte) {
 	ctx.SetBody(body)
 }
 
-// writeError answers with the error body of api.md §1.
+// writeError answers with the error body of api.md §1. An error without a
+// path is about the whole request: its path is "$".
 func (s *Server) writeError(ctx *fasthttp.RequestCtx, status int, e *wire.Error) {
+	if e.Path == "" {
+		e.Path = "$"
+	}
 	bp := s.getBuf()
 	*bp = wire.AppendError((*bp)[:0], e)
 	*bp = append(*bp, '\n')
@@ -115,6 +128,23 @@ func (s *Server) methodNotAllowed(ctx *fasthttp.RequestCtx, allow string) {
 	ctx.Response.Header.Set("Allow", allow)
 	s.writeError(ctx, fasthttp.StatusMethodNotAllowed, &wire.Error{Code: CodeMethodNotAllowed,
 		Message: "cannot " + string(ctx.Method()) + " " + string(ctx.Path()) + ": want " + allow})
+}
+
+// expectContinue is fasthttp's ExpectHandler: a request that asks for
+// "100 Continue" before its body gets it only when its token is known and
+// its declared body within the limit; otherwise the final answer (401,
+// 413) comes at once and the body is never read.
+func (s *Server) expectContinue(ctx *fasthttp.RequestCtx) int {
+	if t := s.tokens.Load(); t != nil && t.Lookup(bearer(ctx)) == nil {
+		s.unauthenticated(ctx)
+		return fasthttp.StatusUnauthorized
+	}
+	if n := ctx.Request.Header.ContentLength(); n > s.opts.MaxBodySize {
+		s.writeError(ctx, fasthttp.StatusRequestEntityTooLarge, &wire.Error{Code: CodeBodyTooLarge, Path: "$",
+			Message: "cannot read a request body of " + itoa(n) + " bytes: the limit is " + byteCount(s.opts.MaxBodySize)})
+		return fasthttp.StatusRequestEntityTooLarge
+	}
+	return fasthttp.StatusContinue
 }
 
 // handleServerError answers fasthttp's own errors (a body over the limit, a

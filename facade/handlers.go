@@ -10,10 +10,12 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/fairsched/fairsched/core/apierr"
+	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/snapshot"
 	"github.com/fairsched/fairsched/core/tree"
 	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/internal/jsonpath"
 	"github.com/fairsched/fairsched/store"
 )
 
@@ -30,7 +32,7 @@ func (s *Server) respond(ctx *fasthttp.RequestCtx, status int, fn func(dst []byt
 func (s *Server) listPools(ctx *fasthttp.RequestCtx) { s.writePools(ctx, appendPoolConfig) }
 
 func (s *Server) getPool(ctx *fasthttp.RequestCtx, name string) {
-	if s.checkName(ctx, name, "a pool name", true) {
+	if s.checkName(ctx, name, "a pool name", "$.url.name", true) {
 		s.writePool(ctx, fasthttp.StatusOK, name, appendPoolConfig)
 	}
 }
@@ -65,9 +67,11 @@ func (s *Server) writePool(ctx *fasthttp.RequestCtx, status int, name string, en
 }
 
 // putPool creates or replaces a pool (api.md §2). A missing "parent" is the
-// root: PUT replaces the whole configuration, the parent included.
+// root: PUT replaces the whole configuration, the parent included. It
+// needs administer on the pool (replacing it) or on its parent (creating
+// it), and on the new parent when it moves.
 func (s *Server) putPool(ctx *fasthttp.RequestCtx, name string) {
-	if !s.checkName(ctx, name, "a pool name", true) {
+	if !s.checkName(ctx, name, "a pool name", "$.url.name", true) {
 		return
 	}
 	b, err := wire.DecodePool(ctx.PostBody(), tree.PoolConfig{})
@@ -75,16 +79,20 @@ func (s *Server) putPool(ctx *fasthttp.RequestCtx, name string) {
 		s.fail(ctx, err, "$")
 		return
 	}
-	if !s.bodyName(ctx, b, name) {
+	if !s.bodyName(ctx, b, name) || name == tree.RootName && !s.rootBody(ctx) {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, err = s.sched.Pool(name)
+	cur, err := s.sched.Pool(name)
 	exists := err == nil
 	m := tree.Mutation{Kind: tree.AddPool, Name: name, Pool: b.Config}
 	if b.HasParent && b.Parent != tree.RootName {
 		m.Parent = b.Parent
+	}
+	parentPath := "$"
+	if b.HasParent {
+		parentPath = "$.parent"
 	}
 	status := fasthttp.StatusCreated
 	if exists {
@@ -92,8 +100,17 @@ func (s *Server) putPool(ctx *fasthttp.RequestCtx, name string) {
 		if name != tree.RootName && m.Parent == "" {
 			m.Parent = tree.RootName
 		}
+		if !s.mayPool(ctx, tree.PermAdminister, name, "$.url.name", "replace pool "+strconv.Quote(name)) {
+			return
+		}
+		if name != tree.RootName && parentName(m.Parent) != cur.Parent &&
+			!s.mayPool(ctx, tree.PermAdminister, m.Parent, parentPath, "move pool "+strconv.Quote(name)+" into pool "+strconv.Quote(parentName(m.Parent))) {
+			return
+		}
 	} else if name == tree.RootName {
 		panic("BUG: the root pool does not exist")
+	} else if !s.mayPool(ctx, tree.PermAdminister, m.Parent, parentPath, "create pool "+strconv.Quote(name)+" in pool "+strconv.Quote(parentName(m.Parent))) {
+		return
 	}
 	if name == tree.RootName && b.HasParent && b.Parent != tree.RootName {
 		s.writeError(ctx, fasthttp.StatusBadRequest, &wire.Error{Code: tree.CodeInvalidValue, Path: "$.parent", Message: "cannot give the root pool a parent"})
@@ -103,6 +120,7 @@ func (s *Server) putPool(ctx *fasthttp.RequestCtx, name string) {
 		s.fail(ctx, err, "$")
 		return
 	}
+	s.rebuildACL()
 	if !s.await(ctx, s.submit(s.poolWrite(name))) {
 		return
 	}
@@ -112,6 +130,30 @@ func (s *Server) putPool(ctx *fasthttp.RequestCtx, name string) {
 		s.logChange(ctx, "pool created", "pool", name, "parent", parentName(m.Parent))
 	}
 	s.writePool(ctx, status, name, appendPoolConfig)
+}
+
+// rootKeys are what a body for the root pool may set: the root is always
+// fair_share and has no attributes but its acl (and no ancestors to
+// inherit one from).
+var rootKeys = []string{"name", "parent", "mode", "acl"}
+
+// rootBody checks that a PUT or PATCH of the root sets only its acl (and
+// repeats its name, parent and mode); it answers 400 naming the first other
+// key.
+func (s *Server) rootBody(ctx *fasthttp.RequestCtx) bool {
+	m, e := jsonpath.DecodeObject(ctx.PostBody(), "body")
+	if e != nil {
+		s.writeError(ctx, fasthttp.StatusBadRequest, e)
+		return false
+	}
+	for _, k := range jsonpath.SortedKeys(m) {
+		if !slices.Contains(rootKeys, k) {
+			s.writeError(ctx, fasthttp.StatusBadRequest, &wire.Error{Code: tree.CodeInvalidValue, Path: jsonpath.Key("$", k),
+				Message: "cannot set " + k + " of the root pool: it takes only an acl (and is always fair_share)"})
+			return false
+		}
+	}
+	return true
 }
 
 // bodyName checks that a body's "name", when given, is the URL's.
@@ -124,9 +166,10 @@ func (s *Server) bodyName(ctx *fasthttp.RequestCtx, b *wire.PoolBody, name strin
 	return true
 }
 
-// patchPool changes the listed attributes of a pool (api.md §2).
+// patchPool changes the listed attributes of a pool (api.md §2). It needs
+// administer on the pool, and on the new parent when it moves.
 func (s *Server) patchPool(ctx *fasthttp.RequestCtx, name string) {
-	if !s.checkName(ctx, name, "a pool name", true) {
+	if !s.checkName(ctx, name, "a pool name", "$.url.name", true) {
 		return
 	}
 	s.mu.Lock()
@@ -136,12 +179,15 @@ func (s *Server) patchPool(ctx *fasthttp.RequestCtx, name string) {
 		s.fail(ctx, err, "$")
 		return
 	}
+	if !s.mayPool(ctx, tree.PermAdminister, name, "$.url.name", "change pool "+strconv.Quote(name)) {
+		return
+	}
 	b, err := wire.DecodePool(ctx.PostBody(), cur.Config)
 	if err != nil {
 		s.fail(ctx, err, "$")
 		return
 	}
-	if !s.bodyName(ctx, b, name) {
+	if !s.bodyName(ctx, b, name) || name == tree.RootName && !s.rootBody(ctx) {
 		return
 	}
 	m := tree.Mutation{Kind: tree.SetPool, Name: name, Pool: b.Config}
@@ -153,12 +199,17 @@ func (s *Server) patchPool(ctx *fasthttp.RequestCtx, name string) {
 			}
 		} else {
 			m.Parent = b.Parent
+			if b.Parent != cur.Parent && !s.mayPool(ctx, tree.PermAdminister, b.Parent, "$.parent",
+				"move pool "+strconv.Quote(name)+" into pool "+strconv.Quote(b.Parent)) {
+				return
+			}
 		}
 	}
 	if _, err := s.sched.ApplyPools(m); err != nil {
 		s.fail(ctx, err, "$")
 		return
 	}
+	s.rebuildACL()
 	if !s.await(ctx, s.submit(s.poolWrite(name))) {
 		return
 	}
@@ -167,21 +218,29 @@ func (s *Server) patchPool(ctx *fasthttp.RequestCtx, name string) {
 }
 
 // deletePool removes an empty pool: 409 when it has child pools or
-// operations (api.md §2).
+// operations (api.md §2). It needs administer on the pool.
 func (s *Server) deletePool(ctx *fasthttp.RequestCtx, name string) {
-	if !s.checkName(ctx, name, "a pool name", true) {
+	if !s.checkName(ctx, name, "a pool name", "$.url.name", true) {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if name == tree.RootName {
-		s.writeError(ctx, fasthttp.StatusBadRequest, &wire.Error{Code: tree.CodeInvalidValue, Message: "cannot remove the root pool"})
+		s.writeError(ctx, fasthttp.StatusBadRequest, &wire.Error{Code: tree.CodeInvalidValue, Path: "$.url.name", Message: "cannot remove the root pool"})
+		return
+	}
+	if _, err := s.sched.Pool(name); err != nil {
+		s.fail(ctx, err, "$")
+		return
+	}
+	if !s.mayPool(ctx, tree.PermAdminister, name, "$.url.name", "remove pool "+strconv.Quote(name)) {
 		return
 	}
 	if _, err := s.sched.ApplyPools(tree.Mutation{Kind: tree.RemovePool, Name: name}); err != nil {
 		s.fail(ctx, err, "$")
 		return
 	}
+	s.rebuildACL()
 	if !s.await(ctx, s.submit(store.Delete(store.Pools, name))) {
 		return
 	}
@@ -230,7 +289,10 @@ func (s *Server) patchConfig(ctx *fasthttp.RequestCtx) {
 
 // startOperation admits an operation: 201 {"id", "state"}. The same client
 // id with the same body returns the same operation (201 again); with a
-// different body it is a 409 duplicate_id.
+// different body it is a 409 duplicate_id. It needs use on the pool; the
+// caller becomes the operation's owner. A new operation whose demand would
+// take the demand of the unfinished operations past 2^53 in a resource is
+// 409 demand_overflow: no pool's demand can then wrap.
 func (s *Server) startOperation(ctx *fasthttp.RequestCtx) {
 	spec, err := wire.DecodeStartOperation(ctx.PostBody())
 	if err != nil {
@@ -238,6 +300,18 @@ func (s *Server) startOperation(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	s.mu.Lock()
+	if !s.mayPool(ctx, tree.PermUse, spec.Pool, "$.pool", "start an operation in pool "+strconv.Quote(parentName(spec.Pool))) {
+		s.mu.Unlock()
+		return
+	}
+	demand := wire.Demand(&spec)
+	if spec.ID == "" || s.ops[spec.ID] == nil {
+		if e := s.demandError(demand); e != nil {
+			s.mu.Unlock()
+			s.writeError(ctx, fasthttp.StatusConflict, e)
+			return
+		}
+	}
 	now := s.now()
 	id, st, err := s.sched.StartOperation(now, spec)
 	known := false
@@ -251,7 +325,11 @@ func (s *Server) startOperation(ctx *fasthttp.RequestCtx) {
 				s.m.pendingWait.Observe(0)
 			}
 			s.opSeq++
-			r = &opRecord{seq: s.opSeq, state: operationState{State: "live"}, tasks: slices.Clone(spec.Tasks)}
+			r = &opRecord{seq: s.opSeq, state: operationState{State: "live"}, demand: demand, tasks: slices.Clone(spec.Tasks)}
+			if id := who(ctx); id != nil {
+				r.owner = id.Name
+			}
+			s.demand = s.demand.Add(demand)
 			s.ops[id] = r
 			if s.d != nil {
 				r.durable = s.submit(s.operationStartWrites(id, r, ctx.PostBody(), now)...)
@@ -278,6 +356,43 @@ func (s *Server) startOperation(ctx *fasthttp.RequestCtx) {
 		dst = append(dst, st.String()...)
 		return append(dst, `"}`...)
 	})
+}
+
+// maxLiveDemand bounds the declared demand (Σ job_count × resources) of
+// the operations that have not finished, per resource: every pool's demand
+// is a part of it, so none can leave the fixed-point range of 2^53.
+const maxLiveDemand = resource.MaxAmount
+
+// demandError is the 409 of an operation whose demand would take the live
+// demand past maxLiveDemand (nil when it would not). The caller holds s.mu.
+func (s *Server) demandError(d resource.Vec) *wire.Error {
+	for k := range d {
+		if d[k] > maxLiveDemand-s.demand[k] {
+			kind := resource.Kind(k)
+			return &wire.Error{Code: CodeDemandOverflow, Path: "$.tasks",
+				Message: "cannot start an operation demanding " + amountString(kind, d[k]) + " " + kind.String() +
+					": the operations that have not finished demand " + amountString(kind, s.demand[k]) +
+					" already, and pools' demand must stay within 2^53 (" + amountString(kind, maxLiveDemand) + ")"}
+		}
+	}
+	return nil
+}
+
+// releaseDemand takes a finished operation's demand out of the live
+// demand, once. The caller holds s.mu.
+func (s *Server) releaseDemand(r *opRecord) {
+	if r != nil && !r.released {
+		r.released = true
+		s.demand = s.demand.Sub(r.demand)
+	}
+}
+
+// amountString writes a resource amount as the API does: cpu in cores.
+func amountString(k resource.Kind, v int64) string {
+	if k == resource.CPU {
+		return strconv.FormatFloat(float64(v)/resource.CPUScale, 'g', -1, 64)
+	}
+	return strconv.FormatInt(v, 10)
 }
 
 // Paging of GET /api/v1/operations.
@@ -319,7 +434,7 @@ func (s *Server) listOperations(ctx *fasthttp.RequestCtx) {
 			Message: "cannot use state " + strconv.Quote(truncate(state, 32)) + ": want one of pending, running, completed, aborted"})
 		return
 	}
-	if pool != "" && !s.checkName(ctx, pool, "a pool name", true) {
+	if pool != "" && !s.checkName(ctx, pool, "a pool name", "pool", true) {
 		return
 	}
 	infos := s.sched.Operations(nil)
@@ -365,7 +480,7 @@ func (s *Server) listOperations(ctx *fasthttp.RequestCtx) {
 }
 
 func (s *Server) getOperation(ctx *fasthttp.RequestCtx, id string, detailed bool) {
-	if !s.checkName(ctx, id, "an operation id", false) {
+	if !s.checkName(ctx, id, "an operation id", "$.url.id", false) {
 		return
 	}
 	o, err := s.sched.Operation(id)
@@ -394,7 +509,7 @@ type limitsSetter interface {
 // resource_limits. Everything is validated before the first change; a move
 // refused by the limits changes nothing.
 func (s *Server) patchOperation(ctx *fasthttp.RequestCtx, id string) {
-	if !s.checkName(ctx, id, "an operation id", false) {
+	if !s.checkName(ctx, id, "an operation id", "$.url.id", false) {
 		return
 	}
 	p, err := wire.DecodeOperationPatch(ctx.PostBody())
@@ -409,8 +524,14 @@ func (s *Server) patchOperation(ctx *fasthttp.RequestCtx, id string) {
 		s.fail(ctx, err, "$")
 		return
 	}
+	if !s.mayOperation(ctx, s.ops[id], cur.Pool, "change operation "+strconv.Quote(id)) {
+		return
+	}
+	if p.HasPool && !s.mayPool(ctx, tree.PermUse, p.Pool, "$.pool", "move operation "+strconv.Quote(id)+" into pool "+strconv.Quote(parentName(p.Pool))) {
+		return
+	}
 	if cur.State.Final() && (p.HasPool || p.Weight.Set || p.HasResourceLimits) {
-		s.writeError(ctx, fasthttp.StatusConflict, &wire.Error{Code: schedule.CodeFinished,
+		s.writeError(ctx, fasthttp.StatusConflict, &wire.Error{Code: schedule.CodeFinished, Path: "$.url.id",
 			Message: "cannot change operation " + strconv.Quote(id) + ": it is " + cur.State.String()})
 		return
 	}
@@ -481,19 +602,31 @@ func (s *Server) patchOperation(ctx *fasthttp.RequestCtx, id string) {
 // finishOperation completes or aborts an operation; its allocations are
 // told to stop on their nodes' next heartbeats.
 func (s *Server) finishOperation(ctx *fasthttp.RequestCtx, id, action string) {
-	if !s.checkName(ctx, id, "an operation id", false) {
+	if !s.checkName(ctx, id, "an operation id", "$.url.id", false) {
 		return
 	}
 	s.mu.Lock()
-	var err error
+	cur, err := s.sched.Operation(id)
+	if err != nil {
+		s.mu.Unlock()
+		s.fail(ctx, err, "$")
+		return
+	}
+	r := s.ops[id]
+	if !s.mayOperation(ctx, r, cur.Pool, action+" operation "+strconv.Quote(id)) {
+		s.mu.Unlock()
+		return
+	}
 	if action == "complete" {
 		err = s.sched.CompleteOperation(id)
 	} else {
 		err = s.sched.AbortOperation(id)
 	}
 	var durable store.Pending
-	r := s.ops[id]
 	if r != nil {
+		if err == nil {
+			s.releaseDemand(r)
+		}
 		if err == nil && s.d != nil {
 			r.state.State = map[string]string{"complete": "completed", "abort": "aborted"}[action]
 			r.state.FinishUnixUS = s.unixUS(s.now())
@@ -526,18 +659,18 @@ func (s *Server) finishOperation(ctx *fasthttp.RequestCtx, id, action string) {
 func (s *Server) orchidPools(ctx *fasthttp.RequestCtx) { s.writePools(ctx, wire.AppendPoolOrchid) }
 
 func (s *Server) orchidPool(ctx *fasthttp.RequestCtx, name string) {
-	if s.checkName(ctx, name, "a pool name", true) {
+	if s.checkName(ctx, name, "a pool name", "$.url.name", true) {
 		s.writePool(ctx, fasthttp.StatusOK, name, wire.AppendPoolOrchid)
 	}
 }
 
 func (s *Server) orchidNode(ctx *fasthttp.RequestCtx, name string) {
-	if !s.checkName(ctx, name, "a node id", false) {
+	if !s.checkName(ctx, name, "a node id", "$.url.id", false) {
 		return
 	}
 	n, ok := s.sched.Node(name)
 	if !ok {
-		s.writeError(ctx, fasthttp.StatusNotFound, &wire.Error{Code: CodeUnknownNode,
+		s.writeError(ctx, fasthttp.StatusNotFound, &wire.Error{Code: CodeUnknownNode, Path: "$.url.id",
 			Message: "cannot find node " + strconv.Quote(name) + ": it has not sent a heartbeat, or was unregistered after node_heartbeat_timeout_s"})
 		return
 	}
@@ -561,12 +694,31 @@ func (s *Server) solve(ctx *fasthttp.RequestCtx) {
 		s.fail(ctx, err, "$")
 		return
 	}
+	if n, updates := countElements(&snap.Root), max(len(snap.Updates), 1); n*updates > MaxSolveResults {
+		s.writeError(ctx, fasthttp.StatusBadRequest, &wire.Error{Code: CodeSolveTooLarge, Path: "$",
+			Message: "cannot solve " + itoa(n) + " elements over " + itoa(updates) + " updates: the answer would hold " + itoa(n*updates) +
+				" element results, and a solve answers at most " + itoa(MaxSolveResults) + " (run fairsched solve on the file for more)"})
+		return
+	}
 	r, err := snapshot.Solve(snap)
 	if err != nil {
 		s.fail(ctx, err, "$")
 		return
 	}
 	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte { return wire.AppendSolveResult(dst, r) })
+}
+
+// MaxSolveResults bounds a solve's answer: elements × updates (about 1.3
+// KiB of JSON per element result, so at most about 13 MiB).
+const MaxSolveResults = 10000
+
+// countElements counts the elements of a snapshot's tree, root included.
+func countElements(e *snapshot.Element) int {
+	n := 1
+	for i := range e.Children {
+		n += countElements(&e.Children[i])
+	}
+	return n
 }
 
 // parentName is a pool reference for the log: "" is the root.

@@ -32,7 +32,7 @@ func (s *Server) heartbeat(ctx *fasthttp.RequestCtx, id []byte) {
 	start := time.Now()
 	if !tree.ValidName(id) {
 		s.m.heartbeatErrors.Inc()
-		s.checkName(ctx, string(id), "a node id", false)
+		s.checkName(ctx, string(id), "a node id", "$.url.id", false)
 		return
 	}
 	sc := s.hbPool.Get().(*hbScratch)
@@ -40,6 +40,11 @@ func (s *Server) heartbeat(ctx *fasthttp.RequestCtx, id []byte) {
 	if err := sc.req.Decode(ctx.PostBody(), s.names); err != nil {
 		s.m.heartbeatErrors.Inc()
 		s.fail(ctx, err, "$")
+		return
+	}
+	if e := s.tagError(sc.req.Tags, -1); e != nil {
+		s.m.heartbeatErrors.Inc()
+		s.writeError(ctx, fasthttp.StatusBadRequest, e)
 		return
 	}
 	sc.hb = schedule.NodeHeartbeat{Node: s.names.Intern(id), Limits: sc.req.Limits, Tags: sc.req.Tags,

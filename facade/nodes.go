@@ -53,12 +53,12 @@ func (s *Server) listNodes(ctx *fasthttp.RequestCtx) {
 // getNode answers GET /api/v1/nodes/{id}: one node without its allocations
 // (GET /api/v1/orchid/nodes/{id} lists them).
 func (s *Server) getNode(ctx *fasthttp.RequestCtx, name string) {
-	if !s.checkName(ctx, name, "a node id", false) {
+	if !s.checkName(ctx, name, "a node id", "$.url.id", false) {
 		return
 	}
 	n, ok := s.sched.NodeSummary(name)
 	if !ok {
-		s.writeError(ctx, fasthttp.StatusNotFound, &wire.Error{Code: CodeUnknownNode,
+		s.writeError(ctx, fasthttp.StatusNotFound, &wire.Error{Code: CodeUnknownNode, Path: "$.url.id",
 			Message: "cannot find node " + strconv.Quote(name) + ": it has not sent a heartbeat, or was unregistered after node_heartbeat_timeout_s"})
 		return
 	}

@@ -137,6 +137,8 @@ type operationRecord struct {
 	Seq         uint64          `json:"seq"`
 	StartUnixUS int64           `json:"start_unix_us"`
 	Body        json.RawMessage `json:"body"`
+	// Owner is the user who started it (absent without tokens).
+	Owner string `json:"owner,omitempty"`
 }
 
 // operationState is what changed of an operation since its start.
@@ -165,7 +167,7 @@ func counterWrite(name string, v uint64) store.Write {
 
 // operationStartWrites are the records of a new operation.
 func (s *Server) operationStartWrites(id string, r *opRecord, body []byte, start clock.Time) []store.Write {
-	rec, err := json.Marshal(operationRecord{Seq: r.seq, StartUnixUS: s.unixUS(start), Body: compactJSON(body)})
+	rec, err := json.Marshal(operationRecord{Seq: r.seq, StartUnixUS: s.unixUS(start), Body: compactJSON(body), Owner: r.owner})
 	if err != nil {
 		panic("BUG: " + err.Error())
 	}
@@ -276,6 +278,9 @@ func (l *loaded) serveConfig() (*wire.ServeConfig, error) {
 	}
 	children := map[string][]string{}
 	for name, rec := range l.pools {
+		if name == tree.RootName {
+			continue // its entry comes first
+		}
 		var p poolDoc
 		if err := json.Unmarshal(rec, &p); err != nil {
 			return nil, fmt.Errorf("pools/%s: %w", name, err)
@@ -291,6 +296,10 @@ func (l *loaded) serveConfig() (*wire.ServeConfig, error) {
 	}
 	doc.WriteString(`,"pools":[`)
 	n := 0
+	if rec, ok := l.pools[tree.RootName]; ok {
+		doc.Write(rec) // the root's acl
+		n++
+	}
 	queue := []string{tree.RootName}
 	for len(queue) > 0 {
 		parent := queue[0]
@@ -368,7 +377,8 @@ func (s *Server) restoreOperation(op *loadedOp) error {
 	if _, _, err := s.sched.StartOperation(s.serverTime(op.rec.StartUnixUS), spec); err != nil {
 		return fmt.Errorf("operations/%s: %w", op.id, err)
 	}
-	r := &opRecord{seq: op.rec.Seq, state: *st, tasks: slices.Clone(spec.Tasks)}
+	r := &opRecord{seq: op.rec.Seq, state: *st, owner: op.rec.Owner, demand: wire.Demand(&spec), tasks: slices.Clone(spec.Tasks)}
+	s.demand = s.demand.Add(r.demand)
 	s.ops[op.id] = r
 	s.opSeq = max(s.opSeq, r.seq)
 	switch st.State {
@@ -381,6 +391,7 @@ func (s *Server) restoreOperation(op *loadedOp) error {
 			return fmt.Errorf("operations/%s: finishing it: %w", op.id, err)
 		}
 		r.finished, r.finishedAt = true, s.serverTime(st.FinishUnixUS)
+		s.releaseDemand(r)
 	}
 	return nil
 }
@@ -397,9 +408,7 @@ func (s *Server) openStore(l *loaded) error {
 	}
 	ws := []store.Write{configWrite(&s.cfg)}
 	for _, p := range s.sched.Pools(nil) {
-		if p.Name != tree.RootName {
-			ws = append(ws, store.Put(store.Pools, p.Name, wire.AppendPool(nil, p.Name, p.Parent, &p.Config)))
-		}
+		ws = append(ws, store.Put(store.Pools, p.Name, wire.AppendPool(nil, p.Name, p.Parent, &p.Config)))
 	}
 	if err := s.d.c.Commit(ws...); err != nil {
 		return fmt.Errorf("writing the store: %w", err)
@@ -411,9 +420,10 @@ func (s *Server) openStore(l *loaded) error {
 // store's file (one read transaction: changes go on meanwhile), to loopback
 // clients only. A server without a store answers 409 not_supported.
 func (s *Server) serveBackup(ctx *fasthttp.RequestCtx) {
-	if !ctx.RemoteIP().IsLoopback() {
+	if s.tokens.Load() == nil && !ctx.RemoteIP().IsLoopback() {
+		// With tokens, guard let only admins through.
 		s.writeError(ctx, fasthttp.StatusForbidden, &wire.Error{Code: CodeForbidden,
-			Message: "cannot serve a backup to " + ctx.RemoteIP().String() + ": only to clients on the loopback interface"})
+			Message: "cannot serve a backup to " + ctx.RemoteIP().String() + ": without tokens, only to clients on the loopback interface"})
 		return
 	}
 	w, ok := s.opts.Store.(io.WriterTo)

@@ -26,7 +26,7 @@ type durableServer struct {
 	stop func()
 }
 
-func startDurable(t *testing.T, dir string, mc *manualClock, config string, wrap func(store.Backend) store.Backend) *durableServer {
+func startDurable(t *testing.T, dir string, mc *manualClock, config string, wrap func(store.Backend) store.Backend, opts ...func(*Options)) *durableServer {
 	t.Helper()
 	st, err := store.OpenBolt(dir)
 	if err != nil {
@@ -42,7 +42,11 @@ func startDurable(t *testing.T, dir string, mc *manualClock, config string, wrap
 			t.Fatal(err)
 		}
 	}
-	srv, err := New(Options{Config: sc, Clock: mc, ManualUpdates: true, Logger: quietLogger(t), Store: backend})
+	o := Options{Config: sc, Clock: mc, ManualUpdates: true, Logger: quietLogger(t), Store: backend}
+	for _, f := range opts {
+		f(&o)
+	}
+	srv, err := New(o)
 	if err != nil {
 		st.Close()
 		t.Fatal(err)

@@ -77,6 +77,14 @@ func (s *Server) Reload(sc *wire.ServeConfig) (ReloadResult, error) {
 			res.Changed = append(res.Changed, b.Name)
 		}
 	}
+	// The root's entry sets its acl only.
+	if cur := current[tree.RootName]; !sameACL(&cur.Config, &sc.Root) {
+		rc := cur.Config
+		rc.ACL = sc.Root.ACL
+		ms = append(ms, tree.Mutation{Kind: tree.SetPool, Name: tree.RootName, Pool: rc})
+		paths = append(paths, "$.pools")
+		res.Changed = append(res.Changed, tree.RootName)
+	}
 	if len(ms) > 0 {
 		if i, err := s.sched.ApplyPools(ms...); err != nil {
 			_, we := errorBody(err, paths[i])
@@ -93,6 +101,7 @@ func (s *Server) Reload(sc *wire.ServeConfig) (ReloadResult, error) {
 		s.setPeriod(next.FairShareUpdatePeriod)
 	}
 	res.Removed, res.Kept = s.removeLeftOut(inFile)
+	s.rebuildACL()
 	if s.d != nil {
 		var ws []store.Write
 		if res.ConfigChanged {
@@ -164,6 +173,12 @@ func (s *Server) removeLeftOut(keep map[string]bool) (removed, kept []string) {
 		}
 	}
 	return removed, kept
+}
+
+// sameACL reports whether two pool configurations have the same ACL.
+func sameACL(a, b *tree.PoolConfig) bool {
+	return bytes.Equal(wire.AppendPool(nil, "", "", &tree.PoolConfig{ACL: a.ACL}),
+		wire.AppendPool(nil, "", "", &tree.PoolConfig{ACL: b.ACL}))
 }
 
 // samePoolConfig reports whether two pool configurations are alike, by their

@@ -29,6 +29,10 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	if h := s.panicHook.Load(); h != nil {
 		(*h)(ctx.Path())
 	}
+	s.conns.handling(ctx)
+	if !s.guard(ctx) {
+		return
+	}
 	if s.d != nil && isChange(ctx) && !s.storeOK(ctx) {
 		return
 	}
@@ -68,7 +72,8 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) {
 }
 
 // routeService serves the endpoints outside the API: /healthz, /readyz, /metrics, the
-// web dashboard under /ui/ and, on loopback when enabled, /debug/pprof.
+// web dashboard under /ui/ and, when enabled, /debug/pprof (to admins with
+// tokens, to loopback clients without).
 func (s *Server) routeService(ctx *fasthttp.RequestCtx, path []byte) {
 	switch {
 	case string(path) == "/ui":
@@ -89,7 +94,8 @@ func (s *Server) routeService(ctx *fasthttp.RequestCtx, path []byte) {
 		if s.method(ctx, "GET") {
 			s.serveMetrics(ctx)
 		}
-	case bytes.HasPrefix(path, []byte("/debug/pprof")) && s.opts.Pprof && ctx.RemoteIP().IsLoopback():
+	case bytes.HasPrefix(path, []byte("/debug/pprof")) && s.opts.Pprof && (s.tokens.Load() != nil || ctx.RemoteIP().IsLoopback()):
+		// With tokens, guard let only admins through.
 		switch string(path) {
 		case "/debug/pprof":
 			ctx.Redirect("/debug/pprof/", fasthttp.StatusMovedPermanently)
@@ -130,7 +136,7 @@ func (s *Server) routeAPI(ctx *fasthttp.RequestCtx, path []byte) bool {
 				s.getNode(ctx, string(id))
 			}
 		case len(id) > 0 && string(rest) == "heartbeat":
-			if s.method(ctx, "POST") {
+			if s.method(ctx, "POST") && s.mayHeartbeat(ctx, id) {
 				s.heartbeat(ctx, id)
 			}
 		default:
@@ -319,12 +325,13 @@ func cut(p []byte) (seg, rest []byte) {
 	return p, nil
 }
 
-// checkName validates a pool or operation name of the URL.
-func (s *Server) checkName(ctx *fasthttp.RequestCtx, name, what string, allowRoot bool) bool {
+// checkName validates a pool or operation name of the URL; param is the
+// path of the error: "$.url.name", "$.url.id", or a query parameter.
+func (s *Server) checkName(ctx *fasthttp.RequestCtx, name, what, param string, allowRoot bool) bool {
 	if tree.ValidName(name) || allowRoot && name == tree.RootName {
 		return true
 	}
-	s.writeError(ctx, fasthttp.StatusBadRequest, &wire.Error{Code: CodeInvalidName,
+	s.writeError(ctx, fasthttp.StatusBadRequest, &wire.Error{Code: CodeInvalidName, Path: param,
 		Message: "cannot use " + strconv.Quote(truncate(name, 64)) + " as " + what + ": want 1-128 characters of [A-Za-z0-9._:-]"})
 	return false
 }

@@ -28,6 +28,7 @@ package facade
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -39,6 +40,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/tree"
 	"github.com/fairsched/fairsched/facade/wire"
@@ -86,7 +88,32 @@ type Options struct {
 	// write fails: the server answers 503 store_unavailable to every change
 	// from then on and the caller should stop it.
 	OnStoreFailure func(error)
+
+	// Tokens, when set, are the users and bearer tokens every request but
+	// /healthz and /readyz must present (guard.go); SetTokens replaces
+	// them. Without tokens every caller may do everything: fairsched serve
+	// then listens on loopback only.
+	Tokens *Tokens
+	// AllowedOrigins are the Origin values (scheme://host[:port]) of web
+	// pages that may send requests; others are 403 cross_origin.
+	AllowedOrigins []string
+	// AllowedHosts are the Host header names the server answers besides
+	// the addresses it listens on and localhost ("name", or "*.domain");
+	// others are 421 misdirected_request.
+	AllowedHosts []string
+	// ListenHost is the host of the listen address (fairsched serve
+	// --listen): a Host header it takes; "", 0.0.0.0 or :: (every
+	// interface) make every IP address one too.
+	ListenHost string
+	// TLS, when set, makes Serve serve HTTPS with this configuration.
+	TLS *tls.Config
 }
+
+// maxInterned bounds the node names and tags the server interns (so that
+// steady heartbeats allocate nothing): at most 131,072 strings of at most
+// 256 bytes. Names and tags beyond it still work, each heartbeat then
+// allocating its own copies; MaxDistinctNodeTags bounds the tags kept.
+const maxInterned = 1 << 17
 
 // Server is fairsched's HTTP/JSON facade. See the package documentation.
 type Server struct {
@@ -144,6 +171,18 @@ type Server struct {
 
 	// panicHook, when set (tests), runs at the start of every request.
 	panicHook atomic.Pointer[func(path []byte)]
+
+	// tokens are the users of the token file (nil: no tokens); acl the
+	// pools' ACLs as permission checks read them (rebuildACL).
+	tokens atomic.Pointer[Tokens]
+	acl    atomic.Pointer[aclIndex]
+	// conns are the open connections (Shutdown closes the silent ones).
+	conns connTracker
+	// demand is the declared demand of the operations that have not
+	// finished (opRecord.demand), bounded by maxLiveDemand; under mu.
+	demand resource.Vec
+	// tags are the distinct node tags of the cluster (bounded).
+	tags tagSet
 }
 
 // opRecord is the facade's record of an operation.
@@ -155,6 +194,11 @@ type opRecord struct {
 	// durable the last write of it: a retry answers once it is durable.
 	state   operationState
 	durable store.Pending
+	// owner is the user who started it ("" without tokens); demand its
+	// declared demand, counted in Server.demand until released.
+	owner    string
+	demand   resource.Vec
+	released bool
 	// tasks are the operation's tasks as it was started, for the orchid.
 	tasks []schedule.TaskSpec
 }
@@ -183,7 +227,7 @@ func New(opts Options) (*Server, error) {
 		log:          opts.Logger,
 		clock:        opts.Clock,
 		cfg:          sc.Scheduler,
-		names:        wire.NewInterner(1 << 20),
+		names:        wire.NewInterner(maxInterned),
 		ops:          make(map[string]*opRecord),
 		pendingSince: make(map[string]clock.Time),
 		solves:       make(chan struct{}, opts.MaxConcurrentSolves),
@@ -227,7 +271,7 @@ func New(opts Options) (*Server, error) {
 	s.setPeriod(sc.Scheduler.FairShareUpdatePeriod)
 	s.storeMaxBatch(sc.Scheduler.MaxHeartbeatsPerBatch)
 
-	var root tree.PoolConfig
+	root := sc.Root
 	var ms []tree.Mutation
 	var paths []string
 	for i := range sc.Pools {
@@ -265,18 +309,25 @@ func New(opts Options) (*Server, error) {
 	s.hbPool.New = func() any { return new(hbScratch) }
 	s.batchPool.New = func() any { return new(batchScratch) }
 	s.bufPool.New = func() any { b := make([]byte, 0, 4096); return &b }
+	s.tokens.Store(opts.Tokens)
+	s.rebuildACL()
+	s.tags.init()
 	s.http = &fasthttp.Server{
-		Handler:               s.Handle,
-		ErrorHandler:          s.handleServerError,
-		Name:                  "fairsched",
-		MaxRequestBodySize:    opts.MaxBodySize,
-		ReadTimeout:           30 * time.Second,
-		WriteTimeout:          30 * time.Second,
-		IdleTimeout:           2 * time.Minute,
-		NoDefaultContentType:  true,
-		NoDefaultServerHeader: false,
-		CloseOnShutdown:       true,
-		Logger:                fasthttpLogger{s.log},
+		Handler:              s.Handle,
+		ErrorHandler:         s.handleServerError,
+		ExpectHandler:        s.expectContinue,
+		ConnState:            s.conns.state,
+		Name:                 "fairsched",
+		MaxRequestBodySize:   opts.MaxBodySize,
+		ReadTimeout:          30 * time.Second,
+		WriteTimeout:         30 * time.Second,
+		IdleTimeout:          2 * time.Minute,
+		NoDefaultContentType: true,
+		// Bodies are JSON: a form is refused (415), never parsed.
+		DisablePreParseMultipartForm: true,
+		NoDefaultServerHeader:        false,
+		CloseOnShutdown:              true,
+		Logger:                       fasthttpLogger{s.log},
 	}
 	return s, nil
 }
@@ -310,7 +361,10 @@ func (s *Server) now() clock.Time { return s.clock.Now() }
 // connections from ln until Shutdown. It returns nil after Shutdown, also
 // when Shutdown came first.
 func (s *Server) Serve(ln net.Listener) error {
-	l := &onceCloseListener{Listener: ln}
+	if s.opts.TLS != nil {
+		ln = tls.NewListener(ln, s.opts.TLS)
+	}
+	l := &onceCloseListener{Listener: s.conns.listener(ln)}
 	s.lnMu.Lock()
 	select {
 	case <-s.stop:
@@ -349,6 +403,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		l.Close()
 	}
 	s.lnMu.Unlock()
+	// A connection that sends nothing would hold fasthttp's shutdown until
+	// its read timeout: every read not inside a request is ended now.
+	s.conns.stopReading()
 	err := s.http.ShutdownWithContext(ctx)
 	s.done.Wait()
 	if s.d != nil {
@@ -440,6 +497,7 @@ func (s *Server) forgetFinished(now clock.Time) {
 		}
 		if !r.finished {
 			r.finished, r.finishedAt = true, now
+			s.releaseDemand(r)
 			if s.d != nil && r.state.State == "live" {
 				// It finished by itself (its last job completed): stored
 				// without waiting, like every change no request awaits.

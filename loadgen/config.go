@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math"
@@ -14,9 +15,18 @@ import (
 // Config is a load run: the workload, the driver and its bounds. The zero
 // value is not usable; start from Standard or Tiny.
 type Config struct {
-	// Target is the base URL of the server (http://127.0.0.1:8080); it must
-	// be loopback (CheckTarget). Ignored by the in-process driver.
+	// Target is the base URL of the server (http://127.0.0.1:8080, or
+	// https:// for a server with --tls-cert); it must be loopback
+	// (CheckTarget). Ignored by the in-process driver.
 	Target string
+	// Token, when set, is sent as "Authorization: Bearer <token>" with
+	// every request (a server with --auth-tokens): the token of an admin,
+	// as the load generator creates pools, starts operations and sends
+	// heartbeats.
+	Token string
+	// TLS is the client configuration of an https:// Target (nil: the
+	// system's roots).
+	TLS *tls.Config
 	// Reset aborts, before the run, the operations a previous load left
 	// running or pending on the server (ids lg…); without it such
 	// leftovers stop the run at setup.

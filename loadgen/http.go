@@ -59,8 +59,21 @@ func newHTTPDriver(cfg *Config, w *Workload, addr string) *httpDriver {
 			WriteTimeout:       10 * time.Second,
 		},
 	}
+	if strings.HasPrefix(cfg.Target, "https://") {
+		h.hc.IsTLS, h.hc.TLSConfig = true, cfg.TLS
+		h.ctl.IsTLS, h.ctl.TLSConfig = true, cfg.TLS
+	}
+	scheme := "http://"
 	h.ctlHTTP = &http.Client{Timeout: 30 * time.Second}
-	c, err := client.New("http://"+addr, client.WithUserAgent("fairsched-loadgen"), client.WithHTTPClient(h.ctlHTTP))
+	if h.hc.IsTLS {
+		scheme = "https://"
+		h.ctlHTTP.Transport = &http.Transport{TLSClientConfig: cfg.TLS}
+	}
+	opts := []client.Option{client.WithUserAgent("fairsched-loadgen"), client.WithHTTPClient(h.ctlHTTP)}
+	if cfg.Token != "" {
+		opts = append(opts, client.WithToken(cfg.Token))
+	}
+	c, err := client.New(scheme+addr, opts...)
 	if err != nil {
 		panic("BUG: the checked target is not a URL: " + err.Error())
 	}
@@ -78,6 +91,8 @@ func newHTTPDriver(cfg *Config, w *Workload, addr string) *httpDriver {
 			WriteTimeout:       10 * time.Second,
 			ReadBufferSize:     64 << 10,
 			WriteBufferSize:    64 << 10,
+			IsTLS:              h.hc.IsTLS,
+			TLSConfig:          cfg.TLS,
 		}
 	}
 	return h
@@ -90,7 +105,14 @@ func (h *httpDriver) do(method, path string, body []byte, timeout time.Duration)
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
 	req.Header.SetMethod(method)
-	req.SetRequestURI("http://" + h.addr + path)
+	scheme := "http://"
+	if h.ctl.IsTLS {
+		scheme = "https://"
+	}
+	req.SetRequestURI(scheme + h.addr + path)
+	if h.cfg.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+h.cfg.Token)
+	}
 	if body != nil {
 		req.Header.SetContentType("application/json")
 		req.SetBody(body)
@@ -211,10 +233,16 @@ func (h *httpDriver) newWorker(int) heartbeater {
 	wk.req.Header.SetMethod("POST")
 	wk.req.Header.SetHost(h.addr)
 	wk.req.Header.SetContentType("application/json")
+	if h.cfg.Token != "" {
+		wk.req.Header.Set("Authorization", "Bearer "+h.cfg.Token)
+	}
 	wk.resp.SkipBody = false
 	if k := h.cfg.Batch; k > 0 {
 		wk.names, wk.errs = make([]string, 0, k), make([]*EntryError, k)
 		wk.req.SetRequestURIBytes(batchPath)
+		if h.hc.IsTLS {
+			wk.req.URI().SetScheme("https")
+		}
 	}
 	return wk
 }
@@ -227,6 +255,9 @@ func (wk *httpWorker) heartbeat(nodes []*Node, ds []Decisions, errs []*hbError) 
 	n := nodes[0]
 	wk.body = n.AppendHeartbeat(wk.body[:0])
 	wk.req.SetRequestURIBytes(n.path)
+	if wk.h.hc.IsTLS {
+		wk.req.URI().SetScheme("https") // NB: the path alone reads as http
+	}
 	wk.req.SetBodyRaw(wk.body)
 	if err := wk.do(nodes); err != nil {
 		errs[0] = err

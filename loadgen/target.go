@@ -11,7 +11,7 @@ import (
 
 // CheckTarget parses a target URL and returns the address to dial
 // ("127.0.0.1:8080", "[::1]:8080"). It refuses everything that is not
-// plainly loopback: the scheme must be http, the host a literal loopback
+// plainly loopback: the scheme must be http (or https), the host a literal loopback
 // IP (127.0.0.0/8 or ::1) or "localhost" (taken as 127.0.0.1 without
 // asking a resolver), with no user info, query, fragment or path beyond
 // "/". Nothing is ever resolved, so a name cannot lead off the machine.
@@ -27,8 +27,8 @@ func CheckTarget(raw string) (string, error) {
 		return bad("it is not a URL")
 	}
 	switch {
-	case u.Scheme != "http":
-		return bad("the scheme is not http")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return bad("the scheme is not http or https")
 	case u.Opaque != "" || u.User != nil:
 		return bad("it has user info or an opaque part")
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
@@ -42,6 +42,9 @@ func CheckTarget(raw string) (string, error) {
 			return bad("the port is empty")
 		}
 		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
 	}
 	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
 		return bad("the port is not 1-65535")

@@ -23,6 +23,8 @@ import (
 
 const serveUsage = `usage: fairsched serve [--listen ADDR] [--config FILE] [--pprof=BOOL] [--max-body-size BYTES]
                        [--finished-operation-retention DURATION] [--data-dir DIR]
+                       [--auth-tokens FILE] [--insecure] [--tls-cert FILE --tls-key FILE]
+                       [--allowed-origins LIST] [--allowed-hosts LIST]
                        [--log-format text|json] [--log-level LEVEL]
                        [--mutex-profile-fraction N] [--block-profile-rate NS]
 
@@ -31,11 +33,14 @@ heartbeats, orchid, solve, /metrics, /debug/pprof/, /healthz) until SIGINT or
 SIGTERM, then shuts down gracefully. The fair-share update runs on the wall
 clock every fair_share_update_period_s (0.2 s by default).
 
-  --listen ADDR         address to listen on (default 127.0.0.1:8080)
+  --listen ADDR         address to listen on (default 127.0.0.1:8080); an
+                        address other than loopback needs --auth-tokens (or
+                        --insecure)
   --config FILE         tree config and initial pools as JSON:
                         {"config": {...}, "pools": [{"name": ..., "parent": ..., ...}]}
                         (default: the embedded examples/serve.json)
-  --pprof=BOOL          serve /debug/pprof/ to loopback clients (default true)
+  --pprof=BOOL          serve /debug/pprof/: to admins with --auth-tokens, to
+                        loopback clients without (default true)
   --max-body-size BYTES request body limit (default 4194304)
   --finished-operation-retention DURATION
                         how long a finished operation stays visible to GET
@@ -46,6 +51,22 @@ clock every fair_share_update_period_s (0.2 s by default).
                         a restart starts from it (the --config file then only
                         seeds a new directory). Without it, the state is in
                         memory only.
+  --auth-tokens FILE    the users, their bearer tokens and roles (admin, user,
+                        node) as JSON: {"users": [{"name": "alice", "token": "...",
+                        "groups": ["ml"], "roles": ["user"]}, ...]}; every request
+                        but /healthz and /readyz must then carry one
+                        (docs/operations.md, "Access control")
+  --insecure            serve a non-loopback --listen without --auth-tokens:
+                        anyone who reaches the port may do everything (a
+                        warning is logged at every start)
+  --tls-cert FILE, --tls-key FILE
+                        serve HTTPS with this PEM certificate (chain) and key
+  --allowed-origins LIST
+                        comma-separated origins (https://dash.example.com) of
+                        web pages that may call the API; others are 403
+  --allowed-hosts LIST  comma-separated Host names the server answers besides
+                        its addresses, localhost and the --listen host
+                        ("*.example.com" for subdomains); others are 421
   --log-format text|json
                         the log's format: slog's key=value text (default) or
                         one JSON object per line
@@ -61,7 +82,8 @@ clock every fair_share_update_period_s (0.2 s by default).
 SIGHUP reloads the --config file: pools it adds are created, pools whose
 attributes or parent changed are changed, pools it leaves out are removed when
 they hold no operations (and kept, with a warning, otherwise), and the tree
-config takes its keys (node_shards only at start-up). A file that is not valid
+config takes its keys (node_shards only at start-up). It also reloads the
+--auth-tokens file and the TLS certificate and key. A file that is not valid
 changes nothing and the log says why.
 
 A configuration that is not valid is reported as
@@ -109,6 +131,11 @@ type serveOptions struct {
 	mutexFraction, blockRate int
 	logFormat, logLevel      string
 	dataDir                  string
+	authTokens               string
+	insecure                 bool
+	tlsCert, tlsKey          string
+	allowedOrigins           string
+	allowedHosts             string
 }
 
 // serveFlags is the flag set of fairsched serve.
@@ -127,6 +154,12 @@ func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveOptions) {
 	fs.StringVar(&f.dataDir, "data-dir", "", "keep the state durable in this directory (empty: in memory)")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&f.logLevel, "log-level", "info", "least level logged: debug, info, warn or error")
+	fs.StringVar(&f.authTokens, "auth-tokens", "", "users, bearer tokens and roles (JSON)")
+	fs.BoolVar(&f.insecure, "insecure", false, "serve a non-loopback address without tokens")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate (PEM)")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "TLS key (PEM)")
+	fs.StringVar(&f.allowedOrigins, "allowed-origins", "", "origins of web pages that may call the API (comma-separated)")
+	fs.StringVar(&f.allowedHosts, "allowed-hosts", "", "Host names the server answers (comma-separated)")
 	return fs, f
 }
 
@@ -183,8 +216,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 		fmt.Fprintf(stderr, "fairsched serve: %v\n", err)
 		return 2
 	}
+	sec, code := securityOptions(f, stderr)
+	if code != 0 {
+		return code
+	}
 	opts := facade.Options{Config: cfg, Pprof: f.pprof, MaxBodySize: f.maxBody, Logger: log,
-		FinishedOperationRetention: f.retention}
+		FinishedOperationRetention: f.retention, Tokens: sec.tokens, TLS: sec.tls,
+		AllowedOrigins: sec.origins, AllowedHosts: sec.hosts, ListenHost: sec.listenHost}
 	storeFailed := make(chan error, 1)
 	if f.dataDir != "" {
 		st, err := store.OpenBolt(f.dataDir)
@@ -215,18 +253,34 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 		return 1
 	}
 	addr := ln.Addr().String()
+	scheme := "http"
+	if sec.tls != nil {
+		scheme = "https"
+	}
+	if sec.tokens == nil && !sec.loopback {
+		log.Warn("serving without --auth-tokens on an address that is not loopback (--insecure): anyone who can reach it can change pools and the config, start and abort operations and send heartbeats",
+			"listen", addr)
+	}
 	if f.mutexFraction > 0 || f.blockRate > 0 {
 		runtime.SetMutexProfileFraction(f.mutexFraction)
 		runtime.SetBlockProfileRate(f.blockRate)
 	}
-	log.Info("fairsched serve", "listen", "http://"+addr, "config", source,
+	users := 0
+	if sec.tokens != nil {
+		users = sec.tokens.Users()
+	}
+	log.Info("fairsched serve", "listen", scheme+"://"+addr, "config", source,
 		"pools", len(cfg.Pools), "fair_share_update_period_s", cfg.Scheduler.FairShareUpdatePeriod, "pprof", f.pprof,
-		"finished_operation_retention", f.retention)
+		"finished_operation_retention", f.retention, "auth", authMode(sec.tokens), "users", users, "tls", sec.tls != nil)
 	log.Info("cpu", "features", cpufeat.Get().String())
-	fmt.Fprintf(stdout, "fairsched serve: listening on http://%s (Ctrl-C stops it). Try:\n"+
-		"  curl -s -X POST http://%s/api/v1/nodes/node-1/heartbeat -d '{\"resource_limits\": {\"user_slots\": 32, \"cpu\": 32, \"memory\": 137438953472}}'\n"+
-		"  curl -s -X POST http://%s/api/v1/operations -d '{\"pool\": \"research\", \"tasks\": [{\"name\": \"train\", \"job_count\": 4, \"resources\": {\"cpu\": 2, \"memory\": 4294967296}}]}'\n"+
-		"  curl -s http://%s/api/v1/orchid/pools/research\n", addr, addr, addr, addr)
+	base, auth := scheme+"://"+addr, ""
+	if sec.tokens != nil {
+		auth = ` -H "Authorization: Bearer $FAIRSCHED_TOKEN"`
+	}
+	fmt.Fprintf(stdout, "fairsched serve: listening on %s (Ctrl-C stops it). Try:\n"+
+		"  curl -s%s %s/api/v1/nodes/node-1/heartbeat --json '{\"resource_limits\": {\"user_slots\": 32, \"cpu\": 32, \"memory\": 137438953472}}'\n"+
+		"  curl -s%s %s/api/v1/operations --json '{\"pool\": \"research\", \"tasks\": [{\"name\": \"train\", \"job_count\": 4, \"resources\": {\"cpu\": 2, \"memory\": 4294967296}}]}'\n"+
+		"  curl -s%s %s/api/v1/orchid/pools/research\n", base, auth, base, auth, base, auth, base)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -251,7 +305,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 			fmt.Fprintf(stderr, "fairsched serve: the store failed: %v\n", err)
 			return 1
 		case <-hooks.reload:
-			err := reloadConfig(srv, f.configFile, log)
+			var err error
+			if f.configFile != "" || f.authTokens == "" && f.tlsCert == "" {
+				err = reloadConfig(srv, f.configFile, log)
+			}
+			if terr := reloadSecurity(srv, f, sec, log); err == nil {
+				err = terr
+			}
 			if hooks.reloaded != nil {
 				hooks.reloaded(err)
 			}

@@ -12,6 +12,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -148,7 +150,10 @@ func parseLoadFlags(args []string, stderr io.Writer) (*loadRun, int) {
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), usage); fs.PrintDefaults() }
-	target := fs.String("target", "http://127.0.0.1:8080", "base URL of the server (loopback only)")
+	target := fs.String("target", "http://127.0.0.1:8080", "base URL of the server (loopback only; https:// for a server with --tls-cert)")
+	fs.StringVar(&cfg.Token, "token", os.Getenv("FAIRSCHED_TOKEN"), "bearer token of an admin for a server with --auth-tokens (default $FAIRSCHED_TOKEN)")
+	caFile := fs.String("ca", "", "with an https:// target: trust the certificates signed by this PEM `FILE` (default: the system's roots)")
+	skipVerify := fs.Bool("insecure-skip-verify", false, "with an https:// target: do not verify the server's certificate")
 	fs.StringVar(&lr.serveBin, "serve", "", "start `BIN` serve --listen 127.0.0.1:0 and run against it (stopped at the end)")
 	fs.Var(&lr.serveArgs, "serve-arg", "extra `ARG` for the server started by --serve (repeatable)")
 	fs.StringVar(&lr.serveLog, "serve-log", "", "write the started server's output to `FILE` (default: discarded, last lines shown on failure)")
@@ -200,6 +205,18 @@ func parseLoadFlags(args []string, stderr io.Writer) (*loadRun, int) {
 	}
 	cfg.NodeMemory = *memGiB << 30
 	cfg.Target = *target
+	if *caFile != "" || *skipVerify {
+		cfg.TLS = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: *skipVerify}
+		if *caFile != "" {
+			pem, err := os.ReadFile(*caFile)
+			pool := x509.NewCertPool()
+			if err != nil || !pool.AppendCertsFromPEM(pem) {
+				fmt.Fprintf(stderr, "loadgen: cannot use --ca %s: want PEM certificates (%v)\n", *caFile, err)
+				return nil, 2
+			}
+			cfg.TLS.RootCAs = pool
+		}
+	}
 	if len(lbl) > 0 {
 		cfg.Labels = lbl
 	}

@@ -80,6 +80,16 @@ func (a Vec) Add(b Vec) Vec {
 	return a
 }
 
+// AddCapped returns a+b with every component capped at MaxAmount, for sums
+// whose number of terms nothing bounds (the resources of every registered
+// node): they never wrap, whatever the terms are (each in [0, MaxAmount]).
+func (a Vec) AddCapped(b Vec) Vec {
+	for i := range a {
+		a[i] = min(a[i]+b[i], MaxAmount)
+	}
+	return a
+}
+
 // Sub returns a-b.
 func (a Vec) Sub(b Vec) Vec {
 	for i := range a {

@@ -36,8 +36,15 @@ type Config struct {
 	// MinSpareAllocationResources must stay free on a node for more
 	// allocations to start ({user_slots 1, cpu 1, memory 256 MB}).
 	MinSpareAllocationResources resource.Vec
-	// MaxStartedAllocationsPerHeartbeat bounds starts per heartbeat (0 = no bound).
+	// MaxStartedAllocationsPerHeartbeat bounds starts per heartbeat (1024
+	// by the settings table, so that one heartbeat's answer stays well
+	// under 1 MiB; 0 in a Config built in code: no bound).
 	MaxStartedAllocationsPerHeartbeat int
+	// MaxNodeResourceLimits bounds the resource_limits a node may report:
+	// a heartbeat above it is refused (the settings table's default is
+	// finite in every resource; the zero vector of a Config built in code
+	// means no bound).
+	MaxNodeResourceLimits resource.Vec
 	// MaxHeartbeatsPerBatch bounds the heartbeats of one batch (POST
 	// /api/v1/heartbeats, api.md §7; 1024). The facade enforces it; the
 	// core does not read it.

@@ -232,6 +232,9 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 	sh := s.shardOf(hb.Node)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	if err := s.checkNodeLimits(hb); err != nil {
+		return err
+	}
 	n := sh.nodes[hb.Node]
 	usage := false
 	// same: so far every report is a running allocation the node holds,

@@ -8,7 +8,7 @@ import (
 // canStartMore is CanStartMoreAllocations (spec.md §5.1): the node keeps at
 // least the minimum spare resources after usage less discount.
 func (s *Scheduler) canStartMore(n *node, usage, discount resource.Vec, started int) bool {
-	if m := s.cfg.MaxStartedAllocationsPerHeartbeat; m > 0 && started >= m {
+	if m := s.cfg.MaxStartedAllocationsPerHeartbeat; m > 0 && started >= m || len(n.allocs) >= MaxNodeAllocations {
 		return false
 	}
 	return n.limits.Add(discount).Dominates(usage.Add(s.cfg.MinSpareAllocationResources))

@@ -335,12 +335,10 @@ func (s *Scheduler) StartOperation(now clock.Time, spec OperationSpec) (string, 
 		for {
 			s.idSeq++
 			id = "op-" + strconv.FormatUint(s.idSeq, 10)
-			if _, taken := s.tree.Lookup(id); !taken {
+			if _, taken := s.tree.LookupOperation(id); !taken {
 				break
 			}
 		}
-	} else if _, taken := s.tree.Lookup(id); taken {
-		return "", 0, errorf(CodeDuplicateID, "id", "cannot start operation %q: a pool has that name", id)
 	}
 	o := &operation{id: id, spec: spec, startTime: now}
 	s.opSeq++
@@ -359,7 +357,7 @@ func (s *Scheduler) StartOperation(now clock.Time, spec OperationSpec) (string, 
 	}); err != nil {
 		return "", 0, err
 	}
-	o.treeID, _ = s.tree.Lookup(id)
+	o.treeID, _ = s.tree.LookupOperation(id)
 	for int(o.treeID) >= len(s.byTree) {
 		s.byTree = append(s.byTree, nil)
 	}

@@ -19,6 +19,30 @@ import (
 // same tree config (main_resource, integral_guarantees, …) are
 // fairshare.Settings: they belong to the snapshot format as well.
 
+// Bounds of a heartbeat (security: no request may cost more than a
+// documented amount).
+const (
+	// DefaultMaxStartedAllocations is max_started_allocations_per_heartbeat's
+	// default and MaxStartedAllocationsBound its largest value: an answer
+	// writes at most about 330 bytes per start (an id of 128 characters,
+	// five resources), so 4096 starts stay under 1.5 MiB.
+	DefaultMaxStartedAllocations = 1024
+	MaxStartedAllocationsBound   = 4096
+	// MaxNodeAllocations bounds the allocations one node holds: no start
+	// beyond it, so that an answer that aborts them all is bounded too.
+	MaxNodeAllocations = 1 << 16
+)
+
+// DefaultMaxNodeResourceLimits is max_node_resource_limits' default: a
+// large machine's resources with room to spare.
+var DefaultMaxNodeResourceLimits = resource.Vec{
+	resource.UserSlots: 1 << 16,
+	resource.CPU:       resource.Cores(16384),
+	resource.GPU:       1024,
+	resource.Memory:    1 << 46, // 64 TiB
+	resource.Network:   1 << 40,
+}
+
 // Setting is one row of the settings table.
 type Setting = settings.Setting[Config]
 
@@ -41,15 +65,26 @@ var settingsTable = settings.NewTable("schedule",
 		Doc:     "Resources that must stay free on a node for another allocation to start there."},
 		func(c *Config) settings.Value { return settings.Value{Resources: c.MinSpareAllocationResources} },
 		func(c *Config, v settings.Value) { c.MinSpareAllocationResources = v.Resources }),
-	settings.Make(settings.Spec{Key: "max_started_allocations_per_heartbeat", Kind: settings.KindCount, Min: 1, Max: 1 << 30,
-		Nullable: true, NullMeans: "no bound", Default: settings.Value{Null: true}, Doc: "The most allocations one heartbeat may start."},
+	settings.Make(settings.Spec{Key: "max_started_allocations_per_heartbeat", Kind: settings.KindCount, Min: 1, Max: MaxStartedAllocationsBound,
+		Nullable: true, NullMeans: "the default, 1024", Default: settings.Value{Number: DefaultMaxStartedAllocations},
+		Doc: "The most allocations one heartbeat may start, so that its answer stays small (1024 starts are about 300 KiB at most); also the most one preemptive stage starts."},
 		func(c *Config) settings.Value {
 			if c.MaxStartedAllocationsPerHeartbeat <= 0 {
-				return settings.Value{Null: true}
+				return settings.Value{Null: true} // a Config built in code: no bound
 			}
 			return settings.Value{Number: float64(c.MaxStartedAllocationsPerHeartbeat)}
 		},
-		func(c *Config, v settings.Value) { c.MaxStartedAllocationsPerHeartbeat = int(v.Number) }),
+		func(c *Config, v settings.Value) {
+			c.MaxStartedAllocationsPerHeartbeat = int(v.Number)
+			if v.Null {
+				c.MaxStartedAllocationsPerHeartbeat = DefaultMaxStartedAllocations
+			}
+		}),
+	settings.Make(settings.Spec{Key: "max_node_resource_limits", Kind: settings.KindResources,
+		Default: settings.Value{Resources: DefaultMaxNodeResourceLimits},
+		Doc:     "The most of each resource a node may report in its resource_limits: a heartbeat above it is refused (400), so that no node can claim the cluster. Resources left out are 0."},
+		func(c *Config) settings.Value { return settings.Value{Resources: c.MaxNodeResourceLimits} },
+		func(c *Config, v settings.Value) { c.MaxNodeResourceLimits = v.Resources }),
 	settings.Make(settings.Spec{Key: "max_heartbeats_per_batch", Kind: settings.KindCount, Min: 1, Max: 65536,
 		Default: settings.Value{Number: 1024}, Doc: "The most heartbeats one POST /api/v1/heartbeats may carry; the HTTP facade enforces it (the scheduling core does not use it)."},
 		func(c *Config) settings.Value { return settings.Value{Number: float64(c.MaxHeartbeatsPerBatch)} },

@@ -394,7 +394,7 @@ func (ts *tagState) sweepTags(n *node, fp []uint64) {
 	}
 	for k, c := range tb.rootClass {
 		if n.matches(tb, c) {
-			ts.totals[k] = ts.totals[k].Add(n.limits)
+			ts.totals[k] = ts.totals[k].AddCapped(n.limits)
 			ts.nodeOwn[base+k/64] |= 1 << (k % 64)
 			fp[1+k] += h
 		}

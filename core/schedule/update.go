@@ -353,7 +353,7 @@ func (s *Scheduler) sweepNodes(now clock.Time) resource.Vec {
 				changed = true
 				continue
 			}
-			total = total.Add(n.limits)
+			total = total.AddCapped(n.limits)
 			count++
 			changed = changed || n.tagMatch.changed
 		}

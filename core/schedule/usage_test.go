@@ -197,6 +197,11 @@ func TestReportedUsageRejected(t *testing.T) {
 	// default allowed overcommit of 0 an allocation that takes its node
 	// over its limits is aborted at once).
 	c, ids := runningCluster(t, 4)
+	cfg := c.s.Config()
+	cfg.MaxNodeResourceLimits = resource.Vec{} // no bound: the node is above 2^53
+	if err := c.s.SetConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
 	c.nodes[0].limits[resource.Memory] = resource.MaxAmount + 10*gib
 	c.usage = map[uint64]resource.Vec{ids[1]: {resource.Memory: resource.MaxAmount}}
 	c.heartbeat(0)

@@ -99,10 +99,12 @@ func (t *Tree) apply(m *Mutation) (undo func(), err error) {
 }
 
 // ValidName reports whether s is a valid pool or operation name: 1–128
-// characters of [A-Za-z0-9._:-] (api.md §1). It takes bytes too, so that
-// a request path is checked without a conversion.
+// characters of [A-Za-z0-9._:-] other than "." and ".." (api.md §1), so
+// that a name is carried unchanged by a URL path (a client or proxy
+// resolves the dot segments away). It takes bytes too, so that a request
+// path is checked without a conversion.
 func ValidName[S ~string | ~[]byte](s S) bool {
-	if len(s) == 0 || len(s) > 128 {
+	if len(s) == 0 || len(s) > 128 || string(s) == "." || string(s) == ".." {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -117,14 +119,27 @@ func ValidName[S ~string | ~[]byte](s S) bool {
 	return true
 }
 
-func (t *Tree) newName(name string) error {
+// newName checks the name of a new element of kind k: pools (and the root)
+// and operations are separate namespaces.
+func (t *Tree) newName(name string, k Kind) error {
 	if !ValidName(name) {
-		return errorf(CodeInvalidName, "name", "cannot use %q as a name: want 1-128 characters of [A-Za-z0-9._:-]", name)
+		return errorf(CodeInvalidName, "name", "cannot use %q as a name: want 1-128 characters of [A-Za-z0-9._:-], not . or ..", name)
 	}
-	if _, ok := t.byName[name]; ok {
-		return errorf(CodeDuplicateName, "name", "cannot create %q: an element with that name exists", name)
+	if _, ok := t.names(k)[name]; ok {
+		if k == KindOperation {
+			return errorf(CodeDuplicateName, "name", "cannot create operation %q: an operation with that name exists", name)
+		}
+		return errorf(CodeDuplicateName, "name", "cannot create pool %q: a pool with that name exists", name)
 	}
 	return nil
+}
+
+// names is the namespace of elements of kind k.
+func (t *Tree) names(k Kind) map[string]ID {
+	if k == KindOperation {
+		return t.byOp
+	}
+	return t.byName
 }
 
 func (t *Tree) lookupPool(name, field string) (ID, error) {
@@ -132,22 +147,22 @@ func (t *Tree) lookupPool(name, field string) (ID, error) {
 		return Root, nil
 	}
 	id, ok := t.byName[name]
-	if !ok || t.kind[id] == KindOperation {
+	if !ok {
 		return None, errorf(CodeUnknownPool, field, "cannot find pool %q", name)
 	}
 	return id, nil
 }
 
 func (t *Tree) lookupOperation(name string) (ID, error) {
-	id, ok := t.byName[name]
-	if !ok || t.kind[id] != KindOperation {
+	id, ok := t.byOp[name]
+	if !ok {
 		return None, errorf(CodeUnknownOperation, "name", "cannot find operation %q", name)
 	}
 	return id, nil
 }
 
 func (t *Tree) addPool(m *Mutation) (func(), error) {
-	if err := t.newName(m.Name); err != nil {
+	if err := t.newName(m.Name, KindPool); err != nil {
 		return nil, err
 	}
 	p, err := t.lookupPool(m.Parent, "parent")
@@ -257,7 +272,7 @@ func (t *Tree) removePool(m *Mutation) (func(), error) {
 }
 
 func (t *Tree) addOperation(m *Mutation) (func(), error) {
-	if err := t.newName(m.Name); err != nil {
+	if err := t.newName(m.Name, KindOperation); err != nil {
 		return nil, err
 	}
 	p, err := t.lookupPool(m.Parent, "pool")
@@ -269,7 +284,7 @@ func (t *Tree) addOperation(m *Mutation) (func(), error) {
 	}
 	id := t.allocID(KindOperation, m.Name)
 	t.slot[id] = t.allocOpSlot(id, opState{spec: m.Op, demand: m.Demand, usage: m.Usage})
-	t.byName[m.Name] = id
+	t.byOp[m.Name] = id
 	t.link(id, p)
 	t.structVersion++
 	return func() { t.dropOperation(id) }, nil
@@ -277,7 +292,7 @@ func (t *Tree) addOperation(m *Mutation) (func(), error) {
 
 func (t *Tree) dropOperation(id ID) {
 	t.unlink(id)
-	delete(t.byName, t.name[id])
+	delete(t.byOp, t.name[id])
 	t.freeOpSlots = append(t.freeOpSlots, t.slot[id])
 	t.freeID(id)
 	t.structVersion++
@@ -298,7 +313,7 @@ func (t *Tree) removeOperation(m *Mutation) (func(), error) {
 		}
 		t.slot[id] = t.allocOpSlot(id, st)
 		t.opNodes[t.slot[id]] = nodes
-		t.byName[m.Name] = id
+		t.byOp[m.Name] = id
 		t.relink(id, p, prev)
 		t.structVersion++
 	}, nil

@@ -6,8 +6,8 @@ import "github.com/fairsched/fairsched/core/internal/invariants"
 // element but the root has a live parent; each parent's child list, walked
 // both ways, holds exactly the elements that name it as their parent, with
 // childCount and childPools to match; following parents from any element
-// reaches the root; byName maps every live element's name to it, and only
-// those; pool and operation slots point back at their owners. It runs after
+// reaches the root; byName maps every live pool's name to it and byOp
+// every live operation's, and only those; pool and operation slots point back at their owners. It runs after
 // every batch under -tags invariants and -race and compiles to nothing
 // otherwise.
 func (t *Tree) checkLinks() {
@@ -22,7 +22,8 @@ func (t *Tree) checkLinks() {
 			continue
 		}
 		live++
-		invariants.Check(t.byName[t.name[id]] == id, "tree: byName[%q] = %d, want %d", t.name[id], t.byName[t.name[id]], id)
+		ns := t.names(k)
+		invariants.Check(ns[t.name[id]] == id, "tree: byName or byOp: the name %q maps to %d, want %d", t.name[id], ns[t.name[id]], id)
 		switch k {
 		case KindRoot:
 			invariants.Check(id == Root && t.parent[id] == None, "tree: root %d has parent %d", id, t.parent[id])
@@ -60,5 +61,5 @@ func (t *Tree) checkLinks() {
 			invariants.Check(steps <= n, "tree: the parents of %q form a cycle", t.name[id])
 		}
 	}
-	invariants.Check(len(t.byName) == live, "tree: byName has %d names for %d elements", len(t.byName), live)
+	invariants.Check(len(t.byName)+len(t.byOp) == live, "tree: byName and byOp have %d names for %d elements", len(t.byName)+len(t.byOp), live)
 }

@@ -214,6 +214,32 @@ type PoolConfig struct {
 	// SchedulingTagFilter restricts the pool's subtree to the nodes it
 	// matches (spec.md §1.3, §5.2); the empty filter matches every node.
 	SchedulingTagFilter tagfilter.Filter
+
+	// ACL and InheritACL are the pool's access control list and whether
+	// its ancestors' entries apply too (unset: true). The scheduling core
+	// carries them with the rest of the pool's configuration, so that they
+	// are stored, reloaded and listed with it, and never reads them: the
+	// HTTP facade checks them (docs/operations.md, "Access control").
+	ACL        []ACLEntry
+	InheritACL OptBool
+}
+
+// Permission is a set of pool permissions of an ACL entry.
+type Permission uint8
+
+// Pool permissions: use runs operations in the pool, administer changes it,
+// its children and its operations.
+const (
+	PermUse Permission = 1 << iota
+	PermAdminister
+)
+
+// ACLEntry is an entry of a pool's ACL: allow or deny the permissions to
+// the subjects (user names, and "group:<name>" for a group's members).
+type ACLEntry struct {
+	Deny        bool
+	Subjects    []string
+	Permissions Permission
 }
 
 // DefaultFifoSortParameters is the FIFO order used when a pool names none.

@@ -66,7 +66,11 @@ type Tree struct {
 	freePoolSlots []int32
 	freeOpSlots   []int32
 
+	// byName maps the names of the root and the pools to their IDs, byOp
+	// those of the operations: separate namespaces (api.md §1), so that an
+	// operation "team-a" does not stop a pool "team-a".
 	byName map[string]ID
+	byOp   map[string]ID
 
 	structVersion uint64
 	nodesSeq      uint64 // last opState.nodesGen handed out
@@ -91,7 +95,7 @@ type opState struct {
 func New(root PoolConfig) *Tree {
 	root.Mode = ModeFairShare
 	root.SchedulingTagFilter = tagfilter.Filter{}
-	t := &Tree{byName: make(map[string]ID)}
+	t := &Tree{byName: make(map[string]ID), byOp: make(map[string]ID)}
 	id := t.allocID(KindRoot, RootName)
 	t.slot[id] = t.allocPoolSlot(id, root)
 	t.byName[RootName] = id
@@ -110,9 +114,20 @@ func (t *Tree) IsOperation(id ID) bool { return t.kind[id] == KindOperation }
 // Name returns the element's name.
 func (t *Tree) Name(id ID) string { return t.name[id] }
 
-// Lookup returns the element with the given name.
+// Lookup returns the pool (or the root) with the given name or, when no
+// pool has it, the operation: pools and operations are separate namespaces,
+// and a name may be both (LookupOperation finds the operation).
 func (t *Tree) Lookup(name string) (ID, bool) {
-	id, ok := t.byName[name]
+	if id, ok := t.byName[name]; ok {
+		return id, ok
+	}
+	id, ok := t.byOp[name]
+	return id, ok
+}
+
+// LookupOperation returns the operation with the given name.
+func (t *Tree) LookupOperation(name string) (ID, bool) {
+	id, ok := t.byOp[name]
 	return id, ok
 }
 

@@ -142,7 +142,11 @@ func checkTreeConsistent(t *testing.T, tr *Tree) {
 			continue
 		}
 		live++
-		if got, ok := tr.Lookup(tr.name[id]); !ok || got != id {
+		lookup := tr.Lookup
+		if tr.kind[id] == KindOperation {
+			lookup = tr.LookupOperation
+		}
+		if got, ok := lookup(tr.name[id]); !ok || got != id {
 			t.Errorf("Lookup(%q) = %d, %v, want %d", tr.name[id], got, ok, id)
 		}
 		var n, pools int32
@@ -172,8 +176,8 @@ func checkTreeConsistent(t *testing.T, tr *Tree) {
 			}
 		}
 	}
-	if live != len(tr.byName) {
-		t.Errorf("%d live elements, %d names", live, len(tr.byName))
+	if live != len(tr.byName)+len(tr.byOp) {
+		t.Errorf("%d live elements, %d names", live, len(tr.byName)+len(tr.byOp))
 	}
 }
 
@@ -217,8 +221,9 @@ func TestValidation(t *testing.T) {
 	}
 	// Names.
 	f("duplicate pool", mkPool("a2", "b", PoolConfig{}), CodeDuplicateName, "name")
-	f("duplicate of an operation", mkPool("op1", "", PoolConfig{}), CodeDuplicateName, "name")
-	f("operation named like a pool", mkOp("b", ""), CodeDuplicateName, "name")
+	f("duplicate operation", mkOp("op1", "b"), CodeDuplicateName, "name")
+	f("dot", mkPool(".", "", PoolConfig{}), CodeInvalidName, "name")
+	f("dot dot", mkOp("..", ""), CodeInvalidName, "name")
 	f("root name", mkPool(RootName, "", PoolConfig{}), CodeInvalidName, "name")
 	f("empty name", mkPool("", "", PoolConfig{}), CodeInvalidName, "name")
 	f("space", mkPool("a b", "", PoolConfig{}), CodeInvalidName, "name")
@@ -508,5 +513,45 @@ func TestWalkOrder(t *testing.T) {
 	a, _ := tr.Lookup("a")
 	if !tr.IsAncestor(b, id) || !tr.IsAncestor(id, id) || !tr.IsAncestor(Root, id) || tr.IsAncestor(a, id) {
 		t.Errorf("IsAncestor wrong for a2x")
+	}
+}
+
+// TestSeparateNamespaces: pools and operations are separate namespaces
+// (issue 14: an operation "team-a" stopped a pool "team-a"); Lookup finds
+// the pool, LookupOperation the operation, and each is removed alone.
+func TestSeparateNamespaces(t *testing.T) {
+	tr := testBaseTree(t)
+	if _, err := tr.Apply(mkOp("team-a", ""), mkPool("team-a", "", PoolConfig{}), mkPool("op1", "b", PoolConfig{}), mkOp("b", "b")); err != nil {
+		t.Fatal(err)
+	}
+	checkTreeConsistent(t, tr)
+	pool, ok1 := tr.Lookup("team-a")
+	op, ok2 := tr.LookupOperation("team-a")
+	if !ok1 || !ok2 || tr.Kind(pool) != KindPool || tr.Kind(op) != KindOperation {
+		t.Fatalf("Lookup: %d %v, LookupOperation: %d %v", pool, ok1, op, ok2)
+	}
+	if _, err := tr.Apply(Mutation{Kind: RemoveOperation, Name: "team-a"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tr.LookupOperation("team-a"); ok {
+		t.Error("the operation is still there")
+	}
+	if id, ok := tr.Lookup("team-a"); !ok || id != pool {
+		t.Error("removing the operation removed the pool")
+	}
+	// An operation moves to the pool, not to the operation of that name.
+	if _, err := tr.Apply(Mutation{Kind: MoveOperation, Name: "b", Parent: "op1"}); err != nil {
+		t.Fatal(err)
+	}
+	checkTreeConsistent(t, tr)
+	for _, n := range []string{".", "..", ""} {
+		if ValidName(n) {
+			t.Errorf("ValidName(%q)", n)
+		}
+	}
+	for _, n := range []string{"...", ".a", "a..b", "x.", "-"} {
+		if !ValidName(n) {
+			t.Errorf("!ValidName(%q)", n)
+		}
 	}
 }

@@ -40,8 +40,9 @@ type PoolBody struct {
 	Config tree.PoolConfig
 }
 
-// apiPoolKeys are the keys of a pool body.
-var apiPoolKeys = slices.Concat([]string{"name", "parent"}, poolAttrKeys)
+// apiPoolKeys are the keys of a pool body: a snapshot's pool attributes
+// and the access control list.
+var apiPoolKeys = slices.Concat([]string{"name", "parent"}, poolAttrKeys, []string{"acl", "inherit_acl"})
 
 // DecodePool decodes a pool body (api.md §2) and applies its attributes to
 // base: the zero config for PUT (create or replace), the current config for
@@ -86,6 +87,18 @@ func poolBody(path string, v any, base tree.PoolConfig) (*PoolBody, *Error) {
 					e = jsonpath.NewError(CodeInvalidName, p, "cannot use "+jsonpath.Describe(x)+" as a parent: want a pool name or \"<Root>\"")
 				}
 				b.Parent, b.HasParent = s, true
+			}
+		case "acl":
+			c.ACL = nil
+			if x != nil {
+				c.ACL, e = decodeACL(p, x)
+			}
+		case "inherit_acl":
+			c.InheritACL = tree.OptBool{}
+			if x != nil {
+				var inherit bool
+				inherit, e = jsonpath.Bool(p, x)
+				c.InheritACL = tree.SomeBool(inherit)
 			}
 		default:
 			known := true
@@ -178,6 +191,7 @@ func AppendPool(dst []byte, name, parent string, c *tree.PoolConfig) []byte {
 		dst = append(dst, `,"enable_priority_strong_guarantee_adjustment_donorship":true`...)
 	}
 	dst = appendTagFilter(dst, &c.SchedulingTagFilter)
+	dst = appendACL(dst, c)
 	return append(dst, '}')
 }
 
@@ -257,7 +271,8 @@ const (
 // DecodeStartOperation decodes the body of POST /api/v1/operations (api.md
 // §3) into a spec, validated as far as it can be without the tree: names,
 // types, ranges, and that every task's total Σ job_count × resources fits
-// in 2^53. "pool": "<Root>" is the root (spec.Pool ""). The scheduler
+// in 2^53, and so does the operation's total over its tasks (api.md:
+// aggregates never wrap). "pool": "<Root>" is the root (spec.Pool ""). The scheduler
 // checks the pool and the limits.
 func DecodeStartOperation(data []byte) (schedule.OperationSpec, error) {
 	var spec schedule.OperationSpec
@@ -376,6 +391,7 @@ func tasks(path string, v any) ([]schedule.TaskSpec, *Error) {
 		return nil, jsonpath.NewError(CodeInvalidValue, path, "cannot start an operation with "+strconv.Itoa(len(a))+" tasks: want at most "+strconv.Itoa(MaxTasks))
 	}
 	ts := make([]schedule.TaskSpec, len(a))
+	var total resource.Vec // Σ job_count × resources so far
 	for i, tv := range a {
 		tp := jsonpath.Index(path, i)
 		m, e := jsonpath.Object(tp, tv)
@@ -422,9 +438,27 @@ func tasks(path string, v any) ([]schedule.TaskSpec, *Error) {
 				return nil, jsonpath.NewError(CodeInvalidValue, jsonpath.Key(tp, "job_count"), "cannot use job_count "+strconv.FormatInt(t.JobCount, 10)+
 					": the task's total "+resource.Kind(r).String()+" exceeds 2^53")
 			}
+			// Each task's total is at most 2^53, so the sum cannot wrap
+			// before it is compared.
+			if total[r] += x * t.JobCount; total[r] > resource.MaxAmount {
+				return nil, jsonpath.NewError(CodeInvalidValue, jsonpath.Key(tp, "job_count"), "cannot use job_count "+strconv.FormatInt(t.JobCount, 10)+
+					": the operation's total "+resource.Kind(r).String()+" over its tasks exceeds 2^53")
+			}
 		}
 	}
 	return ts, nil
+}
+
+// Demand returns an operation's total demand: Σ job_count × resources over
+// its tasks (at most 2^53 per resource for a spec DecodeStartOperation
+// returned).
+func Demand(spec *schedule.OperationSpec) resource.Vec {
+	var total resource.Vec
+	for i := range spec.Tasks {
+		t := &spec.Tasks[i]
+		total = total.Add(t.Resources.Scale(t.JobCount))
+	}
+	return total
 }
 
 // OperationPatch is the body of PATCH /api/v1/operations/{id}.
@@ -475,7 +509,10 @@ func DecodeOperationPatch(data []byte) (OperationPatch, error) {
 // the initial pools, in the order to create them (parents first).
 type ServeConfig struct {
 	Scheduler schedule.Config
-	Pools     []PoolBody
+	// Root is the root pool's configuration: its entry (name "<Root>") may
+	// set only its acl.
+	Root  tree.PoolConfig
+	Pools []PoolBody
 	// PoolPaths are the JSON paths of Pools, for error messages.
 	PoolPaths []string
 }
@@ -511,7 +548,7 @@ func DecodeServeConfig(data []byte) (*ServeConfig, error) {
 		seen := map[string]string{}
 		for i, x := range a {
 			p := jsonpath.Index("$.pools", i)
-			if isRoot, e := rootEntry(p, x); e != nil {
+			if isRoot, e := rootEntry(p, x, &sc.Root); e != nil {
 				return nil, e
 			} else if isRoot {
 				continue
@@ -538,10 +575,11 @@ func DecodeServeConfig(data []byte) (*ServeConfig, error) {
 
 // rootEntry reports whether the serve configuration's pool x is the root's
 // entry, as GET /api/v1/pools writes it ({"name": "<Root>", "mode":
-// "fair_share"}), which a configuration may carry so that the GET output
-// round-trips: the root has no other attributes, so anything else in it is
+// "fair_share", "acl": […]}), which a configuration may carry so that the
+// GET output round-trips; its acl goes to root. The root has no other
+// attributes (and no ancestors to inherit from), so anything else in it is
 // refused.
-func rootEntry(p string, x any) (bool, *Error) {
+func rootEntry(p string, x any, root *tree.PoolConfig) (bool, *Error) {
 	m, ok := x.(map[string]any)
 	if !ok || m["name"] != tree.RootName {
 		return false, nil
@@ -553,8 +591,17 @@ func rootEntry(p string, x any) (bool, *Error) {
 		case k == "mode" && (v == "fair_share" || v == nil):
 		case k == "mode":
 			return true, jsonpath.NewError(CodeInvalidValue, jsonpath.Key(p, k), "cannot use mode "+jsonpath.Describe(v)+" for the root: it is always fair_share")
+		case k == "acl":
+			root.ACL = nil
+			if v != nil {
+				acl, e := decodeACL(jsonpath.Key(p, k), v)
+				if e != nil {
+					return true, e
+				}
+				root.ACL = acl
+			}
 		default:
-			return true, jsonpath.NewError(CodeInvalidValue, jsonpath.Key(p, k), "cannot set "+k+" of the root: its entry may have only name and mode")
+			return true, jsonpath.NewError(CodeInvalidValue, jsonpath.Key(p, k), "cannot set "+k+" of the root: its entry may have only name, mode and acl")
 		}
 	}
 	return true, nil

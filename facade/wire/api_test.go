@@ -336,7 +336,9 @@ func TestConfigFairShareErrors(t *testing.T) {
 // what they accept re-encodes to what they decoded.
 func FuzzDecodePool(f *testing.F) {
 	for _, s := range []string{`{}`, `{"parent": "a", "weight": 2, "mode": "fifo"}`, `{"integral_guarantees": {"guarantee_type": "burst", "resource_flow": {"cpu": 1}}}`,
-		`{"weight": null, "resource_limits": {"cpu": 1.5, "memory": 1}}`, `{"fifo_sort_parameters": ["weight", "pending_allocation_count"]}`} {
+		`{"weight": null, "resource_limits": {"cpu": 1.5, "memory": 1}}`, `{"fifo_sort_parameters": ["weight", "pending_allocation_count"]}`,
+		`{"acl": [{"action": "allow", "subjects": ["alice", "group:ml"], "permissions": ["administer", "use"]}], "inherit_acl": false}`,
+		`{"acl": [], "inherit_acl": null}`, `{"acl": [{"action": "deny", "subjects": ["a@b.c"], "permissions": ["use"]}, {"action": "allow", "subjects": ["x"], "permissions": ["use"]}]}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

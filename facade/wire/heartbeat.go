@@ -129,7 +129,7 @@ func (h *Heartbeat) fail(s *scanner) *Error {
 		e = jsonpath.NewError(CodeMalformedJSON, "$", "cannot parse JSON")
 	}
 	if e.Code != CodeMalformedJSON {
-		if _, se := jsonpath.Decode(s.Input(), "body"); se != nil {
+		if _, se := jsonpath.Decode(s.Input(), "body"); se != nil && se.Code == CodeMalformedJSON {
 			return se
 		}
 	}

@@ -26,21 +26,20 @@
 // (internal/jsonscan, under facade/wire's heartbeat decoder) and share only
 // the error text.
 //
-// NB: it imports core/resource for the resource objects of api.md §1 and
-// core/apierr for its error type, and nothing else of the module; core/ must
-// never import it (internal/lint).
+// NB: it imports core/resource for the resource objects of api.md §1,
+// core/apierr for its error type and internal/jsonscan for the tokenizer,
+// and nothing else of the module; core/ must never import it
+// (internal/lint).
 package jsonpath
 
 import (
 	"bytes"
-	"errors"
-	"io"
 	"strconv"
-	"strings"
 
 	json "github.com/goccy/go-json"
 
 	"github.com/fairsched/fairsched/core/apierr"
+	"github.com/fairsched/fairsched/internal/jsonscan"
 )
 
 // Error is a validation error of a JSON document (api.md §1): apierr.Error,
@@ -63,7 +62,7 @@ const (
 	CodeUnknownAttribute = "unknown_attribute"
 	// CodeMissingAttribute: a required key is absent.
 	CodeMissingAttribute = "missing_attribute"
-	// CodeDuplicateKey: an object has a key twice (decoders that refuse it).
+	// CodeDuplicateKey: an object has a key twice (Decode refuses it).
 	CodeDuplicateKey = "duplicate_key"
 	// CodeDuplicateName: two entries of a list share a name.
 	CodeDuplicateName = apierr.CodeDuplicateName
@@ -76,26 +75,30 @@ func NewError(code, path, msg string) *Error {
 
 // Decode parses data, which must be exactly one JSON value, into generic
 // values: map[string]any, []any, string, bool, nil, and json.Number for
-// numbers (github.com/goccy/go-json), so that no number is rounded before
-// its accessor checks it. what names the document in the error for empty
-// input ("body", "file"). Errors are malformed_json at "$", with the line and
-// column of a syntax error. data is not retained.
+// numbers (github.com/goccy/go-json's type), so that no number is rounded
+// before its accessor checks it. what names the document in the error for
+// empty input ("body", "file"). Syntax errors are malformed_json at "$",
+// with the line and column of the offending byte; an object with a key
+// twice is a duplicate_key error at the second one's path (which of two
+// values to take is ambiguous: encoding/json takes the last, other parsers
+// the first, so a reviewer and the server could read different bodies).
+// Nesting deeper than jsonscan.MaxDepth is a syntax error. data is not
+// retained.
 func Decode(data []byte, what string) (any, *Error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, NewError(CodeMalformedJSON, "$", "cannot parse an empty "+what+": want a JSON object")
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, syntaxError(data, err)
+	d := &decoder{}
+	d.s.Reset(data)
+	v := d.value()
+	if d.err == nil && !d.s.End() {
+		d.syntaxError()
 	}
-	var extra any
-	if err := dec.Decode(&extra); err != io.EOF {
-		if err != nil {
-			return nil, syntaxError(data, err)
-		}
-		return nil, Malformed("want one value, found more after it")
+	if d.err != nil {
+		return nil, d.err
+	}
+	if d.dup != nil {
+		return nil, d.dup
 	}
 	return v, nil
 }
@@ -110,16 +113,142 @@ func DecodeObject(data []byte, what string) (map[string]any, *Error) {
 	return Object("$", v)
 }
 
-func syntaxError(data []byte, err error) *Error {
-	var se *json.SyntaxError
-	msg := strings.TrimPrefix(err.Error(), "json: ")
-	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
-		return Malformed("unexpected end of input")
+// decoder builds generic values from a jsonscan.Scanner, keeping the path
+// of the value being read as a stack of segments that becomes a string only
+// for an error.
+type decoder struct {
+	s    jsonscan.Scanner
+	path []segment
+	err  *Error // the syntax error that stopped it
+	// dup is the first duplicate key: reported when the rest is valid
+	// JSON (a syntax error anywhere wins, as encoding/json checks the
+	// whole input first).
+	dup *Error
+}
+
+// segment is a member name (key) or an array index.
+type segment struct {
+	key   string
+	index int
+	isKey bool
+}
+
+func (d *decoder) pathString() string {
+	p := "$"
+	for _, sg := range d.path {
+		if sg.isKey {
+			p = Key(p, sg.key)
+		} else {
+			p = Index(p, sg.index)
+		}
 	}
-	if errors.As(err, &se) && se.Offset > 0 && se.Offset <= int64(len(data)) {
-		return SyntaxAt(data[:se.Offset-1], msg)
+	return p
+}
+
+// syntaxError records the scanner's error (or one of its own when the
+// scanner has none) as a malformed_json error.
+func (d *decoder) syntaxError() {
+	if d.err != nil {
+		return
 	}
-	return Malformed(msg)
+	se := d.s.Err()
+	switch {
+	case se == nil:
+		d.err = Malformed("unexpected input")
+	case se.Offset >= len(d.s.Input()):
+		d.err = Malformed("unexpected end of input")
+	case se.Msg == "want one value, found more after it":
+		d.err = Malformed(se.Msg)
+	default:
+		d.err = SyntaxAt(d.s.Input()[:se.Offset], se.Msg)
+	}
+}
+
+func (d *decoder) value() any {
+	s := &d.s
+	switch s.Next() {
+	case jsonscan.Object:
+		if !s.OpenObject() {
+			d.syntaxError()
+			return nil
+		}
+		m := map[string]any{}
+		for first := true; s.More('}', first); first = false {
+			kb, ok := s.Key()
+			if !ok {
+				break
+			}
+			k := string(kb)
+			d.path = append(d.path, segment{key: k, isKey: true})
+			_, dup := m[k]
+			if dup && d.dup == nil {
+				d.dup = NewError(CodeDuplicateKey, d.pathString(), "cannot use key "+Describe(k)+" twice in one object")
+			}
+			v := d.value()
+			d.path = d.path[:len(d.path)-1]
+			if d.err != nil {
+				return nil
+			}
+			if !dup {
+				m[k] = v
+			}
+		}
+		if s.Failed() {
+			d.syntaxError()
+			return nil
+		}
+		return m
+	case jsonscan.Array:
+		if !s.OpenArray() {
+			d.syntaxError()
+			return nil
+		}
+		a := []any{}
+		for i, first := 0, true; s.More(']', first); i, first = i+1, false {
+			d.path = append(d.path, segment{index: i})
+			v := d.value()
+			d.path = d.path[:len(d.path)-1]
+			if d.err != nil {
+				return nil
+			}
+			a = append(a, v)
+		}
+		if s.Failed() {
+			d.syntaxError()
+			return nil
+		}
+		return a
+	case jsonscan.String:
+		b, ok := s.Str()
+		if !ok {
+			d.syntaxError()
+			return nil
+		}
+		return string(b)
+	case jsonscan.Number:
+		b, ok := s.Number()
+		if !ok {
+			d.syntaxError()
+			return nil
+		}
+		return json.Number(b)
+	case jsonscan.True, jsonscan.False, jsonscan.Null:
+		c := s.Peek()
+		if !s.Skip() {
+			d.syntaxError()
+			return nil
+		}
+		switch c {
+		case 't':
+			return true
+		case 'f':
+			return false
+		}
+		return nil
+	}
+	s.Skip() // records the syntax error of a byte that starts no value
+	d.syntaxError()
+	return nil
 }
 
 // Malformed returns a malformed_json error at "$": "cannot parse JSON: what".

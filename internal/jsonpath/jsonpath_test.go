@@ -1,10 +1,14 @@
 package jsonpath
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	gojson "github.com/goccy/go-json"
 
 	"github.com/fairsched/fairsched/core/resource"
 )
@@ -40,6 +44,88 @@ func TestDecode(t *testing.T) {
 	}
 	if _, e := Decode(nil, "file"); e == nil || e.Message != "cannot parse an empty file: want a JSON object" {
 		t.Errorf("empty file: %v", e)
+	}
+}
+
+// normalize turns the json.Number of Decode's values into encoding/json's,
+// for comparison.
+func normalize(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, x := range v {
+			out[k] = normalize(x)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = normalize(x)
+		}
+		return out
+	case gojson.Number:
+		return json.Number(v)
+	}
+	return v
+}
+
+// TestDecodeDuplicateKeys: a key twice in one object is refused at the path
+// of its second occurrence, however deep; the same key in two objects is
+// not a duplicate.
+func TestDecodeDuplicateKeys(t *testing.T) {
+	f := func(data, wantPath string) {
+		t.Helper()
+		_, e := Decode([]byte(data), "body")
+		switch {
+		case wantPath == "" && e != nil:
+			t.Errorf("Decode(%s): %v", data, e)
+		case wantPath != "" && (e == nil || e.Code != CodeDuplicateKey || e.Path != wantPath):
+			t.Errorf("Decode(%s): %v, want duplicate_key at %s", data, e, wantPath)
+		}
+	}
+	f(`{"a": 1, "a": 2}`, "$.a")
+	f(`{"a": 1, "b": {"c": [1, {"d": 1, "d": 1}]}}`, "$.b.c[1].d")
+	f(`{"x y": 1, "x y": 1}`, `$["x y"]`)
+	f(`{"a": 1, "\u0061": 2}`, "$.a") // the same key, escaped
+	f(`{"a": {"a": 1}, "b": [{"a": 1}, {"a": 2}]}`, "")
+}
+
+// TestDecodeBounds: numbers above 2^53 in magnitude are refused by the
+// accessors, however written; 2^53 itself is taken. Nesting is bounded.
+func TestDecodeBounds(t *testing.T) {
+	f := func(lit string, ok bool) {
+		t.Helper()
+		v, e := Decode([]byte(`{"n": `+lit+`}`), "body")
+		if e != nil {
+			t.Fatalf("%s: %v", lit, e)
+		}
+		_, e = Number("$.n", v.(map[string]any)["n"])
+		if ok != (e == nil) {
+			t.Errorf("Number(%s): %v, want ok %v", lit, e, ok)
+		}
+	}
+	f("9007199254740992", true)
+	f("-9007199254740992", true)
+	f("9007199254740992.000", true)
+	f("9.007199254740992e15", true)
+	f("0.9007199254740992E+16", true)
+	f("900719925474099200e-2", true)
+	f("9007199254740991.5", true)
+	f("9007199254740993", false) // rounds to 2^53
+	f("-9007199254740993", false)
+	f("9007199254740992.5", false)
+	f("9007199254740992.0000000001", false)
+	f("9.007199254740993e15", false)
+	f("9007199254740994", false)
+	f("18014398509481984", false)
+	f("1e300", false)
+	f("1e99999999999999999999", false)
+	deep := strings.Repeat("[", 65) + strings.Repeat("]", 65)
+	if _, e := Decode([]byte(deep), "body"); e == nil || e.Code != CodeMalformedJSON {
+		t.Errorf("65 nested arrays: %v", e)
+	}
+	if _, e := Decode([]byte(strings.Repeat("[", 64)+strings.Repeat("]", 64)), "body"); e != nil {
+		t.Errorf("64 nested arrays: %v", e)
 	}
 }
 
@@ -215,10 +301,33 @@ func FuzzDecode(f *testing.F) {
 		}
 		v, e := Decode(data, "body")
 		if e != nil {
-			if e.Code != CodeMalformedJSON || e.Path != "$" || !strings.HasPrefix(e.Message, "cannot ") {
+			switch {
+			case e.Code == CodeDuplicateKey && strings.HasPrefix(e.Path, "$") && strings.HasPrefix(e.Message, "cannot "):
+				// A valid document with a key twice (encoding/json
+				// takes the last).
+				if !json.Valid(data) {
+					t.Fatalf("Decode(%q): duplicate_key for invalid JSON", data)
+				}
+			case e.Code != CodeMalformedJSON || e.Path != "$" || !strings.HasPrefix(e.Message, "cannot "):
 				t.Fatalf("Decode error %#v", e)
+			case json.Valid(data) && bytes.Count(data, []byte("["))+bytes.Count(data, []byte("{")) <= 64:
+				t.Fatalf("Decode(%q) refuses valid JSON: %v", data, e)
 			}
 			return
+		}
+		// What Decode accepts, encoding/json accepts, with the same values
+		// (numbers as written).
+		if !json.Valid(data) {
+			t.Fatalf("Decode(%q) accepts invalid JSON", data)
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		var want any
+		if err := dec.Decode(&want); err != nil {
+			t.Fatal(err)
+		}
+		if got, w := fmt.Sprint(normalize(v)), fmt.Sprint(want); got != w {
+			t.Fatalf("Decode(%q) = %s, encoding/json: %s", data, got, w)
 		}
 		_, _, e = Resources("$", v)
 		if e != nil && (!strings.HasPrefix(e.Path, "$") || e.Code == "" || !strings.HasPrefix(e.Message, "cannot ")) {

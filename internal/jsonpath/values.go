@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	json "github.com/goccy/go-json"
 
@@ -51,7 +52,14 @@ func Bool(path string, v any) (bool, *Error) {
 	return b, nil
 }
 
-// Number returns v as a finite float64.
+// MaxMagnitude is the largest magnitude a number may have: 2^53, the
+// largest range in which float64 holds every integer exactly (api.md §1).
+const MaxMagnitude = 1 << 53
+
+// Number returns v as a finite float64 of magnitude at most 2^53. A number
+// written above 2^53 is refused even when it rounds to 2^53
+// (9007199254740993 would otherwise be taken as 9007199254740992): every
+// endpoint refuses such values alike, as the heartbeat's scanner does.
 func Number(path string, v any) (float64, *Error) {
 	n, ok := v.(json.Number)
 	if !ok {
@@ -61,7 +69,46 @@ func Number(path string, v any) (float64, *Error) {
 	if err != nil || math.IsInf(x, 0) || math.IsNaN(x) {
 		return 0, Invalid(path, v, "a finite number")
 	}
+	if a := math.Abs(x); a > MaxMagnitude || a == MaxMagnitude && !atMostTwoPow53(string(n)) {
+		if x < 0 {
+			return 0, Invalid(path, v, "at least -2^53 (-9007199254740992)")
+		}
+		return 0, Invalid(path, v, "at most 2^53 (9007199254740992)")
+	}
 	return x, nil
+}
+
+// atMostTwoPow53 reports whether the number token lit, which ParseFloat
+// rounds to ±2^53, is at most 2^53 in magnitude however it is written
+// (9.007199254740992e15, 9007199254740991.5): its significant digits and
+// the position of its decimal point are compared with 2^53's, without
+// arithmetic on the literal.
+func atMostTwoPow53(lit string) bool {
+	const p53 = "9007199254740992"
+	lit = strings.TrimPrefix(lit, "-")
+	mant, exp, _ := strings.Cut(strings.ToLower(lit), "e")
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits := intPart + frac
+	point := len(intPart) // digits before the decimal point
+	if exp != "" {
+		if len(exp) > 12 {
+			return false // ±2^53 needs no such exponent
+		}
+		e, err := strconv.Atoi(exp)
+		if err != nil {
+			return false
+		}
+		point += e
+	}
+	lead := len(digits) - len(strings.TrimLeft(digits, "0"))
+	digits, point = strings.TrimRight(digits[lead:], "0"), point-lead
+	switch {
+	case point != len(p53):
+		return point < len(p53)
+	case len(digits) <= len(p53):
+		return digits+strings.Repeat("0", len(p53)-len(digits)) <= p53
+	}
+	return digits[:len(p53)] < p53
 }
 
 // Range returns v as a number in [lo, hi] (hi may be +Inf); want describes

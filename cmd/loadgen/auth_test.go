@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/fairsched/fairsched/facade"
+	"github.com/fairsched/fairsched/loadgen"
+)
+
+// TestEndToEndWithTokenOverTLS: the load runs against a server with
+// tokens and HTTPS (--token, --ca), with no error; without the token every
+// request is refused.
+func TestEndToEndWithTokenOverTLS(t *testing.T) {
+	const token = "loadgen-admin-0123456789"
+	tokens, err := facade.ParseTokens([]byte(`{"users": [{"name": "load", "token": "` + token + `", "roles": ["admin"]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, cfg := testCert(t)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, certPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := facade.New(facade.Options{Tokens: tokens, TLS: cfg, Pprof: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		<-done
+	})
+	report := filepath.Join(t.TempDir(), "load.json")
+	args := []string{"--target", "https://" + ln.Addr().String(), "--ca", ca, "--nodes", "10", "--pools", "2", "--operations", "4",
+		"--duration", "3s", "--max-heartbeats", "500", "--connections", "2", "--heartbeat-period", "20ms",
+		"--job-duration", "uniform:0.05:0.2", "--min-jobs", "2", "--max-jobs", "10", "--report", report, "--quiet"}
+	var stdout, stderr bytes.Buffer
+	if code := runLoad(context.Background(), append(args, "--token", token), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s %s", code, stdout.String(), stderr.String())
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep loadgen.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Errors != 0 || rep.Heartbeats == 0 || rep.AllocationsStarted == 0 {
+		t.Fatalf("%d errors (%v), %d heartbeats, %d started", rep.Errors, rep.ErrorSamples, rep.Heartbeats, rep.AllocationsStarted)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	t.Setenv("FAIRSCHED_TOKEN", "")
+	if code := runLoad(context.Background(), append(args, "--token", ""), &stdout, &stderr); code == 0 {
+		t.Fatalf("without a token the load ran: %s", stdout.String())
+	}
+	if !bytes.Contains(stderr.Bytes(), []byte("401")) {
+		t.Errorf("without a token: %s", stderr.String())
+	}
+}
+
+// testCert is a self-signed certificate for 127.0.0.1: its PEM and a
+// server configuration that serves it.
+func testCert(t *testing.T) ([]byte, *tls.Config) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "loadgen test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		&tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+}
