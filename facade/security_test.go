@@ -927,7 +927,7 @@ func TestOwnersAndACLsSurviveARestart(t *testing.T) {
 		want                    int
 	}{
 		{bobToken, "POST", "/api/v1/operations", `{"id": "b2", "pool": "team", "tasks": [{"job_count": 1, "resources": {"cpu": 1}}]}`, 403}, // the root's deny
-		{adminToken, "POST", "/api/v1/operations", `{"pool": "prod", "tasks": [{"job_count": 1, "resources": {"memory": 1}}]}`, 409},     // 2^53 live
+		{adminToken, "POST", "/api/v1/operations", `{"pool": "prod", "tasks": [{"job_count": 1, "resources": {"memory": 1}}]}`, 409},        // 2^53 live
 		{bobToken, "POST", "/api/v1/operations/a1/abort", ``, 403},
 		{aliceToken, "POST", "/api/v1/operations/a1/abort", ``, 200}, // the owner
 		{adminToken, "POST", "/api/v1/operations", `{"pool": "prod", "tasks": [{"job_count": 1, "resources": {"memory": 1}}]}`, 201},
