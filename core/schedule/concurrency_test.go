@@ -393,12 +393,12 @@ func checkQuiescent(t *testing.T, s *Scheduler) {
 				if a.preempted {
 					pu = pu.Add(a.resources)
 				}
-				if a.op.graceful() {
+				if a.op.graceful() && !a.preempted {
 					graceful++
 				}
 			}
-			if u != n.usage || pu != n.preemptedUsage || graceful != n.graceful {
-				t.Errorf("node %s: usage %v preempted %v graceful %d; allocations say %v, %v, %d", n.name, n.usage, n.preemptedUsage, n.graceful, u, pu, graceful)
+			if u != n.usage || pu != n.preemptedUsage || graceful != len(n.graceful) {
+				t.Errorf("node %s: usage %v preempted %v graceful %d; allocations say %v, %v, %d", n.name, n.usage, n.preemptedUsage, len(n.graceful), u, pu, graceful)
 			}
 		}
 		sh.mu.Unlock()

@@ -6,16 +6,16 @@ import "github.com/fairsched/fairsched/core/clock"
 // operation on the node with the graceful timeout (spec.md §7): a graceful
 // operation continuously sheds what it runs above its fair share.
 func (s *Scheduler) preemptGracefully(now clock.Time, sh *shard, n *node, resp *Response) {
-	if n.graceful == 0 {
+	if len(n.graceful) == 0 {
 		return
 	}
 	// In ID order; preempting one allocation rebalances its operation's
 	// lists, which may make a later one no longer Preemptible (preempt
 	// checks under the operation's mutex).
 	sh.victims = sh.victims[:0]
-	for _, a := range n.allocs {
-		if !a.preempted && a.op.graceful() && a.op.pre.statusOf(a) == Preemptible {
-			sh.victims = append(sh.victims, victim{a: a, status: Preemptible})
+	for _, g := range n.graceful {
+		if g.op.pre.statusOfRank(g.seq) == Preemptible {
+			sh.victims = append(sh.victims, victim{a: g.a, status: Preemptible})
 		}
 	}
 	for _, v := range sh.victims {

@@ -237,6 +237,10 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 	}
 	n := sh.nodes[hb.Node]
 	usage := false
+	// same: so far every report is a running allocation the node holds,
+	// listed once (seen), by the node's window of held seqs.
+	same := n != nil && n.heldOK && len(hb.Allocations) == len(n.allocs)
+	var seen [heldWindow / 64]uint64
 	for i, rep := range hb.Allocations {
 		owner := allocationNode(rep.ID)
 		if (n == nil || owner != n.index) && rep.ID != 0 {
@@ -245,6 +249,12 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 			}
 		}
 		usage = usage || rep.HasUsage
+		if same {
+			d := uint32(rep.ID) - n.heldBase
+			w, bit := d>>6&(heldWindow/64-1), uint64(1)<<(d&63)
+			same = owner == n.index && d < heldWindow && rep.State == AllocRunning && n.held[w]&^seen[w]&bit != 0
+			seen[w] |= bit
+		}
 	}
 	if usage {
 		if err := checkUsage(hb); err != nil {
@@ -252,7 +262,7 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 		}
 	}
 	if n == nil {
-		n = &node{name: hb.Node}
+		n = &node{name: hb.Node, heldOK: true}
 		n.index = s.registry.add(hb.Node)
 		sh.nodes[hb.Node] = n
 	}
@@ -270,17 +280,23 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 	// would dirty a cache line per allocation, marks in an array of the
 	// node's cost a cache miss per heartbeat in BenchmarkHeartbeat: the
 	// bitmap is in the node's hot fields.
-	n.resetListed()
 	// NB: the allocations' own state is read only when it can matter: an
 	// operation finished since the node's last heartbeat (finishEpoch), or
 	// a preempted allocation whose deadline may have passed. A heartbeat
-	// that changes nothing reads the node's ID array and nothing of its
-	// allocations or their operations (each one a cache miss at 10,000
-	// nodes).
+	// that lists exactly the allocations the node holds, running, and
+	// reports no usage (same) changes nothing here and reads neither the
+	// IDs nor the allocations or their operations (each one a cache miss
+	// at 10,000 nodes).
 	epoch := s.finishEpoch.Load()
 	check := epoch != n.finishSeen || n.preemptedN > 0
 	listed, hint := 0, 0
-	for _, rep := range hb.Allocations {
+	reports := hb.Allocations
+	if same && !check && !usage {
+		listed, reports = len(n.allocs), nil
+	} else {
+		n.resetListed()
+	}
+	for _, rep := range reports {
 		k, ok := n.searchFrom(rep.ID, hint)
 		if !ok {
 			if rep.State == AllocRunning {
@@ -327,14 +343,19 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 	}
 
 	if snap := s.snap.Load(); !snap.Total.IsZero() {
-		s.preemptGracefully(now, sh, n, resp)
+		if len(n.graceful) > 0 {
+			s.settleLists(sh)
+			s.preemptGracefully(now, sh, n, resp)
+		}
 		started := s.scheduleRegular(now, sh, n, snap, resp)
 		if !n.hadPreemptive || now.Sub(n.lastPreemptive) > s.cfg.PreemptiveSchedulingBackoff {
 			n.hadPreemptive, n.lastPreemptive = true, now
+			s.settleLists(sh)
 			s.schedulePreemptive(now, sh, n, snap, started, resp)
 		}
 	}
 	s.abortOvercommitted(now, sh, n, resp)
+	s.settleLists(sh)
 	if invariants.Enabled {
 		checkNode(n)
 	}
@@ -464,8 +485,26 @@ func checkNode(n *node) {
 	invariants.Check(int(n.preemptedN) == preempted, "node %s: %d preempted allocations counted, %d held", n.name, n.preemptedN, preempted)
 	invariants.Check(u == n.usage && pu == n.preemptedUsage, "node %s: usage %v and preempted %v, its allocations say %v and %v", n.name, n.usage, n.preemptedUsage, u, pu)
 	invariants.Check(n.overcommitted || n.limits.Dominates(u.Sub(pu)), "node %s: usage %v less preempted %v exceeds limits %v", n.name, u, pu, n.limits)
+	graceful := 0
 	for _, a := range n.allocs {
 		invariants.Check(a.listed != a.preempted && a.node == n, "node %s: allocation %d listed %v preempted %v", n.name, a.id, a.listed, a.preempted)
+		if a.op.graceful() && !a.preempted {
+			ok := graceful < len(n.graceful) && n.graceful[graceful] == gracefulAlloc{a: a, op: a.op, seq: a.seq}
+			invariants.Check(ok, "node %s: allocation %d of a graceful operation is not graceful[%d]", n.name, a.id, graceful)
+			graceful++
+		}
+	}
+	invariants.Check(graceful == len(n.graceful), "node %s: %d graceful allocations listed, %d held", n.name, len(n.graceful), graceful)
+	if n.heldOK {
+		var held [heldWindow / 64]uint64
+		for _, id := range n.ids {
+			d := uint32(id) - n.heldBase
+			invariants.Check(d < heldWindow, "node %s: allocation %d outside the held window at %d", n.name, id, n.heldBase)
+			held[d>>6&(heldWindow/64-1)] |= 1 << (d & 63)
+		}
+		invariants.Check(held == n.held, "node %s: held %x, its allocations say %x", n.name, n.held, held)
+	} else {
+		invariants.Check(len(n.ids) > 0 && uint32(n.ids[len(n.ids)-1])-uint32(n.ids[0]) >= heldWindow, "node %s: held window off for %d allocations", n.name, len(n.ids))
 	}
 }
 
@@ -473,6 +512,15 @@ func checkNode(n *node) {
 // the operation and its limited ancestors; a completed job counts as done,
 // any other job returns to pending unless its operation has finished. The
 // allocation is recycled. Shard mutex held.
+//
+// The operation's status lists are rebalanced later, at most once per
+// operation and heartbeat (settleLists): before anything reads this
+// node's statuses and at the end of the heartbeat; a start of the same
+// operation in between rebalances them at once. Until then they publish
+// the statuses of before the release. NB: a completion and a start of the
+// same operation on a node (the usual churn: the released operation is
+// the least satisfied) rebalanced twice.
+
 func (s *Scheduler) release(sh *shard, n *node, a *allocation, completed bool) {
 	o := a.op
 	n.usage = n.usage.Sub(a.resources)
@@ -488,8 +536,11 @@ func (s *Scheduler) release(sh *shard, n *node, a *allocation, completed bool) {
 		n.preemptedN--
 	} else {
 		o.pre.mu.Lock()
-		o.pre.remove(a)
+		unsettled := o.pre.drop(a)
 		o.pre.mu.Unlock()
+		if unsettled && (len(sh.unsettled) == 0 || sh.unsettled[len(sh.unsettled)-1] != o) {
+			sh.unsettled = append(sh.unsettled, o)
+		}
 		o.uncharge(a.resources)
 	}
 	o.addUsage(a.resources, -1)
@@ -505,10 +556,22 @@ func (s *Scheduler) release(sh *shard, n *node, a *allocation, completed bool) {
 	} else if !o.State().Final() {
 		t.pending.Add(1)
 	}
-	if o.graceful() {
-		n.graceful--
+	if o.graceful() && !a.preempted {
+		n.dropGraceful(a)
 	}
 	n.removeAlloc(a)
 	sh.recycle(a)
 	sh.ops.touch(o)
+}
+
+// settleLists rebalances the status lists that releases of this shard left
+// waiting (spec.md §4), once per operation. Shard mutex held.
+func (s *Scheduler) settleLists(sh *shard) {
+	for _, o := range sh.unsettled {
+		o.pre.mu.Lock()
+		o.pre.settle()
+		o.pre.mu.Unlock()
+	}
+	clear(sh.unsettled) // keep no finished operation alive
+	sh.unsettled = sh.unsettled[:0]
 }

@@ -1,6 +1,8 @@
 package schedule
 
 import (
+	"math/bits"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -22,53 +24,73 @@ type shard struct {
 	// changed is the scratch of applyUsage: the operations whose usage a
 	// heartbeat changed.
 	changed []*operation
+	// unsettled holds the operations whose status lists wait for a
+	// rebalance after releases (see Scheduler.release, settleLists).
+	unsettled []*operation
 	// ops finds the operation to schedule in the regular stage.
 	ops opIndex
 	_   [64]byte // keep one shard's mutex off the cache lines of the previous shard's fields
 }
 
 // node is a registered node and the allocations it holds.
+//
+// NB: the fields a heartbeat reads come first (about three and a half
+// cache lines: 10,000 nodes are mostly out of cache when they heartbeat),
+// those of searches, starts, preemption and orchid last.
 type node struct {
-	name          string
-	index         uint32 // registry index: the high half of its allocation IDs
-	limits        resource.Vec
-	usage         resource.Vec // sum of its allocations' resources (their usage)
-	tags          []string
-	lastHeartbeat clock.Time
+	index uint32 // registry index: the high half of its allocation IDs
+	// preemptedN counts its preempted allocations.
+	preemptedN int32
+	// held is the set of the node's allocations by the low half of their
+	// IDs (their seq), less heldBase, while heldOK: every allocation's seq
+	// is within heldWindow of heldBase. A heartbeat that lists exactly the
+	// held allocations, running, is recognised with it without searching
+	// the IDs (see Heartbeat).
+	heldBase uint32
+	heldOK   bool
+	// hadPreemptive and lastPreemptive: when preemptive scheduling last
+	// ran on the node.
+	hadPreemptive bool
+	// overcommitted: the node's usage exceeds its limits since
+	// overcommitSince (spec.md §5.6).
+	overcommitted  bool
+	held           [heldWindow / 64]uint64
+	lastHeartbeat  clock.Time
+	lastPreemptive clock.Time
+	// finishSeen is the Scheduler.finishEpoch its last heartbeat checked
+	// its allocations' operations at.
+	finishSeen uint64
 	// tagMatch: which filter classes the tags match (tags.go); its first
 	// fields share lastHeartbeat's cache line, which the sweep reads.
 	tagMatch tagMatch
-	seq      uint32
-	// listed is the set of the allocations (by index in allocs) that the
-	// heartbeat being processed listed running; one it did not list is
-	// finished. A bitmap that follows removals (unlist), cleared by each
-	// heartbeat; up to 128 allocations it is listedBuf, among the fields
-	// every heartbeat writes, so that it costs no cache line of its own.
-	listed    []uint64
-	listedBuf [2]uint64
+	limits   resource.Vec
+	usage    resource.Vec // sum of its allocations' resources (their usage)
 	// allocs holds the node's allocations sorted by ID (IDs grow with seq);
 	// ids[i] is allocs[i].id, so that finding a reported allocation reads
 	// one contiguous array instead of an allocation per probe.
 	allocs []*allocation
-	ids    []uint64
+	// graceful holds its not preempted allocations of graceful operations
+	// (spec.md §7) in ID order, with their operations and ranks, so that
+	// graceful preemption reads only their operations' published statuses.
+	graceful []gracefulAlloc
+	tags     []string
+
 	// preemptedUsage is the part of usage held by preempted allocations
 	// that still run: the node is told to stop them, so the preemptive
 	// stages and the overcommit check treat it as free (spec.md §5.5).
+	// Zero when preemptedN is.
 	preemptedUsage resource.Vec
-	// graceful counts allocations of graceful operations (spec.md §7).
-	graceful int
-	// preemptedN counts its preempted allocations; finishSeen is the
-	// Scheduler.finishEpoch its last heartbeat checked its allocations'
-	// operations at.
-	preemptedN int32
-	finishSeen uint64
-	// lastPreemptive is when preemptive scheduling last ran on the node.
-	lastPreemptive clock.Time
-	hadPreemptive  bool
-	// overcommitSince is when the node's usage first exceeded its limits
-	// (spec.md §5.6); valid while overcommitted.
+	seq            uint32
+	// listed is the set of the allocations (by index in allocs) that the
+	// heartbeat being processed listed running; one it did not list is
+	// finished. A bitmap that follows removals (unlist), cleared by each
+	// heartbeat that searches its reports; up to 128 allocations it is
+	// listedBuf.
+	listed          []uint64
+	listedBuf       [2]uint64
+	ids             []uint64
 	overcommitSince clock.Time
-	overcommitted   bool
+	name            string
 }
 
 // allocation is a slot of node resources held by an operation's job. Its
@@ -171,7 +193,12 @@ func (n *node) unlist(k int) {
 }
 
 // effectiveUsage is the usage of the allocations that are not preempted.
-func (n *node) effectiveUsage() resource.Vec { return n.usage.Sub(n.preemptedUsage) }
+func (n *node) effectiveUsage() resource.Vec {
+	if n.preemptedN == 0 {
+		return n.usage // NB: preemptedUsage is on a colder cache line
+	}
+	return n.usage.Sub(n.preemptedUsage)
+}
 
 // registry maps node indices to names, for telling a node that an
 // allocation it reports belongs to another node. Append-only; readers load
@@ -236,24 +263,41 @@ func (n *node) searchFrom(id uint64, hint int) (int, bool) {
 	return n.search(id)
 }
 
+// search returns the index of allocation id in n.ids (where it would go,
+// and false, when the node does not hold it).
+//
+// NB: branch-free: the comparisons of a binary search for IDs in no
+// particular order are coin flips, and a mispredicted branch costs more
+// than the probe (nodes list their allocations in their own order: the
+// node simulation's swap-removals shuffle it; search was 40% of
+// BenchmarkHeartbeat/standard-load).
 func (n *node) search(id uint64) (int, bool) {
 	ids := n.ids
-	lo, hi := 0, len(ids)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if ids[m] < id {
-			lo = m + 1
-		} else {
-			hi = m
-		}
+	if len(ids) == 0 {
+		return 0, false
 	}
-	return lo, lo < len(ids) && ids[lo] == id
+	base, size := 0, len(ids)
+	for size > 1 {
+		half := size >> 1
+		// borrow is 1 when ids[base+half-1] < id.
+		_, borrow := bits.Sub64(ids[base+half-1], id, 0)
+		base += half & -int(borrow)
+		size -= half
+	}
+	_, borrow := bits.Sub64(ids[base], id, 0)
+	base += int(borrow)
+	return base, base < len(ids) && ids[base] == id
 }
 
 // addAlloc appends a, whose ID is greater than every ID the node holds.
 func (n *node) addAlloc(a *allocation) {
 	n.allocs = append(n.allocs, a)
 	n.ids = append(n.ids, a.id)
+	if d := uint32(a.id) - n.heldBase; n.heldOK && d < heldWindow {
+		n.held[d>>6] |= 1 << (d & 63)
+		return
+	}
+	n.rebaseHeld()
 }
 
 // removeAlloc drops a from allocs, keeping the ID order.
@@ -267,4 +311,50 @@ func (n *node) removeAlloc(a *allocation) {
 	n.allocs = n.allocs[:len(n.allocs)-1]
 	n.ids = append(n.ids[:i], n.ids[i+1:]...)
 	n.unlist(i)
+	if n.heldOK {
+		d := uint32(a.id) - n.heldBase
+		n.held[d>>6] &^= 1 << (d & 63)
+		return
+	}
+	n.rebaseHeld()
+}
+
+// heldWindow is the span of seqs n.held covers.
+const heldWindow = 128
+
+// rebaseHeld rebuilds n.held from the oldest allocation the node holds,
+// if every one fits the window.
+func (n *node) rebaseHeld() {
+	n.held = [heldWindow / 64]uint64{}
+	n.heldOK = false
+	if len(n.ids) == 0 {
+		n.heldBase, n.heldOK = 0, true
+		return
+	}
+	base := uint32(n.ids[0])
+	if uint32(n.ids[len(n.ids)-1])-base >= heldWindow {
+		return
+	}
+	for _, id := range n.ids {
+		d := uint32(id) - base
+		n.held[d>>6] |= 1 << (d & 63)
+	}
+	n.heldBase, n.heldOK = base, true
+}
+
+// gracefulAlloc is an entry of node.graceful.
+type gracefulAlloc struct {
+	a   *allocation
+	op  *operation
+	seq uint64 // a.seq
+}
+
+// dropGraceful removes a from n.graceful.
+func (n *node) dropGraceful(a *allocation) {
+	for i := range n.graceful {
+		if n.graceful[i].a == a {
+			n.graceful = slices.Delete(n.graceful, i, i+1)
+			return
+		}
+	}
 }

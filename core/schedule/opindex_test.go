@@ -150,3 +150,24 @@ func TestOpIndexMatchesScan(t *testing.T) {
 func randomFilter(r *rand.Rand) tagfilter.Filter {
 	return tagfilter.MustParse([]string{"", "a", "!a", "b", "a | b", "a & !c", "(b | c) & !a", "c"}[r.IntN(8)])
 }
+
+// TestCPUBucketOrder: need buckets are ordered as the cpu they hold, so
+// that a search may skip every bucket above the free cpu's.
+func TestCPUBucketOrder(t *testing.T) {
+	prev := -1
+	check := func(c uint32) {
+		t.Helper()
+		b := cpuBucket(c)
+		if b < prev || b >= needBuckets {
+			t.Fatalf("cpu %d: bucket %d after %d (%d buckets)", c, b, prev, needBuckets)
+		}
+		prev = b
+	}
+	for c := range uint32(1 << 16) {
+		check(c)
+	}
+	for c := uint32(1 << 16); c < 1<<31; c += c >> 7 {
+		check(c)
+	}
+	check(1<<32 - 1)
+}

@@ -23,6 +23,7 @@ func (s *Scheduler) abortOvercommitted(now clock.Time, sh *shard, n *node, resp 
 	if now.Sub(n.overcommitSince) < s.cfg.AllowedNodeResourcesOvercommitDuration {
 		return
 	}
+	s.settleLists(sh)
 	sh.victims = sh.victims[:0]
 	for _, a := range n.allocs {
 		if !a.preempted {

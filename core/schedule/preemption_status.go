@@ -1,7 +1,6 @@
 package schedule
 
 import (
-	"math"
 	"sync"
 	"sync/atomic"
 
@@ -99,8 +98,10 @@ type preemptParams struct {
 type opPreemption struct {
 	mu sync.Mutex
 	// ver is odd while publish writes bounds.
-	ver    atomic.Uint32
-	bounds [2]atomic.Uint64 // the ranks of bound[0] and bound[1]; noBound when nil
+	ver atomic.Uint32
+	// bounds[i] is one more than the rank of last[i] (0 when nil): the
+	// allocations ranked below it have statuses up to i.
+	bounds [2]atomic.Uint64
 
 	head, tail *allocation
 	bound      [2]*allocation
@@ -110,17 +111,30 @@ type opPreemption struct {
 	// allocation, which usually lives on another shard's node.
 	last    [2]*allocation
 	edge    [2]resource.Vec
+	lastSeq [2]uint64 // last[i].seq
 	n       [statusCount]int64
 	usage   [statusCount]resource.Vec
 	nextSeq uint64 // the rank of the next allocation added
-	// resized is set when resize changed a usage that no rebalance has
-	// seen yet: add's shortcut needs balanced lists.
-	resized bool
-	params  preemptParams
+	// dirty says which rebalancing the lists wait for: changes that no
+	// rebalance has seen yet (drop, resize) leave them where the last one
+	// put them; add's shortcut needs balanced lists.
+	dirty  dirtiness
+	params preemptParams
 }
 
-// noBound is the published rank of a missing boundary: above every rank.
-const noBound = math.MaxUint64
+// dirtiness is how far from balanced an operation's lists may be.
+type dirtiness uint8
+
+const (
+	balanced dirtiness = iota
+	// secondDirty: only the second boundary may move — AggressivelyPreemptible
+	// allocations were dropped from balanced lists. The first boundary's
+	// prefix is unchanged and its right list was not empty, so its test
+	// still fails.
+	secondDirty
+	// fullDirty: any boundary may move.
+	fullDirty
+)
 
 // classify is the status of the allocation of rank seq between boundaries
 // of ranks b0 and b1.
@@ -143,7 +157,10 @@ func (p *opPreemption) status(a *allocation) PreemptionStatus {
 // change of the lists, without the mutex (which it takes only if a
 // publish keeps overlapping its reads). The caller holds a's shard mutex,
 // which keeps a listed and its rank fixed.
-func (p *opPreemption) statusOf(a *allocation) PreemptionStatus {
+func (p *opPreemption) statusOf(a *allocation) PreemptionStatus { return p.statusOfRank(a.seq) }
+
+// statusOfRank is statusOf for the listed allocation of rank seq.
+func (p *opPreemption) statusOfRank(seq uint64) PreemptionStatus {
 	for range 4 {
 		v := p.ver.Load()
 		if v&1 != 0 {
@@ -151,24 +168,29 @@ func (p *opPreemption) statusOf(a *allocation) PreemptionStatus {
 		}
 		b0, b1 := p.bounds[0].Load(), p.bounds[1].Load()
 		if p.ver.Load() == v {
-			return classify(a.seq, b0, b1)
+			return classify(seq, b0, b1)
 		}
 	}
 	p.mu.Lock()
-	st := p.status(a)
+	st := classify(seq, p.bounds[0].Load(), p.bounds[1].Load())
 	p.mu.Unlock()
 	return st
 }
 
 // publish stores the boundaries' ranks for statusOf. Caller holds mu.
+//
+// NB: a boundary is published as the rank after its last allocation's
+// (lastSeq), which the balance has at hand, rather than as its first
+// allocation's: reading that allocation was a cache miss per publish.
+// Between the two ranks no listed allocation is ranked.
 func (p *opPreemption) publish() {
-	b0, b1 := uint64(noBound), uint64(noBound)
-	if a := p.bound[0]; a != nil {
-		b0 = a.seq
+	var b [2]uint64
+	for i := range b {
+		if p.last[i] != nil {
+			b[i] = p.lastSeq[i] + 1
+		}
 	}
-	if a := p.bound[1]; a != nil {
-		b1 = a.seq
-	}
+	b0, b1 := b[0], b[1]
 	if p.bounds[0].Load() == b0 && p.bounds[1].Load() == b1 {
 		return
 	}
@@ -207,7 +229,7 @@ func (p *opPreemption) add(a *allocation) {
 	// NB: balanced lists with Preemptible allocations before a keep every
 	// status: a's prefix is at least theirs, so a is Preemptible too, and
 	// the allocations before it keep their prefixes.
-	if p.n[Preemptible] > 1 && !p.resized {
+	if p.n[Preemptible] > 1 && p.dirty == balanced {
 		p.publish()
 		return
 	}
@@ -217,8 +239,18 @@ func (p *opPreemption) add(a *allocation) {
 // remove drops a finished or preempted allocation and rebalances. Caller
 // holds mu.
 func (p *opPreemption) remove(a *allocation) {
+	if p.drop(a) {
+		p.settle()
+	}
+}
+
+// drop takes a finished or preempted allocation out of the lists and
+// reports whether they wait for a rebalance (settle) now. The statuses
+// published stay those of the last rebalance: they class every allocation
+// still listed as they did. Caller holds mu.
+func (p *opPreemption) drop(a *allocation) bool {
 	if !a.listed {
-		return
+		return p.dirty != balanced
 	}
 	st := p.status(a)
 	for i := range p.bound {
@@ -226,10 +258,7 @@ func (p *opPreemption) remove(a *allocation) {
 			p.bound[i] = a.next
 		}
 		if p.last[i] == a {
-			p.last[i] = a.prev
-			if a.prev != nil {
-				p.edge[i] = a.prev.resources
-			}
+			p.setLast(i, a.prev)
 		}
 	}
 	if a.prev != nil {
@@ -245,18 +274,35 @@ func (p *opPreemption) remove(a *allocation) {
 	a.prev, a.next, a.listed = nil, nil, false
 	p.n[st]--
 	p.usage[st] = p.usage[st].Sub(a.resources)
-	switch {
-	case p.resized || st == NonPreemptible:
-		p.rebalance()
-	case st == AggressivelyPreemptible:
-		// NB: from balanced lists, only the prefix of the second boundary
-		// changed; the first boundary's prefix is the same and its right
-		// list was not empty, so its test still fails.
+	// A Preemptible allocation is in no boundary's prefix.
+	switch st {
+	case NonPreemptible:
+		p.dirty = fullDirty
+	case AggressivelyPreemptible:
+		p.dirty = max(p.dirty, secondDirty)
+	}
+	return p.dirty != balanced
+}
+
+// settle rebalances lists that wait for it and publishes. Caller holds mu.
+func (p *opPreemption) settle() {
+	switch p.dirty {
+	case balanced:
+		p.publish()
+	case secondDirty:
 		p.balance(AggressivelyPreemptible, p.usage[NonPreemptible].Add(p.usage[AggressivelyPreemptible]), p.params.preemptibleBound, !p.params.preemptible)
+		p.dirty = balanced
 		p.publish()
 	default:
-		// A Preemptible allocation is in no boundary's prefix.
-		p.publish()
+		p.rebalance()
+	}
+}
+
+// setLast makes a (nil: none) the last allocation before boundary i.
+func (p *opPreemption) setLast(i int, a *allocation) {
+	p.last[i] = a
+	if a != nil {
+		p.edge[i], p.lastSeq[i] = a.resources, a.seq
 	}
 }
 
@@ -267,7 +313,7 @@ func (p *opPreemption) resize(a *allocation, u resource.Vec) {
 	if a.listed {
 		st := p.status(a)
 		p.usage[st] = p.usage[st].Sub(a.resources).Add(u)
-		p.resized = true
+		p.dirty = fullDirty
 		for i := range p.last {
 			if p.last[i] == a {
 				p.edge[i] = u
@@ -314,10 +360,7 @@ func (p *opPreemption) balance(left PreemptionStatus, prefix resource.Vec, bound
 		}
 		a := p.last[left]
 		p.bound[left] = a
-		p.last[left] = a.prev
-		if a.prev != nil {
-			p.edge[left] = a.prev.resources
-		}
+		p.setLast(int(left), a.prev)
 		p.n[left]--
 		p.n[right]++
 		p.usage[left] = p.usage[left].Sub(a.resources)
@@ -333,8 +376,7 @@ func (p *opPreemption) balance(left PreemptionStatus, prefix resource.Vec, bound
 		}
 		a := p.bound[left]
 		p.bound[left] = a.next
-		p.last[left] = a
-		p.edge[left] = a.resources
+		p.setLast(int(left), a)
 		p.n[right]--
 		p.n[left]++
 		p.usage[right] = p.usage[right].Sub(a.resources)
@@ -364,7 +406,7 @@ func (p *opPreemption) rebalance() {
 			break
 		}
 	}
-	p.resized = false
+	p.dirty = balanced
 	p.publish()
 }
 

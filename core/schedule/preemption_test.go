@@ -308,7 +308,8 @@ func TestPreemptorReason(t *testing.T) {
 
 // TestPreemptionListsMatchScan checks the lists against spec.md §4's
 // reading of the balance procedure, on seeded random histories of starts,
-// finishes, usage changes and new fair shares: scanning the allocations
+// finishes (rebalanced at once or later), usage changes and new fair
+// shares, whenever they are balanced: scanning the allocations
 // oldest-first with a running sum, an allocation is NonPreemptible while
 // the sum before it is below F·a, AggressivelyPreemptible while it is
 // below F·p (always, when the operation is not preemptible), Preemptible
@@ -375,9 +376,18 @@ func TestPreemptionListsMatchScan(t *testing.T) {
 				p.add(a)
 				live = append(live, a)
 			case k < 7:
+				// A release drops it and settles later; a preemption
+				// removes it at once.
 				i := r.IntN(len(live))
-				p.remove(live[i])
+				if r.IntN(2) == 0 {
+					p.drop(live[i])
+				} else {
+					p.remove(live[i])
+				}
 				live = append(live[:i], live[i+1:]...)
+				if r.IntN(3) == 0 {
+					p.settle()
+				}
 			case k < 9:
 				for range 1 + r.IntN(3) {
 					a := live[r.IntN(len(live))]
@@ -388,6 +398,9 @@ func TestPreemptionListsMatchScan(t *testing.T) {
 				p.setParams(randParams())
 			}
 			checkLists(t, p)
+			if p.dirty != balanced {
+				continue // the statuses of the last rebalance stay published
+			}
 			want := scan(p)
 			i := 0
 			for a := p.head; a != nil; a = a.next {

@@ -125,12 +125,12 @@ func (s *Scheduler) start(now clock.Time, sh *shard, n *node, o *operation, t in
 	tk.running.Add(1)
 	n.usage = n.usage.Add(res)
 	n.addAlloc(a)
-	if o.graceful() {
-		n.graceful++
-	}
 	o.pre.mu.Lock()
 	o.pre.add(a)
 	o.pre.mu.Unlock()
+	if o.graceful() {
+		n.graceful = append(n.graceful, gracefulAlloc{a: a, op: o, seq: a.seq}) // NB: allocates only to grow
+	}
 	sh.ops.started(o)
 	resp.Start = append(resp.Start, StartDecision{Allocation: a.id, Operation: o.id, Task: t, Resources: res})
 	return a

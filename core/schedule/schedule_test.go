@@ -456,3 +456,76 @@ func TestPendingQueueAndTotalLimit(t *testing.T) {
 		t.Fatalf("queued operation did not start when the first finished: %v", info.State)
 	}
 }
+
+// A heartbeat that lists exactly the allocations the node holds, running,
+// is recognised without searching them (node.held); anything else takes
+// the search: a duplicate, an ID of another (unknown) node with the seq of
+// a held allocation, and a node whose allocations span more seqs than the
+// window.
+func TestHeartbeatListsHeldAllocations(t *testing.T) {
+	c := newCluster(t, DefaultConfig(), 1, smallNode)
+	c.start(OperationSpec{Tasks: tasks(1000, job(1, 1))})
+	c.update()
+	c.heartbeat(0)
+	n := &c.nodes[0]
+	if len(n.allocs) != 10 {
+		t.Fatalf("started %d, want 10", len(n.allocs))
+	}
+	send := func(reps []AllocationReport) {
+		t.Helper()
+		c.resp.Reset()
+		if err := c.s.Heartbeat(c.at(), &NodeHeartbeat{Node: n.name, Limits: n.limits, Allocations: reps}, &c.resp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reps := slices.Clone(n.allocs)
+	send(reps)
+	if len(c.resp.Start)+len(c.resp.Abort)+len(c.resp.Preempt) != 0 {
+		t.Fatalf("steady heartbeat: %+v", c.resp)
+	}
+	// A duplicate instead of allocation 3: allocation 3 vanished.
+	dup := slices.Clone(reps)
+	dup[3] = dup[4]
+	send(dup)
+	if len(c.resp.Abort) != 1 || c.resp.Abort[0].Allocation != reps[3].ID || c.resp.Abort[0].Reason != AbortVanished {
+		t.Fatalf("duplicate: aborts %+v, want %d vanished", c.resp.Abort, reps[3].ID)
+	}
+	// It was restarted (one start); the node runs it.
+	if len(c.resp.Start) != 1 {
+		t.Fatalf("duplicate: starts %+v", c.resp.Start)
+	}
+	reps = append(slices.Delete(reps, 3, 4), AllocationReport{ID: c.resp.Start[0].Allocation})
+	// The seq of allocation 5 under an unknown node's index: unknown, and
+	// allocation 5 vanished.
+	other := slices.Clone(reps)
+	other[5].ID = 77<<32 | other[5].ID&(1<<32-1)
+	send(other)
+	if len(c.resp.Abort) != 2 || c.resp.Abort[0].Allocation != other[5].ID || c.resp.Abort[0].Reason != AbortUnknownAllocation ||
+		c.resp.Abort[1].Allocation != reps[5].ID || c.resp.Abort[1].Reason != AbortVanished {
+		t.Fatalf("other node's seq: aborts %+v", c.resp.Abort)
+	}
+	reps = append(slices.Delete(reps, 5, 6), AllocationReport{ID: c.resp.Start[0].Allocation})
+	// Keep the oldest allocation and churn the others past the window:
+	// the node's heartbeats are still settled exactly.
+	for range 3 * heldWindow {
+		reps[1].State = AllocCompleted
+		send(reps)
+		if len(c.resp.Start) != 1 || len(c.resp.Abort) != 0 {
+			t.Fatalf("churn: %+v", c.resp)
+		}
+		reps = append(slices.Delete(reps, 1, 2), AllocationReport{ID: c.resp.Start[0].Allocation})
+		send(reps)
+		if len(c.resp.Start)+len(c.resp.Abort) != 0 {
+			t.Fatalf("steady after churn: %+v", c.resp)
+		}
+	}
+	if sh := c.s.shardOf(n.name); sh.nodes[n.name].heldOK {
+		t.Fatalf("allocations %d..%d fit a window of %d", reps[0].ID, reps[len(reps)-1].ID, heldWindow)
+	}
+	// The oldest finishes: the window covers the node again.
+	reps[0].State = AllocCompleted
+	send(reps)
+	if sh := c.s.shardOf(n.name); !sh.nodes[n.name].heldOK {
+		t.Fatal("held window off after the oldest allocation finished")
+	}
+}

@@ -348,6 +348,7 @@ func (s *Scheduler) sweepNodes(now clock.Time) resource.Vec {
 				for len(n.allocs) > 0 {
 					s.release(sh, n, n.allocs[len(n.allocs)-1], false)
 				}
+				s.settleLists(sh)
 				delete(sh.nodes, name)
 				changed = true
 				continue

@@ -118,6 +118,9 @@ func (s *Scheduler) preempt(now clock.Time, n *node, a *allocation, reason Preem
 	a.preempted = true
 	a.deadline = now.Add(timeout)
 	n.preemptedN++
+	if o.graceful() {
+		n.dropGraceful(a)
+	}
 	n.preemptedUsage = n.preemptedUsage.Add(a.resources)
 	for r, x := range a.resources {
 		if x != 0 {
