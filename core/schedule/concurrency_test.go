@@ -378,7 +378,11 @@ func checkQuiescent(t *testing.T, s *Scheduler) {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		for _, n := range sh.nodes {
+		for _, n := range sh.nodes.slots {
+			if n.hash == 0 {
+				continue
+			}
+			n := n.n
 			var u, pu resource.Vec
 			graceful := 0
 			for j, a := range n.allocs {

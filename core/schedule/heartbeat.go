@@ -229,13 +229,13 @@ func (r *Response) Reset() {
 // or finishes vanished ones; registering a node, the first search after a
 // snapshot with more operations and rejected heartbeats do.
 func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response) error {
-	sh := s.shardOf(hb.Node)
+	sh, hash := s.shardAndHash(hb.Node)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if err := s.checkNodeLimits(hb); err != nil {
 		return err
 	}
-	n := sh.nodes[hb.Node]
+	n := sh.nodes.get(hb.Node, hash)
 	usage := false
 	// same: so far every report is a running allocation the node holds,
 	// listed once (seen), by the node's window of held seqs.
@@ -262,9 +262,9 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 		}
 	}
 	if n == nil {
-		n = &node{name: hb.Node, heldOK: true}
+		n = &node{name: hb.Node, heldOK: true, hash: hash}
 		n.index = s.registry.add(hb.Node)
-		sh.nodes[hb.Node] = n
+		sh.nodes.put(n, hash) // NB: allocates when the table grows
 	}
 	n.setLimits(hb.Limits)
 	n.lastHeartbeat = now

@@ -27,11 +27,11 @@ func (s *Scheduler) Nodes(dst []NodeSummary, after string, limit int) ([]NodeSum
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		for name := range sh.nodes {
-			if name > after {
-				names = append(names, name)
+		sh.nodes.all(func(n *node) {
+			if n.name > after {
+				names = append(names, n.name)
 			}
-		}
+		})
 		sh.mu.Unlock()
 	}
 	slices.Sort(names)
@@ -49,10 +49,10 @@ func (s *Scheduler) Nodes(dst []NodeSummary, after string, limit int) ([]NodeSum
 
 // NodeSummary returns one registered node without its allocations.
 func (s *Scheduler) NodeSummary(name string) (NodeSummary, bool) {
-	sh := s.shardOf(name)
+	sh, hash := s.shardAndHash(name)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	n := sh.nodes[name]
+	n := sh.nodes.get(name, hash)
 	if n == nil {
 		return NodeSummary{}, false
 	}
@@ -67,7 +67,7 @@ func (s *Scheduler) NodeCount() int {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		n += len(sh.nodes)
+		n += sh.nodes.count
 		sh.mu.Unlock()
 	}
 	return n

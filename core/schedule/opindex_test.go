@@ -116,7 +116,9 @@ func TestOpIndexMatchesScan(t *testing.T) {
 				for range 4 {
 					nodeIdx := r.IntN(len(c.nodes))
 					sh.mu.Unlock()
-					n := c.s.shardOf(c.nodes[nodeIdx].name).nodes[c.nodes[nodeIdx].name]
+					name := c.nodes[nodeIdx].name
+					sh, hash := c.s.shardAndHash(name)
+					n := sh.nodes.get(name, hash)
 					sh.mu.Lock()
 					var free resource.Vec
 					free[resource.UserSlots] = int64(r.IntN(4))

@@ -245,10 +245,10 @@ type AllocationInfo struct {
 
 // Node returns a node's view; Allocations are in ID (start) order.
 func (s *Scheduler) Node(name string) (NodeInfo, bool) {
-	sh := s.shardOf(name)
+	sh, hash := s.shardAndHash(name)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	n := sh.nodes[name]
+	n := sh.nodes.get(name, hash)
 	if n == nil {
 		return NodeInfo{}, false
 	}

@@ -519,13 +519,57 @@ func TestHeartbeatListsHeldAllocations(t *testing.T) {
 			t.Fatalf("steady after churn: %+v", c.resp)
 		}
 	}
-	if sh := c.s.shardOf(n.name); sh.nodes[n.name].heldOK {
+	if sh, hash := c.s.shardAndHash(n.name); sh.nodes.get(n.name, hash).heldOK {
 		t.Fatalf("allocations %d..%d fit a window of %d", reps[0].ID, reps[len(reps)-1].ID, heldWindow)
 	}
 	// The oldest finishes: the window covers the node again.
 	reps[0].State = AllocCompleted
 	send(reps)
-	if sh := c.s.shardOf(n.name); !sh.nodes[n.name].heldOK {
+	if sh, hash := c.s.shardAndHash(n.name); !sh.nodes.get(n.name, hash).heldOK {
 		t.Fatal("held window off after the oldest allocation finished")
+	}
+}
+
+// TestNodeTable checks the shards' node tables against a map on seeded
+// random additions and removals, with hashes narrowed so that probe
+// sequences collide and wrap around.
+func TestNodeTable(t *testing.T) {
+	for _, bits := range []uint{3, 6, 64} {
+		r := rand.New(rand.NewPCG(uint64(bits), 9))
+		var tb nodeTable
+		want := map[string]*node{}
+		hash := func(name string) uint64 {
+			_, h := (&Scheduler{shards: make([]shard, 1)}).shardAndHash(name)
+			if bits < 64 {
+				h = h&(1<<bits-1) | 1
+			}
+			return h
+		}
+		for step := range 5000 {
+			name := fmt.Sprintf("n%d", r.IntN(300))
+			h := hash(name)
+			switch n := want[name]; {
+			case n == nil:
+				n = &node{name: name, hash: h}
+				tb.put(n, h)
+				want[name] = n
+			case r.IntN(2) == 0:
+				tb.remove(n, h)
+				delete(want, name)
+			}
+			if step%50 == 0 || bits == 3 {
+				count := 0
+				tb.all(func(*node) { count++ })
+				if count != len(want) || tb.count != len(want) {
+					t.Fatalf("bits %d step %d: %d nodes (count %d), want %d", bits, step, count, tb.count, len(want))
+				}
+				for i := range 300 {
+					name := fmt.Sprintf("n%d", i)
+					if got := tb.get(name, hash(name)); got != want[name] {
+						t.Fatalf("bits %d step %d: get(%s) = %v, want %v", bits, step, name, got, want[name])
+					}
+				}
+			}
+		}
 	}
 }

@@ -68,6 +68,7 @@ type Scheduler struct {
 	finished   []*operation
 
 	scratchIDs     []tree.ID
+	silent         []*node // sweepNodes' scratch
 	poolStarvation map[string]*starvationState
 	// fsGen counts fair-share updates; attributes are read only for
 	// elements the last update saw.
@@ -90,7 +91,6 @@ func New(t *tree.Tree, cfg Config) *Scheduler {
 		shards:   make([]shard, cfg.Shards),
 	}
 	for i := range s.shards {
-		s.shards[i].nodes = make(map[string]*node)
 		s.shards[i].index = i
 	}
 	s.snap.Store(&Snapshot{})

@@ -366,11 +366,11 @@ func (s *Scheduler) collectNodes() {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		for _, n := range sh.nodes {
+		sh.nodes.all(func(n *node) {
 			ts.sweepTags(n, fp)
 			n.tagMatch.changed = false
 			count++
-		}
+		})
 		sh.mu.Unlock()
 	}
 	ts.endSweep(fp)

@@ -343,20 +343,26 @@ func (s *Scheduler) sweepNodes(now clock.Time) resource.Vec {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		for name, n := range sh.nodes {
+		silent := s.silent[:0]
+		sh.nodes.all(func(n *node) {
 			if now.Sub(n.lastHeartbeat) > s.cfg.NodeHeartbeatTimeout {
-				for len(n.allocs) > 0 {
-					s.release(sh, n, n.allocs[len(n.allocs)-1], false)
-				}
-				s.settleLists(sh)
-				delete(sh.nodes, name)
-				changed = true
-				continue
+				silent = append(silent, n)
+				return
 			}
 			total = total.AddCapped(n.limits)
 			count++
 			changed = changed || n.tagMatch.changed
+		})
+		for _, n := range silent {
+			for len(n.allocs) > 0 {
+				s.release(sh, n, n.allocs[len(n.allocs)-1], false)
+			}
+			s.settleLists(sh)
+			sh.nodes.remove(n, n.hash)
+			changed = true
 		}
+		clear(silent)
+		s.silent = silent[:0]
 		sh.mu.Unlock()
 	}
 	if changed || count != ts.sweptCount {

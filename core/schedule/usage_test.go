@@ -48,10 +48,10 @@ func runningCluster(t *testing.T, jobs int64) (*cluster, []uint64) {
 // simulated node keeps listing it running).
 func (c *cluster) preemptNow(i int, id uint64) {
 	c.t.Helper()
-	sh := c.s.shardOf(c.nodes[i].name)
+	sh, hash := c.s.shardAndHash(c.nodes[i].name)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	n := sh.nodes[c.nodes[i].name]
+	n := sh.nodes.get(c.nodes[i].name, hash)
 	var r Response
 	if !c.s.preempt(c.at(), n, n.find(id), PreemptGraceful, 10*clock.Second, 0, "", false, &r) {
 		c.t.Fatalf("cannot preempt allocation %d", id)
@@ -116,9 +116,9 @@ func TestReportedUsage(t *testing.T) {
 			if got := chargedTo(t, c.s, "p"); got != wantCharged {
 				t.Errorf("pool p charged %v, want %v", got, wantCharged)
 			}
-			sh := c.s.shardOf(c.nodes[0].name)
+			sh, hash := c.s.shardAndHash(c.nodes[0].name)
 			sh.mu.Lock()
-			o := sh.nodes[c.nodes[0].name].find(ids[0]).op
+			o := sh.nodes.get(c.nodes[0].name, hash).find(ids[0]).op
 			o.pre.mu.Lock()
 			checkLists(t, &o.pre)
 			listed := o.pre.usage[0].Add(o.pre.usage[1]).Add(o.pre.usage[2])
