@@ -25,8 +25,10 @@ const (
 	promisedGuarantee
 )
 
-// distribute is the classic top-down pass with a scalar suggestion.
-func (u *Updater) distribute(id tree.ID, s float64, t shareType) {
+// distribute is the classic top-down pass with a scalar suggestion. With
+// split, id is a split pool (parallel.go): its split children are visited
+// at once, the other pool children are left to their tasks (Updater.taskSug).
+func (u *Updater) distribute(w *worker, id tree.ID, s float64, t shareType, split bool) {
 	e := u.nodeOf(id)
 	if t == regular {
 		st := resource.Uniform(s)
@@ -63,13 +65,24 @@ func (u *Updater) distribute(id tree.ID, s float64, t shareType) {
 		ff = plf.InverseLowerBound(0, ff, check)
 	}
 	for i, c := range kids {
-		u.distribute(c, u.childSuggestion(fifo, i, c, ff, wmin), t)
+		cs := u.childSuggestion(fifo, i, c, ff, wmin)
+		if split && !u.nodeOf(c).isOp {
+			if cp := u.pool(c); !cp.split {
+				u.taskSug[cp.task] = cs
+				u.taskRun = append(u.taskRun, cp.task)
+				continue
+			}
+		}
+		u.distribute(w, c, cs, t, split)
 	}
 	u.setDetailed(id, target, t)
 }
 
-// distributeVec is the improved top-down pass with a vector target.
-func (u *Updater) distributeVec(id tree.ID, target resource.Share, t shareType) {
+// distributeVec is the improved top-down pass with a vector target. With
+// split, id is a split pool (parallel.go): its split children are visited
+// at once, the other pool children are left to their tasks
+// (Updater.taskTarget).
+func (u *Updater) distributeVec(w *worker, id tree.ID, target resource.Share, t shareType, split bool) {
 	e := u.nodeOf(id)
 	if t == regular {
 		if e.distMode == distImproved && e.distTarget == target && e.distGen == e.fnGen && u.attrs[id].FairShare.Total == target {
@@ -86,15 +99,15 @@ func (u *Updater) distributeVec(id tree.ID, target resource.Share, t shareType) 
 		u.setDetailed(id, resource.Share{}, t)
 		return
 	}
-	ff, piece := u.fitFactorFor(id, target)
+	ff, piece := u.fitFactorFor(w, id, target)
 	if ff < resource.Epsilon {
 		ff = 0
 	}
-	depth := len(u.stack)
+	depth := len(w.stack)
 	if k := float64(piece); piece >= 0 && ff >= k && ff <= k+1 {
-		u.stack = append(u.stack, u.pieceShares(k, ff, u.spare(depth)))
+		w.stack = append(w.stack, w.pieceShares(k, ff, w.spare(depth)))
 	} else {
-		u.stack = append(u.stack, u.childShares(id, ff, u.spare(depth)))
+		w.stack = append(w.stack, u.childShares(id, ff, w.spare(depth)))
 	}
 	fifo := u.tree.Pool(id).Mode == tree.ModeFIFO
 	if fifo {
@@ -108,7 +121,7 @@ func (u *Updater) distributeVec(id tree.ID, target resource.Share, t shareType) 
 		}
 		if ce := &u.node[pos]; ce.isOp {
 			// An operation takes its share (distributeVec, inlined).
-			share := u.stack[depth][i]
+			share := w.stack[depth][i]
 			if t == regular {
 				if ce.distMode == distImproved && ce.distTarget == share && ce.distGen == ce.fnGen && u.attrs[c].FairShare.Total == share {
 					continue
@@ -118,13 +131,21 @@ func (u *Updater) distributeVec(id tree.ID, target resource.Share, t shareType) 
 			u.setDetailed(c, share, t)
 			continue
 		}
-		u.distributeVec(c, u.stack[depth][i], t)
+		share := w.stack[depth][i]
+		if split {
+			if cp := u.pool(c); !cp.split {
+				u.taskTarget[cp.task] = share
+				u.taskRun = append(u.taskRun, cp.task)
+				continue
+			}
+		}
+		u.distributeVec(w, c, share, t, split)
 	}
-	for len(u.stackSpare) <= depth {
-		u.stackSpare = append(u.stackSpare, nil)
+	for len(w.stackSpare) <= depth {
+		w.stackSpare = append(w.stackSpare, nil)
 	}
-	u.stackSpare[depth] = u.stack[depth]
-	u.stack = u.stack[:depth]
+	w.stackSpare[depth] = w.stack[depth]
+	w.stack = w.stack[:depth]
 	u.setDetailed(id, target, t)
 }
 
@@ -203,9 +224,9 @@ func (u *Updater) childShares(id tree.ID, ff float64, dst []resource.Share) []re
 }
 
 // spare returns reusable storage for the child shares at recursion depth d.
-func (u *Updater) spare(d int) []resource.Share {
-	if d < len(u.stackSpare) {
-		return u.stackSpare[d][:0]
+func (w *worker) spare(d int) []resource.Share {
+	if d < len(w.stackSpare) {
+		return w.stackSpare[d][:0]
 	}
 	return nil
 }
@@ -226,16 +247,16 @@ func (u *Updater) spare(d int) []resource.Share {
 // its share or a jump is taken; so the children's sum may exceed target by
 // fitTolerance, which bounds the drift (and is zero where the sums are
 // exact).
-func (u *Updater) fitFactorFor(id tree.ID, target resource.Share) (ff float64, piece int) {
+func (u *Updater) fitFactorFor(w *worker, id tree.ID, target resource.Share) (ff float64, piece int) {
 	f := &u.pool(id).fsbff
 	hi := f.RightBound()
 	fifo := u.tree.Pool(id).Mode == tree.ModeFIFO
 	tol := u.fitTolerance(len(u.children(id)), fifo, target)
 	bound := target.Add(tol)
 	pred := func(ff float64) bool {
-		u.shares = u.childShares(id, ff, u.shares)
+		w.shares = u.childShares(id, ff, w.shares)
 		var s resource.Share
-		for _, v := range u.shares {
+		for _, v := range w.shares {
 			s = s.Add(v)
 		}
 		return bound.Dominates(s)
@@ -295,8 +316,8 @@ func (u *Updater) fitFactorFor(id tree.ID, target resource.Share) (ff float64, p
 			return bound.Dominates(s)
 		}), -1
 	}
-	u.pieceLimits(id, lo)
-	return plf.Refine(k, k+1, cand, func(ff float64) bool { return bound.Dominates(u.pieceSum(k, ff)) }), lo
+	u.pieceLimits(w, id, lo)
+	return plf.Refine(k, k+1, cand, func(ff float64) bool { return bound.Dominates(w.pieceSum(k, ff)) }), lo
 }
 
 // fitTolerance is how much the children's sum may exceed a target of
@@ -317,12 +338,12 @@ func (u *Updater) fitTolerance(n int, fifo bool, target resource.Share) resource
 
 // pieceLimits looks up every child's shares at the ends of piece [k, k+1]
 // of a fair-share-mode pool's fit factor, for pieceSum.
-func (u *Updater) pieceLimits(id tree.ID, k int) {
+func (u *Updater) pieceLimits(w *worker, id tree.ID, k int) {
 	e := u.pool(id)
 	kids := u.children(id)
 	wmin := u.minChildWeight(id)
 	n := len(e.critSuggestion)
-	from, to, atK := u.pieceFrom[:0], u.pieceTo[:0], u.pieceAt[:0]
+	from, to, atK := w.pieceFrom[:0], w.pieceTo[:0], w.pieceAt[:0]
 	fs, ws := u.kidFsbs(id), u.kidWeights(id)
 	for j := range kids {
 		f := &fs[j]
@@ -346,25 +367,25 @@ func (u *Updater) pieceLimits(id tree.ID, k int) {
 		}
 		to = append(to, t)
 	}
-	u.pieceFrom, u.pieceTo, u.pieceAt = from, to, atK
+	w.pieceFrom, w.pieceTo, w.pieceAt = from, to, atK
 }
 
 // pieceSum is the sum of childShares(ff) for ff in the piece [k, k+1] that
 // pieceLimits prepared, to the bit, without looking the limits up again.
-func (u *Updater) pieceSum(k, ff float64) resource.Share {
+func (w *worker) pieceSum(k, ff float64) resource.Share {
 	var s resource.Share
 	switch {
 	case ff == k:
-		for _, v := range u.pieceAt {
+		for _, v := range w.pieceAt {
 			s = s.Add(v)
 		}
 	case ff == k+1:
-		for _, v := range u.pieceTo {
+		for _, v := range w.pieceTo {
 			s = s.Add(v)
 		}
 	default:
-		to := u.pieceTo
-		for j, v := range u.pieceFrom {
+		to := w.pieceTo
+		for j, v := range w.pieceFrom {
 			s = s.Add(plf.Interpolate(k, k+1, v, to[j], ff))
 		}
 	}
@@ -373,17 +394,31 @@ func (u *Updater) pieceSum(k, ff float64) resource.Share {
 
 // pieceShares appends the children's shares at ff in the piece that
 // pieceLimits prepared: childShares(ff) to the bit.
-func (u *Updater) pieceShares(k, ff float64, dst []resource.Share) []resource.Share {
+func (w *worker) pieceShares(k, ff float64, dst []resource.Share) []resource.Share {
 	dst = dst[:0]
 	switch {
 	case ff == k:
-		return append(dst, u.pieceAt...)
+		return append(dst, w.pieceAt...)
 	case ff == k+1:
-		return append(dst, u.pieceTo...)
+		return append(dst, w.pieceTo...)
 	}
-	to := u.pieceTo
-	for j, v := range u.pieceFrom {
+	to := w.pieceTo
+	for j, v := range w.pieceFrom {
 		dst = append(dst, plf.Interpolate(k, k+1, v, to[j], ff))
 	}
 	return dst
+}
+
+// distributeAll runs the top-down pass from the root with suggestion 1: the
+// split pools top-down, then the tasks' subtrees in parallel (parallel.go).
+func (u *Updater) distributeAll() {
+	u.taskRun = u.taskRun[:0]
+	w := u.worker0()
+	if u.cfg.EnableImprovedFitFactor {
+		u.distributeVec(w, tree.Root, u.fsbs(tree.Root).ValueAt(1), regular, true)
+		u.run(taskDistVec, u.taskRun)
+	} else {
+		u.distribute(w, tree.Root, 1, regular, true)
+		u.run(taskDist, u.taskRun)
+	}
 }

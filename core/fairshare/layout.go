@@ -129,6 +129,7 @@ func (u *Updater) layout() {
 			}
 		}
 	}
+	u.split()
 	u.layoutVersion = u.tree.StructureVersion()
 	u.layoutValid = true
 }

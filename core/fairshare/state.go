@@ -115,6 +115,12 @@ type poolState struct {
 
 	// Pool children, a range of Updater.poolKids.
 	kidStart, kidEnd int32
+
+	// The cut for the parallel phases (parallel.go): split pools are
+	// handled by the calling goroutine; task is the index of the task whose
+	// root the pool is, or -1.
+	split bool
+	task  int32
 }
 
 // fsbs returns element id's fair share by suggestion.

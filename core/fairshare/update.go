@@ -63,25 +63,25 @@ type Updater struct {
 	opValid    bool
 
 	alerts []string
-	gen    uint64 // function generations, unique across elements
+
+	// The parallel phases (parallel.go): the workers' scratch, the running
+	// phase, and the cut of the tree into split pools and tasks (by layout).
+	workers    []*worker
+	par        parallel
+	taskPool   []int32          // the tasks' root pools, largest first
+	allTasks   []int32          // 0, 1, …, len(taskPool)-1
+	taskTarget []resource.Share // per task: its root's target (improved pass)
+	taskSug    []float64        // per task: its root's suggestion (classic pass)
+	taskRun    []int32          // the tasks the top-down pass visits
+	splitSize  []int32          // per pool slot: elements in its subtree
 
 	// scratch
-	opFF         plf.Vec
-	scratchVec   plf.Vec
 	order        []int32
-	shares       []resource.Share
 	relaxedPools []tree.ID
 	relaxedW     []float64
-	sweep        []sweepChild
-	heap         []sweepKey
-	stack        [][]resource.Share
-	stackSpare   [][]resource.Share
 	tmpArena     plf.Vec // storage of the temporary functions (tmpFsbs)
 	tmpUsed      int     // points of tmpArena used in this update
 	tmpNeed      int     // points the temporary functions took in this update
-	pieceFrom    []resource.Share
-	pieceTo      []resource.Share
-	pieceAt      []resource.Share
 }
 
 // New returns an Updater for t with configuration cfg.
@@ -128,12 +128,8 @@ func (u *Updater) Update(total resource.Vec, now clock.Time) {
 	u.relaxedIntegralShares()
 	// 9. Fair-share functions bottom-up (functions.go, sweep.go,
 	// envelope.go), distributed top-down from the root (distribute.go).
-	u.prepare(u.elems[tree.Root].pool)
-	if u.cfg.EnableImprovedFitFactor {
-		u.distributeVec(tree.Root, u.fsbs(tree.Root).ValueAt(1), regular)
-	} else {
-		u.distribute(tree.Root, 1, regular)
-	}
+	u.prepareAll()
+	u.distributeAll()
 	// The pools' detailed decomposition, whether the top-down pass visited
 	// them or not (detailed.go).
 	u.detailPools()
