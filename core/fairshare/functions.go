@@ -78,6 +78,16 @@ func (u *Updater) preparePool(w *worker, p int32) {
 	e.fnGen = w.nextGen()
 }
 
+// prepareIntegral builds the functions below the integral pools that have
+// no integral ancestor, and their fair shares by fit factor, in parallel
+// (parallel.go), before the integral passes read them (prepareTemporary).
+// Nothing there depends on the integral shares the passes set, which change
+// only the integral pools' and their ancestors' guarantees (and the keys
+// rebuild whatever a nested integral pool changes).
+func (u *Updater) prepareIntegral() {
+	u.run(taskPrepareInt, u.intTasks)
+}
+
 // prepareAll builds every pool's functions: the tasks' subtrees in
 // parallel (parallel.go), then the split pools bottom-up.
 func (u *Updater) prepareAll() {

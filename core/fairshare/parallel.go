@@ -123,6 +123,7 @@ func (u *Updater) work(w *worker, done bool) {
 			u.prepare(w, u.taskPool[it])
 		case taskPrepareInt:
 			u.prepareKids(w, it)
+			u.prepareOperations(w, it)
 			u.prepareFSBFF(w, it)
 		case taskDistVec:
 			u.distributeVec(w, u.pools[u.taskPool[it]].id, u.taskTarget[it], regular, false)
@@ -187,6 +188,30 @@ func (u *Updater) split() {
 	for i := range n {
 		u.allTasks = append(u.allTasks, int32(i))
 	}
+	// The integral pools without an integral ancestor, largest first: their
+	// subtrees are disjoint.
+	u.intTasks = u.intTasks[:0]
+	for _, p := range u.prePools {
+		if id := u.pools[p].id; u.isIntegral(id) && !u.hasIntegralAncestor(id) {
+			u.intTasks = append(u.intTasks, p)
+		}
+	}
+	slices.SortFunc(u.intTasks, func(a, b int32) int {
+		if c := cmp.Compare(size[b], size[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+}
+
+// hasIntegralAncestor reports whether a pool above id is integral.
+func (u *Updater) hasIntegralAncestor(id tree.ID) bool {
+	for a := u.tree.Parent(id); a != tree.Root && a != tree.None; a = u.tree.Parent(a) {
+		if u.isIntegral(a) {
+			return true
+		}
+	}
+	return false
 }
 
 func resizeShares(s []resource.Share, n int) []resource.Share {

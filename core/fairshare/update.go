@@ -73,6 +73,7 @@ type Updater struct {
 	taskTarget []resource.Share // per task: its root's target (improved pass)
 	taskSug    []float64        // per task: its root's suggestion (classic pass)
 	taskRun    []int32          // the tasks the top-down pass visits
+	intTasks   []int32          // the integral pools with no integral ancestor
 	splitSize  []int32          // per pool slot: elements in its subtree
 
 	// scratch
@@ -122,7 +123,9 @@ func (u *Updater) Update(total resource.Vec, now clock.Time) {
 	u.adjustGuarantees()
 	u.computeWeights()
 	// 7–8. Burst and relaxed pools' integral shares (integral.go), on
-	// temporary functions (functions.go).
+	// temporary functions (functions.go). The integral pools' subtrees'
+	// functions are built first, in parallel (prepareIntegral).
+	u.prepareIntegral()
 	u.tmpUsed, u.tmpNeed = 0, 0
 	u.burstIntegralShares()
 	u.relaxedIntegralShares()
