@@ -111,22 +111,13 @@ func (u *Updater) layout() {
 	u.fsbsByPos, u.fsbsSpare, u.weightByPos = fs, u.fsbsByPos, kw
 	u.node, u.nodeSpare = node, u.node
 	u.opIn, u.opInSpare = opIn, u.opIn
-	// Operations by position: grouped by parent, parents in pre-order, so
-	// their functions are allocated, and read by their parents, in one sweep.
+	// The operations in ID order (updateOps); by position they are grouped
+	// by parent, parents in pre-order, so their functions are allocated, and
+	// read by their parents, in one sweep.
 	u.opIDs = u.opIDs[:0]
 	for i := range n {
 		if u.tree.Kind(tree.ID(i)) == tree.KindOperation {
 			u.opIDs = append(u.opIDs, tree.ID(i))
-		}
-	}
-	u.opPos = u.opPos[:0]
-	for _, p := range u.prePools {
-		id := u.pools[p].id
-		for i := u.childStart[id]; i < u.childEnd[id]; i++ {
-			if c := u.childBuf[i]; u.tree.Kind(c) == tree.KindOperation {
-				u.opIn[i].parent = p
-				u.opPos = append(u.opPos, i)
-			}
 		}
 	}
 	u.split()

@@ -57,6 +57,7 @@ type worker struct {
 	pieceFrom  []resource.Share
 	pieceTo    []resource.Share
 	pieceAt    []resource.Share
+	order      []int32 // distributeFreeVolumePool
 }
 
 // nextGen returns a generation no worker has drawn before.
@@ -65,12 +66,31 @@ func (w *worker) nextGen() uint64 {
 	return w.gen
 }
 
-// task kinds of a parallel phase.
+// task kinds of a parallel phase: a task's subtree (a task index), an
+// integral pool (a pool slot), or a chunk of the operations (opChunk of
+// u.opIDs) or of the pools (poolChunk of u.prePools).
 const (
-	taskPrepare    = iota // prepare the task's subtree
-	taskPrepareInt        // prepare an integral pool's children and fair share by fit factor
-	taskDistVec           // the improved top-down pass of the task's subtree
-	taskDist              // the classic top-down pass of the task's subtree
+	taskPrepare       = iota // prepare the task's subtree
+	taskPrepareInt           // prepare an integral pool's children and fair share by fit factor
+	taskDistVec              // the improved top-down pass of the task's subtree
+	taskDist                 // the classic top-down pass of the task's subtree
+	taskInfer                // strong guarantee inference in the task's subtree
+	taskCumulative           // subtree attributes in the task's subtree
+	taskOverflow             // integral overflow and room in the task's subtree
+	taskFreeVolume           // free integral volume down the task's subtree
+	taskTiers                // strong guarantee tiers in the task's subtree
+	taskAdjust               // strong guarantee adjustment in the task's subtree
+	taskOps                  // updateOps on a chunk of the operations
+	taskOpSums               // opSums on a chunk of the pools
+	taskWeights              // computeWeightsOf on a chunk of the pools
+	taskDetail               // detailPoolsOf on a chunk of the pools
+	taskIntegralAttrs        // integralAttributesOf on a chunk of the pools
+)
+
+// The chunks of the flat passes.
+const (
+	opChunk   = 4096
+	poolChunk = 512
 )
 
 // parallel is the state of the running parallel phase.
@@ -129,6 +149,36 @@ func (u *Updater) work(w *worker, done bool) {
 			u.distributeVec(w, u.pools[u.taskPool[it]].id, u.taskTarget[it], regular, false)
 		case taskDist:
 			u.distribute(w, u.pools[u.taskPool[it]].id, u.taskSug[it], regular, false)
+		case taskInfer:
+			for _, p := range u.prePools[u.taskPre[2*it]:u.taskPre[2*it+1]] {
+				u.inferKids(p)
+			}
+		case taskCumulative:
+			u.cumulativeTree(u.taskPool[it])
+		case taskOverflow:
+			u.overflowAndAcceptable(u.taskPool[it])
+		case taskFreeVolume:
+			u.distributeFreeVolume(w, u.taskPool[it])
+		case taskTiers:
+			u.tiers(u.taskPool[it])
+		case taskAdjust:
+			u.adjustStrong(u.taskPool[it])
+		case taskOps:
+			lo := int(it) * opChunk
+			u.updateOps(lo, min(lo+opChunk, len(u.opIDs)))
+		default:
+			lo := int(it) * poolChunk
+			hi := min(lo+poolChunk, len(u.prePools))
+			switch ph.kind {
+			case taskOpSums:
+				u.opSums(lo, hi)
+			case taskWeights:
+				u.computeWeightsOf(lo, hi)
+			case taskDetail:
+				u.detailPoolsOf(lo, hi)
+			case taskIntegralAttrs:
+				u.integralAttributesOf(lo, hi)
+			}
 		}
 	}
 	if done {
@@ -140,54 +190,76 @@ func (u *Updater) work(w *worker, done bool) {
 // split pools and lists the tasks' root pools, largest subtree first.
 // Called by layout.
 func (u *Updater) split() {
-	size := u.splitSize[:0]
-	for range u.pools {
-		size = append(size, 0)
-	}
+	// Per pool slot: the elements and the pools in its subtree.
+	size := slices.Grow(u.splitSize[:0], 2*len(u.pools))[:2*len(u.pools)]
 	u.splitSize = size
+	size, npools := size[:len(u.pools)], size[len(u.pools):]
 	for i := len(u.prePools) - 1; i >= 0; i-- {
 		p := u.prePools[i]
 		ps := &u.pools[p]
 		n := int32(1) + (u.childEnd[ps.id] - u.childStart[ps.id]) - (ps.kidEnd - ps.kidStart)
+		np := int32(1)
 		for _, c := range u.kids(p) {
 			n += size[c]
+			np += npools[c]
 		}
-		size[p] = n
+		size[p], npools[p] = n, np
 		ps.split, ps.task = false, -1
 	}
 	root := u.elems[tree.Root].pool
 	limit := size[root] / splitParts
-	u.taskPool = u.taskPool[:0]
-	var cut func(p int32)
-	cut = func(p int32) {
+	u.taskPool, u.splitPre = u.taskPool[:0], u.splitPre[:0]
+	// In pre-order: a task's subtree is a range of u.prePools, from its
+	// root to the next pool that is not below it.
+	var preIdx []int32 // the task roots' indexes in u.prePools
+	for i, p := range u.prePools {
 		ps := &u.pools[p]
+		ps.underIntegral = p != root && u.hasIntegralAncestor(ps.id)
+		if p != root {
+			parent := &u.pools[u.elems[u.tree.Parent(ps.id)].pool]
+			if !parent.split {
+				continue // inside a task
+			}
+		}
 		if p != root && (size[p] <= limit || ps.kidEnd == ps.kidStart) {
 			u.taskPool = append(u.taskPool, p)
-			return
+			preIdx = append(preIdx, int32(i))
+			continue
 		}
 		ps.split = true
-		for _, c := range u.kids(p) {
-			cut(c)
-		}
+		u.splitPre = append(u.splitPre, p)
 	}
-	cut(root)
 	tp := u.taskPool
-	slices.SortFunc(tp, func(a, b int32) int {
-		if c := cmp.Compare(size[b], size[a]); c != 0 {
+	order := make([]int32, len(tp))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		if c := cmp.Compare(size[tp[b]], size[tp[a]]); c != 0 {
 			return c
 		}
-		return cmp.Compare(a, b)
+		return cmp.Compare(tp[a], tp[b])
 	})
-	for i, p := range tp {
-		u.pools[p].task = int32(i)
-	}
 	n := len(tp)
+	sorted := make([]int32, n)
+	u.taskPre = u.taskPre[:0]
+	for i, o := range order {
+		sorted[i] = tp[o]
+		u.pools[tp[o]].task = int32(i)
+		u.taskPre = append(u.taskPre, preIdx[o], preIdx[o]+npools[tp[o]])
+	}
+	u.taskPool = sorted
 	u.taskTarget = resizeShares(u.taskTarget, n)
 	u.taskSug = resizeFloats(u.taskSug, n)
-	u.allTasks = u.allTasks[:0]
+	u.allTasks, u.freeTasks = u.allTasks[:0], u.freeTasks[:0]
 	for i := range n {
 		u.allTasks = append(u.allTasks, int32(i))
+		if !u.pools[sorted[i]].underIntegral {
+			u.freeTasks = append(u.freeTasks, int32(i))
+		}
 	}
+	u.poolChunks = chunks(u.poolChunks, len(u.prePools), poolChunk)
+	u.opChunks = chunks(u.opChunks, len(u.opIDs), opChunk)
 	// The integral pools without an integral ancestor, largest first: their
 	// subtrees are disjoint.
 	u.intTasks = u.intTasks[:0]
@@ -212,6 +284,15 @@ func (u *Updater) hasIntegralAncestor(id tree.ID) bool {
 		}
 	}
 	return false
+}
+
+// chunks returns the indexes of the chunks of size k of n items.
+func chunks(dst []int32, n, k int) []int32 {
+	dst = dst[:0]
+	for i := 0; i*k < n; i++ {
+		dst = append(dst, int32(i))
+	}
+	return dst
 }
 
 func resizeShares(s []resource.Share, n int) []resource.Share {

@@ -61,10 +61,9 @@ type opInput struct {
 	// Shares as in the attributes.
 	usageShare, demandShare, limitsShare resource.Share
 	gang                                 bool
-	changed                              bool  // input changed since the last update
-	weightChanged                        bool  // weight changed since the last update
-	pending                              bool  // the function is to be rebuilt (by prepare)
-	parent                               int32 // the parent's pool slot
+	changed                              bool // input changed since the last update
+	weightChanged                        bool // weight changed since the last update
+	pending                              bool // the function is to be rebuilt (by prepare)
 }
 
 // poolState is the state only pools (and the root) have, in a dense table.
@@ -121,6 +120,9 @@ type poolState struct {
 	// root the pool is, or -1.
 	split bool
 	task  int32
+	// underIntegral: an integral pool is above this one (the volume
+	// passes skip its subtree).
+	underIntegral bool
 }
 
 // fsbs returns element id's fair share by suggestion.

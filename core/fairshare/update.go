@@ -35,7 +35,6 @@ type Updater struct {
 	node        []nodeState
 	nodeSpare   []nodeState
 	opInSpare   []opInput
-	opPos       []int32 // the operations' positions, ascending
 
 	pools     []poolState
 	freePools []int32
@@ -73,11 +72,16 @@ type Updater struct {
 	taskTarget []resource.Share // per task: its root's target (improved pass)
 	taskSug    []float64        // per task: its root's suggestion (classic pass)
 	taskRun    []int32          // the tasks the top-down pass visits
+	taskPre    []int32          // per task: its pools' range in prePools (start, end)
+	freeTasks  []int32          // the tasks not below an integral pool
+	splitPre   []int32          // the split pools, in pre-order
 	intTasks   []int32          // the integral pools with no integral ancestor
+	poolChunks []int32          // the chunks of prePools (flat passes)
+	opChunks   []int32          // the chunks of opIDs (updateOps)
+	opSameEnv  bool             // updateOps: total and gang option as before
 	splitSize  []int32          // per pool slot: elements in its subtree
 
 	// scratch
-	order        []int32
 	relaxedPools []tree.ID
 	relaxedW     []float64
 	tmpArena     plf.Vec // storage of the temporary functions (tmpFsbs)
@@ -98,9 +102,6 @@ func (u *Updater) Update(total resource.Vec, now clock.Time) {
 	u.layout()
 	u.total = total
 	u.now = now
-	for _, p := range u.prePools {
-		u.attrs[u.pools[p].id].ProposedIntegralShare = resource.Share{}
-	}
 	for _, id := range u.promised {
 		if int(id) < len(u.attrs) {
 			u.attrs[id].PromisedGuaranteeFairShare = Detailed{}
@@ -114,8 +115,10 @@ func (u *Updater) Update(total resource.Vec, now clock.Time) {
 	u.inferStrongGuarantees()
 	// 3. The burst and relaxed pool lists: kept by layout (layout.go).
 	// 4. Per-element attributes bottom-up (bottomup.go).
+	// The pools' per-update state starts here too (opSums): the proposed
+	// integral shares and the integral overflow are zeroed.
 	u.updateOperations()
-	u.cumulative(u.elems[tree.Root].pool)
+	u.cumulative()
 	// 5. Integral volumes consumed, refilled and overflowing (integral.go).
 	u.consumeAndRefill()
 	// 6. Guarantee adjustment (guarantees.go), and the weights inferred
