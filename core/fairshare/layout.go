@@ -111,6 +111,11 @@ func (u *Updater) layout() {
 	u.fsbsByPos, u.fsbsSpare, u.weightByPos = fs, u.fsbsByPos, kw
 	u.node, u.nodeSpare = node, u.node
 	u.opIn, u.opInSpare = opIn, u.opIn
+	// The pieces kept by position are gone.
+	u.pieceByPos = slices.Grow(u.pieceByPos[:0], m)[:m]
+	for i := range u.pools {
+		u.pools[i].fit.pieceLo = -1
+	}
 	// The operations in ID order (updateOps); by position they are grouped
 	// by parent, parents in pre-order, so their functions are allocated, and
 	// read by their parents, in one sweep.

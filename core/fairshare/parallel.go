@@ -2,6 +2,7 @@ package fairshare
 
 import (
 	"cmp"
+	"math/bits"
 	"runtime"
 	"slices"
 	"sync"
@@ -54,10 +55,9 @@ type worker struct {
 	stack      [][]resource.Share
 	stackSpare [][]resource.Share
 	shares     []resource.Share
-	pieceFrom  []resource.Share
-	pieceTo    []resource.Share
-	pieceAt    []resource.Share
-	order      []int32 // distributeFreeVolumePool
+	piece      []pieceVals // fitFactorFor's piece, for pieceSum and pieceShares
+	order      []int32     // distributeFreeVolumePool
+	opDirty    []uint64    // setOpShare: the operations whose fair share is in Updater.opShare, by ID
 }
 
 // nextGen returns a generation no worker has drawn before.
@@ -85,12 +85,14 @@ const (
 	taskWeights              // computeWeightsOf on a chunk of the pools
 	taskDetail               // detailPoolsOf on a chunk of the pools
 	taskIntegralAttrs        // integralAttributesOf on a chunk of the pools
+	taskOpAttrs              // opAttrs on a chunk of the IDs (idChunk)
 )
 
 // The chunks of the flat passes.
 const (
 	opChunk   = 4096
 	poolChunk = 512
+	idChunk   = 4096 // a multiple of 64
 )
 
 // parallel is the state of the running parallel phase.
@@ -109,14 +111,20 @@ func (u *Updater) worker0() *worker {
 	return u.workers[0]
 }
 
+// ensureWorkers makes sure there is a worker for every goroutine a phase
+// may run on now.
+func (u *Updater) ensureWorkers() {
+	u.worker0()
+	for len(u.workers) < min(runtime.GOMAXPROCS(0), maxWorkers) {
+		u.workers = append(u.workers, &worker{gen: uint64(len(u.workers)) << genShift})
+	}
+}
+
 // run runs the phase's tasks on min(GOMAXPROCS, len(items)) goroutines, the
 // calling one included, and returns when all are done.
 func (u *Updater) run(kind int, items []int32) {
-	u.worker0()
+	u.ensureWorkers()
 	n := min(runtime.GOMAXPROCS(0), len(items), maxWorkers)
-	for len(u.workers) < n {
-		u.workers = append(u.workers, &worker{gen: uint64(len(u.workers)) << genShift})
-	}
 	ph := &u.par
 	ph.kind, ph.items = kind, items
 	ph.next.Store(0)
@@ -166,6 +174,9 @@ func (u *Updater) work(w *worker, done bool) {
 		case taskOps:
 			lo := int(it) * opChunk
 			u.updateOps(lo, min(lo+opChunk, len(u.opIDs)))
+		case taskOpAttrs:
+			lo := int(it) * idChunk
+			u.opAttrs(lo, min(lo+idChunk, len(u.attrs)))
 		default:
 			lo := int(it) * poolChunk
 			hi := min(lo+poolChunk, len(u.prePools))
@@ -260,6 +271,7 @@ func (u *Updater) split() {
 	}
 	u.poolChunks = chunks(u.poolChunks, len(u.prePools), poolChunk)
 	u.opChunks = chunks(u.opChunks, len(u.opIDs), opChunk)
+	u.idChunks = chunks(u.idChunks, len(u.attrs), idChunk)
 	// The integral pools without an integral ancestor, largest first: their
 	// subtrees are disjoint.
 	u.intTasks = u.intTasks[:0]
@@ -308,3 +320,6 @@ func resizeFloats(s []float64, n int) []float64 {
 	}
 	return s[:n]
 }
+
+// bitIndex returns the index of the one bit set in b.
+func bitIndex(b uint64) int { return bits.TrailingZeros64(b) }

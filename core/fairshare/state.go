@@ -105,6 +105,8 @@ type poolState struct {
 	// the child whose jump it is, one per unit of the fit factor.
 	critSuggestion []float64
 	critOwner      []int32
+	// What the top-down pass keeps of fsbff (distribute.go).
+	fit fitCache
 
 	// The fair share by suggestion under the integral passes' temporary
 	// guarantee or limits (spec.md §2.6–2.7), rebuilt each update in

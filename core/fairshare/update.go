@@ -29,7 +29,8 @@ type Updater struct {
 	// (the root's is len(childBuf)), so a pool's children are adjacent, in
 	// the order the pool reads them, and operations are visited in order.
 	pos         []int32
-	fsbsByPos   []plf.Vec // fair shares by suggestion
+	fsbsByPos   []plf.Vec   // fair shares by suggestion
+	pieceByPos  []pieceVals // the children's shares in their parent's piece (pieceLimits)
 	fsbsSpare   []plf.Vec
 	weightByPos []float64 // weights
 	node        []nodeState
@@ -78,6 +79,8 @@ type Updater struct {
 	intTasks   []int32          // the integral pools with no integral ancestor
 	poolChunks []int32          // the chunks of prePools (flat passes)
 	opChunks   []int32          // the chunks of opIDs (updateOps)
+	idChunks   []int32          // the chunks of the IDs (opAttrs)
+	opShare    []resource.Share // by ID: an operation's fair share, for opAttrs
 	opSameEnv  bool             // updateOps: total and gang option as before
 	splitSize  []int32          // per pool slot: elements in its subtree
 
