@@ -52,6 +52,8 @@ type worker struct {
 	scratchVec plf.Vec
 	sweep      []sweepChild
 	heap       []sweepKey
+	vals       []plf.Value // sweepExact
+	mov        []int32     // sweepExact
 	stack      [][]resource.Share
 	stackSpare [][]resource.Share
 	shares     []resource.Share

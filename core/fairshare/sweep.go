@@ -2,6 +2,7 @@ package fairshare
 
 import (
 	"math"
+	"slices"
 
 	"github.com/fairsched/fairsched/core/plf"
 	"github.com/fairsched/fairsched/core/resource"
@@ -23,9 +24,7 @@ type sweepChild struct {
 	nextS float64
 	slope resource.Share
 	done  bool
-	// Exact mode: the child's value at the current argument, and whether
-	// it changes with the argument.
-	val    plf.Value
+	// Exact mode: whether the child's value changes with the argument.
 	moving bool
 }
 
@@ -46,7 +45,7 @@ func (c *sweepChild) valueAt(s float64) plf.Value {
 	if x0 == x1 {
 		return f.V[i]
 	}
-	return plf.Interpolate(x0, x1, f.V[i], f.V[i+1], s)
+	return plf.Lerp(&f.V[i], &f.V[i+1], (s-x0)/(x1-x0)) // plf.Interpolate without copies
 }
 
 // event processes the child's critical point at nextS: it returns the left
@@ -277,10 +276,13 @@ func (o *sweepOut) add(s float64, left, sum resource.Share, moved bool) {
 // the reference does (O(C) per point, on cached values: only moving
 // children are interpolated again). sum is the children's sum at the start.
 func (w *worker) sweepExact(f *plf.Vec, sum resource.Share, improved bool, critSuggestion []float64, critOwner []int32) ([]float64, []int32) {
+	// vals: every child's value at the current argument; mov: the children
+	// whose value changes with the argument, in any order.
+	vals := slices.Grow(w.vals[:0], len(w.sweep))[:len(w.sweep)]
 	for j := range w.sweep {
-		w.sweep[j].val = w.sweep[j].fn.V[0]
+		vals[j] = w.sweep[j].fn.V[0]
 	}
-	nMoving := 0 // children whose value changes with s
+	mov := w.mov[:0]
 	out := sweepOut{f: f, improved: improved}
 	prevS := 0.0
 	for len(w.heap) > 0 {
@@ -291,13 +293,11 @@ func (w *worker) sweepExact(f *plf.Vec, sum resource.Share, improved bool, critS
 			break
 		}
 		if s != prevS {
-			if nMoving > 0 {
-				for k := range w.sweep {
-					if ck := &w.sweep[k]; ck.moving {
-						ck.val = ck.valueAt(s)
-					}
+			if len(mov) > 0 {
+				for _, k := range mov {
+					vals[k] = w.sweep[k].valueAt(s)
 				}
-				sum = w.valueSum()
+				sum = sumValues(vals)
 			}
 			prevS = s
 		}
@@ -308,15 +308,17 @@ func (w *worker) sweepExact(f *plf.Vec, sum resource.Share, improved bool, critS
 		for {
 			_, r, jump := c.event()
 			if jump {
-				c.val = *r
+				vals[j] = *r
 				moved = true
 			}
 			if m := c.slope != (resource.Share{}); m != c.moving {
 				c.moving = m
 				if m {
-					nMoving++
+					mov = append(mov, j)
 				} else {
-					nMoving--
+					k := slices.Index(mov, j)
+					mov[k] = mov[len(mov)-1]
+					mov = mov[:len(mov)-1]
 				}
 			}
 			w.advanceSweep(c)
@@ -334,11 +336,23 @@ func (w *worker) sweepExact(f *plf.Vec, sum resource.Share, improved bool, critS
 			}
 		}
 		if moved {
-			sum = w.valueSum()
+			sum = sumValues(vals)
 		}
 		out.add(s, left, sum, moved)
 	}
+	w.vals, w.mov = vals, mov
 	return critSuggestion, critOwner
+}
+
+// sumValues adds vals up left to right.
+func sumValues(vals []plf.Value) (sum resource.Share) {
+	for j := range vals {
+		v := &vals[j]
+		for r := range sum {
+			sum[r] += v[r]
+		}
+	}
+	return sum
 }
 
 // sweepSlope is sweepFSBFF for a pool of more than exactChildren children:
@@ -419,15 +433,6 @@ func (w *worker) sweepSlope(f *plf.Vec, sum resource.Share, improved bool, critS
 		out.add(s, left, sum, moved)
 	}
 	return critSuggestion, critOwner
-}
-
-// valueSum is the children's exact sum in the exact mode: their values at
-// the current argument, added left to right.
-func (w *worker) valueSum() (sum resource.Share) {
-	for j := range w.sweep {
-		sum = sum.Add(w.sweep[j].val)
-	}
-	return sum
 }
 
 // exactSum is the children's sum at s on their current segments (those
