@@ -69,13 +69,13 @@ func (u *Updater) updateOps(lo, hi int) {
 	}
 }
 
-// opSums is updateOperations' second pass for the pools u.prePools[lo:hi]:
+// opSums is updateOperations' second pass for the pools u.poolsByID[lo:hi]:
 // each pool's operation children, in position order. It also starts the
 // pool's per-update state: the proposed integral share (set by the
 // integral passes) and the integral volumes' overflow and room
 // (consumeAndRefill).
 func (u *Updater) opSums(lo, hi int) {
-	for _, p := range u.prePools[lo:hi] {
+	for _, p := range u.poolsByID[lo:hi] {
 		ps := &u.pools[p]
 		u.attrs[ps.id].ProposedIntegralShare = resource.Share{}
 		ps.overflow, ps.acceptable, ps.childOverflow, ps.acceptedFree = [5]float64{}, [5]float64{}, [5]float64{}, [5]float64{}
@@ -188,11 +188,15 @@ func (u *Updater) cumulativePool(p int32) {
 
 // sortFifo orders a FIFO pool's children by its fifo_sort_parameters
 // (spec.md §2.14); ties keep tree order.
+//
+// The order of the last update is kept when it still is that order, which
+// the sort would then give again: sorted by the parameters, ties in tree
+// order (by position). Checking costs a comparison per child, sorting
+// O(C log C).
 func (u *Updater) sortFifo(id tree.ID) {
 	kids := u.fifoOrder(id)
-	copy(kids, u.children(id))
 	params := u.tree.Pool(id).SortParameters()
-	slices.SortStableFunc(kids, func(a, b tree.ID) int {
+	cmp := func(a, b tree.ID) int {
 		for _, p := range params {
 			switch p {
 			case tree.FifoWeight:
@@ -222,5 +226,17 @@ func (u *Updater) sortFifo(id tree.ID) {
 			}
 		}
 		return 0
-	})
+	}
+	sorted := true
+	for i := 1; i < len(kids); i++ {
+		if c := cmp(kids[i-1], kids[i]); c > 0 || c == 0 && u.pos[kids[i-1]] > u.pos[kids[i]] {
+			sorted = false
+			break
+		}
+	}
+	if sorted {
+		return
+	}
+	copy(kids, u.children(id))
+	slices.SortStableFunc(kids, cmp)
 }

@@ -42,9 +42,9 @@ func (u *Updater) detailPools() {
 	u.run(taskDetail, u.poolChunks)
 }
 
-// detailPoolsOf decomposes the fair shares of the pools u.prePools[lo:hi].
+// detailPoolsOf decomposes the fair shares of the pools u.poolsByID[lo:hi].
 func (u *Updater) detailPoolsOf(lo, hi int) {
-	for _, p := range u.prePools[lo:hi] {
+	for _, p := range u.poolsByID[lo:hi] {
 		if id := u.pools[p].id; id != tree.Root {
 			u.setDetailed(id, u.attrs[id].FairShare.Total, regular)
 		}

@@ -206,10 +206,10 @@ func (u *Updater) computeWeights() {
 	u.run(taskWeights, u.poolChunks)
 }
 
-// computeWeightsOf sets the weights of the pools u.prePools[lo:hi].
+// computeWeightsOf sets the weights of the pools u.poolsByID[lo:hi].
 func (u *Updater) computeWeightsOf(lo, hi int) {
 	m := u.cfg.InferWeightFromGuaranteesShareMultiplier
-	for _, p := range u.prePools[lo:hi] {
+	for _, p := range u.poolsByID[lo:hi] {
 		ps := &u.pools[p]
 		id := ps.id
 		if id == tree.Root {

@@ -348,9 +348,9 @@ func (u *Updater) integralAttributes() {
 }
 
 // integralAttributesOf fills the integral attributes of the pools
-// u.prePools[lo:hi].
+// u.poolsByID[lo:hi].
 func (u *Updater) integralAttributesOf(lo, hi int) {
-	for _, p := range u.prePools[lo:hi] {
+	for _, p := range u.poolsByID[lo:hi] {
 		e := &u.pools[p]
 		id := e.id
 		ia := &u.attrs[id].Integral

@@ -119,10 +119,13 @@ func (u *Updater) layout() {
 	// The operations in ID order (updateOps); by position they are grouped
 	// by parent, parents in pre-order, so their functions are allocated, and
 	// read by their parents, in one sweep.
-	u.opIDs = u.opIDs[:0]
+	u.opIDs, u.poolsByID = u.opIDs[:0], u.poolsByID[:0]
 	for i := range n {
-		if u.tree.Kind(tree.ID(i)) == tree.KindOperation {
+		switch u.tree.Kind(tree.ID(i)) {
+		case tree.KindOperation:
 			u.opIDs = append(u.opIDs, tree.ID(i))
+		case tree.KindPool, tree.KindRoot:
+			u.poolsByID = append(u.poolsByID, u.elems[i].pool)
 		}
 	}
 	u.split()

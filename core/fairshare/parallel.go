@@ -70,7 +70,7 @@ func (w *worker) nextGen() uint64 {
 
 // task kinds of a parallel phase: a task's subtree (a task index), an
 // integral pool (a pool slot), or a chunk of the operations (opChunk of
-// u.opIDs) or of the pools (poolChunk of u.prePools).
+// u.opIDs) or of the pools (poolChunk of u.poolsByID).
 const (
 	taskPrepare       = iota // prepare the task's subtree
 	taskPrepareInt           // prepare an integral pool's children and fair share by fit factor
@@ -181,7 +181,7 @@ func (u *Updater) work(w *worker, done bool) {
 			u.opAttrs(lo, min(lo+idChunk, len(u.attrs)))
 		default:
 			lo := int(it) * poolChunk
-			hi := min(lo+poolChunk, len(u.prePools))
+			hi := min(lo+poolChunk, len(u.poolsByID))
 			switch ph.kind {
 			case taskOpSums:
 				u.opSums(lo, hi)
@@ -271,7 +271,7 @@ func (u *Updater) split() {
 			u.freeTasks = append(u.freeTasks, int32(i))
 		}
 	}
-	u.poolChunks = chunks(u.poolChunks, len(u.prePools), poolChunk)
+	u.poolChunks = chunks(u.poolChunks, len(u.poolsByID), poolChunk)
 	u.opChunks = chunks(u.opChunks, len(u.opIDs), opChunk)
 	u.idChunks = chunks(u.idChunks, len(u.attrs), idChunk)
 	// The integral pools without an integral ancestor, largest first: their

@@ -77,7 +77,8 @@ type Updater struct {
 	freeTasks  []int32          // the tasks not below an integral pool
 	splitPre   []int32          // the split pools, in pre-order
 	intTasks   []int32          // the integral pools with no integral ancestor
-	poolChunks []int32          // the chunks of prePools (flat passes)
+	poolChunks []int32          // the chunks of poolsByID (flat passes)
+	poolsByID  []int32          // the pool slots in ID order (flat passes: Attributes and the tree's pools stream)
 	opChunks   []int32          // the chunks of opIDs (updateOps)
 	idChunks   []int32          // the chunks of the IDs (opAttrs)
 	opShare    []resource.Share // by ID: an operation's fair share, for opAttrs
