@@ -17,17 +17,27 @@ import (
 
 // updateOperations visits every operation twice. First in ID order, the
 // order of the tree's and the attributes' storage: it detects changed inputs
-// and refreshes those operations' attributes. Then in position order (by
-// parent): it marks the functions that need rebuilding (prepareOperations
-// rebuilds them when the parent is prepared, while they are hot in cache)
-// and sums usage and demand into the parents, telling them whether a child's
-// function or weight changed.
+// and refreshes those operations' attributes (updateOps, on chunks of the
+// operations in parallel). Then in position order, by parent (opSums, a
+// flat pass over the pools in parallel): it marks the functions that need
+// rebuilding (prepareOperations rebuilds them when the parent is prepared,
+// while they are hot in cache) and sums usage and demand into the parents,
+// telling them whether a child's function or weight changed.
 func (u *Updater) updateOperations() {
 	total := u.total
 	stepGang := u.cfg.EnableStepFunctionForGangOperations
-	sameEnv := u.opValid && u.opTotal == total && u.opStepGang == stepGang
+	u.opSameEnv = u.opValid && u.opTotal == total && u.opStepGang == stepGang
 	u.opTotal, u.opStepGang, u.opValid = total, stepGang, true
-	for _, id := range u.opIDs {
+	u.run(taskOps, u.opChunks)
+	u.run(taskOpSums, u.poolChunks)
+}
+
+// updateOps is updateOperations' first pass over the operations
+// u.opIDs[lo:hi].
+func (u *Updater) updateOps(lo, hi int) {
+	total := u.total
+	sameEnv := u.opSameEnv
+	for _, id := range u.opIDs[lo:hi] {
 		raw := &u.opRaw[id]
 		spec := u.tree.Operation(id)
 		demand, usage, nodesGen := u.tree.Demand(id), u.tree.Usage(id), u.tree.NodeLimitsGen(id)
@@ -57,25 +67,38 @@ func (u *Updater) updateOperations() {
 		a.DemandShare = resource.FromResources(in.demand, total)
 		in.usageShare, in.demandShare, in.limitsShare = a.UsageShare, a.DemandShare, a.LimitsShare
 	}
-	for _, p := range u.prePools {
+}
+
+// opSums is updateOperations' second pass for the pools u.poolsByID[lo:hi]:
+// each pool's operation children, in position order. It also starts the
+// pool's per-update state: the proposed integral share (set by the
+// integral passes) and the integral volumes' overflow and room
+// (consumeAndRefill).
+func (u *Updater) opSums(lo, hi int) {
+	for _, p := range u.poolsByID[lo:hi] {
 		ps := &u.pools[p]
-		ps.opUsage, ps.opDemand = resource.Vec{}, resource.Vec{}
-	}
-	for _, pos := range u.opPos {
-		in := &u.opIn[pos]
-		e := &u.node[pos]
-		ps := &u.pools[in.parent]
-		if in.weightChanged {
-			in.weightChanged = false
-			ps.kidsDirty = true
+		u.attrs[ps.id].ProposedIntegralShare = resource.Share{}
+		ps.overflow, ps.acceptable, ps.childOverflow, ps.acceptedFree = [5]float64{}, [5]float64{}, [5]float64{}, [5]float64{}
+		var opUsage, opDemand resource.Vec
+		for pos := u.childStart[ps.id]; pos < u.childEnd[ps.id]; pos++ {
+			e := &u.node[pos]
+			if !e.isOp {
+				continue
+			}
+			in := &u.opIn[pos]
+			if in.weightChanged {
+				in.weightChanged = false
+				ps.kidsDirty = true
+			}
+			if in.changed || !e.built {
+				// Built by the parent's prepare, right before the parent reads it.
+				in.changed, in.pending = false, true
+				ps.kidsDirty = true
+			}
+			opUsage = opUsage.Add(in.usage)
+			opDemand = opDemand.Add(in.demand)
 		}
-		if in.changed || !e.built {
-			// Built by the parent's prepare, right before the parent reads it.
-			in.changed, in.pending = false, true
-			ps.kidsDirty = true
-		}
-		ps.opUsage = ps.opUsage.Add(in.usage)
-		ps.opDemand = ps.opDemand.Add(in.demand)
+		ps.opUsage, ps.opDemand = opUsage, opDemand
 	}
 }
 
@@ -97,7 +120,25 @@ func limitsShare(specified tree.PartialVec, nodes *tree.NodeLimits, total resour
 
 // ---- bottom-up attributes (spec.md §2.1 step 4) ----
 
-func (u *Updater) cumulative(p int32) {
+// cumulative computes the pools' subtree attributes bottom-up: the tasks'
+// subtrees in parallel, then the split pools (parallel.go).
+func (u *Updater) cumulative() {
+	u.run(taskCumulative, u.allTasks)
+	for i := len(u.splitPre) - 1; i >= 0; i-- {
+		u.cumulativePool(u.splitPre[i])
+	}
+}
+
+// cumulativeTree computes the subtree attributes of p's subtree.
+func (u *Updater) cumulativeTree(p int32) {
+	for _, k := range u.kids(p) {
+		u.cumulativeTree(k)
+	}
+	u.cumulativePool(p)
+}
+
+// cumulativePool computes pool p's subtree attributes from its children's.
+func (u *Updater) cumulativePool(p int32) {
 	ps := &u.pools[p]
 	id := ps.id
 	a := &u.attrs[id]
@@ -111,7 +152,6 @@ func (u *Updater) cumulative(p int32) {
 	ps.totalBurstRatio, ps.totalFlowRatio = ps.burstRatio, ps.flowRatio
 	usage, demand := ps.opUsage, ps.opDemand
 	for _, k := range u.kids(p) {
-		u.cumulative(k)
 		ce := &u.pools[k]
 		ps.totalBurstRatio += ce.totalBurstRatio
 		ps.totalFlowRatio += ce.totalFlowRatio
@@ -148,11 +188,15 @@ func (u *Updater) cumulative(p int32) {
 
 // sortFifo orders a FIFO pool's children by its fifo_sort_parameters
 // (spec.md §2.14); ties keep tree order.
+//
+// The order of the last update is kept when it still is that order, which
+// the sort would then give again: sorted by the parameters, ties in tree
+// order (by position). Checking costs a comparison per child, sorting
+// O(C log C).
 func (u *Updater) sortFifo(id tree.ID) {
 	kids := u.fifoOrder(id)
-	copy(kids, u.children(id))
 	params := u.tree.Pool(id).SortParameters()
-	slices.SortStableFunc(kids, func(a, b tree.ID) int {
+	cmp := func(a, b tree.ID) int {
 		for _, p := range params {
 			switch p {
 			case tree.FifoWeight:
@@ -182,5 +226,17 @@ func (u *Updater) sortFifo(id tree.ID) {
 			}
 		}
 		return 0
-	})
+	}
+	sorted := true
+	for i := 1; i < len(kids); i++ {
+		if c := cmp(kids[i-1], kids[i]); c > 0 || c == 0 && u.pos[kids[i-1]] > u.pos[kids[i]] {
+			sorted = false
+			break
+		}
+	}
+	if sorted {
+		return
+	}
+	copy(kids, u.children(id))
+	slices.SortStableFunc(kids, cmp)
 }

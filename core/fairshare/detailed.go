@@ -39,7 +39,12 @@ func (u *Updater) setDetailed(id tree.ID, total resource.Share, t shareType) {
 // with costs about as much as decomposing it again, so every pool is: one
 // pass over the pools, as the bottom-up passes make anyway.
 func (u *Updater) detailPools() {
-	for _, p := range u.prePools {
+	u.run(taskDetail, u.poolChunks)
+}
+
+// detailPoolsOf decomposes the fair shares of the pools u.poolsByID[lo:hi].
+func (u *Updater) detailPoolsOf(lo, hi int) {
+	for _, p := range u.poolsByID[lo:hi] {
 		if id := u.pools[p].id; id != tree.Root {
 			u.setDetailed(id, u.attrs[id].FairShare.Total, regular)
 		}

@@ -25,8 +25,10 @@ const (
 	promisedGuarantee
 )
 
-// distribute is the classic top-down pass with a scalar suggestion.
-func (u *Updater) distribute(id tree.ID, s float64, t shareType) {
+// distribute is the classic top-down pass with a scalar suggestion. With
+// split, id is a split pool (parallel.go): its split children are visited
+// at once, the other pool children are left to their tasks (Updater.taskSug).
+func (u *Updater) distribute(w *worker, id tree.ID, s float64, t shareType, split bool) {
 	e := u.nodeOf(id)
 	if t == regular {
 		st := resource.Uniform(s)
@@ -36,7 +38,7 @@ func (u *Updater) distribute(id tree.ID, s float64, t shareType) {
 		e.distMode, e.distTarget, e.distGen = distClassic, st, e.fnGen
 	}
 	if u.elems[id].kind == tree.KindOperation {
-		u.setDetailed(id, u.fsbs(id).ValueAt(s), t)
+		u.setOpShare(w, id, u.fsbs(id).ValueAt(s), t)
 		return
 	}
 	kids := u.children(id)
@@ -63,13 +65,24 @@ func (u *Updater) distribute(id tree.ID, s float64, t shareType) {
 		ff = plf.InverseLowerBound(0, ff, check)
 	}
 	for i, c := range kids {
-		u.distribute(c, u.childSuggestion(fifo, i, c, ff, wmin), t)
+		cs := u.childSuggestion(fifo, i, c, ff, wmin)
+		if split && !u.nodeOf(c).isOp {
+			if cp := u.pool(c); !cp.split {
+				u.taskSug[cp.task] = cs
+				u.taskRun = append(u.taskRun, cp.task)
+				continue
+			}
+		}
+		u.distribute(w, c, cs, t, split)
 	}
 	u.setDetailed(id, target, t)
 }
 
-// distributeVec is the improved top-down pass with a vector target.
-func (u *Updater) distributeVec(id tree.ID, target resource.Share, t shareType) {
+// distributeVec is the improved top-down pass with a vector target. With
+// split, id is a split pool (parallel.go): its split children are visited
+// at once, the other pool children are left to their tasks
+// (Updater.taskTarget).
+func (u *Updater) distributeVec(w *worker, id tree.ID, target resource.Share, t shareType, split bool) {
 	e := u.nodeOf(id)
 	if t == regular {
 		if e.distMode == distImproved && e.distTarget == target && e.distGen == e.fnGen && u.attrs[id].FairShare.Total == target {
@@ -78,7 +91,7 @@ func (u *Updater) distributeVec(id tree.ID, target resource.Share, t shareType) 
 		e.distMode, e.distTarget, e.distGen = distImproved, target, e.fnGen
 	}
 	if u.elems[id].kind == tree.KindOperation {
-		u.setDetailed(id, target, t)
+		u.setOpShare(w, id, target, t)
 		return
 	}
 	kids := u.children(id)
@@ -86,15 +99,15 @@ func (u *Updater) distributeVec(id tree.ID, target resource.Share, t shareType) 
 		u.setDetailed(id, resource.Share{}, t)
 		return
 	}
-	ff, piece := u.fitFactorFor(id, target)
+	ff, piece := u.fitFactorFor(w, id, target)
 	if ff < resource.Epsilon {
 		ff = 0
 	}
-	depth := len(u.stack)
+	depth := len(w.stack)
 	if k := float64(piece); piece >= 0 && ff >= k && ff <= k+1 {
-		u.stack = append(u.stack, u.pieceShares(k, ff, u.spare(depth)))
+		w.stack = append(w.stack, w.pieceShares(k, ff, w.spare(depth)))
 	} else {
-		u.stack = append(u.stack, u.childShares(id, ff, u.spare(depth)))
+		w.stack = append(w.stack, u.childShares(id, ff, w.spare(depth)))
 	}
 	fifo := u.tree.Pool(id).Mode == tree.ModeFIFO
 	if fifo {
@@ -108,23 +121,34 @@ func (u *Updater) distributeVec(id tree.ID, target resource.Share, t shareType) 
 		}
 		if ce := &u.node[pos]; ce.isOp {
 			// An operation takes its share (distributeVec, inlined).
-			share := u.stack[depth][i]
+			// NB: unlike a pool's, an operation's fair share is written
+			// only here (by setOpShare), so an unchanged target means
+			// unchanged attributes.
+			share := w.stack[depth][i]
 			if t == regular {
-				if ce.distMode == distImproved && ce.distTarget == share && ce.distGen == ce.fnGen && u.attrs[c].FairShare.Total == share {
+				if ce.distMode == distImproved && ce.distTarget == share && ce.distGen == ce.fnGen {
 					continue
 				}
 				ce.distMode, ce.distTarget, ce.distGen = distImproved, share, ce.fnGen
 			}
-			u.setDetailed(c, share, t)
+			u.setOpShare(w, c, share, t)
 			continue
 		}
-		u.distributeVec(c, u.stack[depth][i], t)
+		share := w.stack[depth][i]
+		if split {
+			if cp := u.pool(c); !cp.split {
+				u.taskTarget[cp.task] = share
+				u.taskRun = append(u.taskRun, cp.task)
+				continue
+			}
+		}
+		u.distributeVec(w, c, share, t, split)
 	}
-	for len(u.stackSpare) <= depth {
-		u.stackSpare = append(u.stackSpare, nil)
+	for len(w.stackSpare) <= depth {
+		w.stackSpare = append(w.stackSpare, nil)
 	}
-	u.stackSpare[depth] = u.stack[depth]
-	u.stack = u.stack[:depth]
+	w.stackSpare[depth] = w.stack[depth]
+	w.stack = w.stack[:depth]
 	u.setDetailed(id, target, t)
 }
 
@@ -203,9 +227,9 @@ func (u *Updater) childShares(id tree.ID, ff float64, dst []resource.Share) []re
 }
 
 // spare returns reusable storage for the child shares at recursion depth d.
-func (u *Updater) spare(d int) []resource.Share {
-	if d < len(u.stackSpare) {
-		return u.stackSpare[d][:0]
+func (w *worker) spare(d int) []resource.Share {
+	if d < len(w.stackSpare) {
+		return w.stackSpare[d][:0]
 	}
 	return nil
 }
@@ -226,24 +250,29 @@ func (u *Updater) spare(d int) []resource.Share {
 // its share or a jump is taken; so the children's sum may exceed target by
 // fitTolerance, which bounds the drift (and is zero where the sums are
 // exact).
-func (u *Updater) fitFactorFor(id tree.ID, target resource.Share) (ff float64, piece int) {
-	f := &u.pool(id).fsbff
-	hi := f.RightBound()
+func (u *Updater) fitFactorFor(w *worker, id tree.ID, target resource.Share) (ff float64, piece int) {
+	ps := u.pool(id)
+	f := &ps.fsbff
+	c := &ps.fit
+	if c.gen != ps.fsbffGen {
+		*c = fitCache{gen: ps.fsbffGen, hi: f.RightBound(), v0: f.V[0], lo: -1, pieceLo: -1}
+		c.top = f.ValueAt(c.hi)
+	}
+	hi := c.hi
 	fifo := u.tree.Pool(id).Mode == tree.ModeFIFO
 	tol := u.fitTolerance(len(u.children(id)), fifo, target)
 	bound := target.Add(tol)
 	pred := func(ff float64) bool {
-		u.shares = u.childShares(id, ff, u.shares)
+		w.shares = u.childShares(id, ff, w.shares)
 		var s resource.Share
-		for _, v := range u.shares {
+		for _, v := range w.shares {
 			s = s.Add(v)
 		}
 		return bound.Dominates(s)
 	}
 	// The children's sum at hi is f(hi) up to drift: when f(hi) is above
 	// bound by more than the drift, the exact check is not needed.
-	top := f.ValueAt(hi)
-	if bound.Add(tol).Dominates(top) && pred(hi) {
+	if bound.Add(tol).Dominates(c.top) && pred(hi) {
 		return hi, -1
 	}
 	// At 0 every child is at its left limit at suggestion 0, and f(0) is
@@ -253,22 +282,32 @@ func (u *Updater) fitFactorFor(id tree.ID, target resource.Share) (ff float64, p
 		if !pred(0) {
 			return 0, -1
 		}
-	} else if !bound.Dominates(f.V[0]) {
+	} else if !bound.Dominates(c.v0) {
 		return 0, -1
 	}
-	// Largest integer k in [0, hi) with f(k) fitting.
-	lo, up := 0, int(hi)
-	for lo+1 < up {
-		mid := int(uint(lo+up) >> 1)
-		if bound.Dominates(f.ValueAt(float64(mid))) {
-			lo = mid
-		} else {
-			up = mid
+	// Largest integer k in [0, hi) with f(k) fitting: the last update's if
+	// it still is (f is non-decreasing, so f(k) fitting and f(k+1) not
+	// makes k the one the binary search finds), else a binary search.
+	lo := int(c.lo)
+	if lo < 0 || !bound.Dominates(c.fk) || lo+1 < int(hi) && bound.Dominates(c.b) {
+		up := int(hi)
+		lo = 0
+		for lo+1 < up {
+			mid := int(uint(lo+up) >> 1)
+			if bound.Dominates(f.ValueAt(float64(mid))) {
+				lo = mid
+			} else {
+				up = mid
+			}
 		}
+		k := float64(lo)
+		c.lo = int32(lo)
+		c.fk = f.ValueAt(k)
+		_, c.a = f.LeftRightLimitAt(k)
+		c.b = f.ValueAt(k + 1)
 	}
 	k := float64(lo)
-	_, a := f.LeftRightLimitAt(k)
-	b := f.ValueAt(k + 1)
+	a, b := c.a, c.b
 	cand := k + 1
 	for r := range resource.Count {
 		if d := b[r] - a[r]; d > 0 && bound[r] < b[r] {
@@ -295,8 +334,22 @@ func (u *Updater) fitFactorFor(id tree.ID, target resource.Share) (ff float64, p
 			return bound.Dominates(s)
 		}), -1
 	}
-	u.pieceLimits(id, lo)
-	return plf.Refine(k, k+1, cand, func(ff float64) bool { return bound.Dominates(u.pieceSum(k, ff)) }), lo
+	w.piece = u.pieceLimits(id, lo)
+	return plf.Refine(k, k+1, cand, func(ff float64) bool { return bound.Dominates(w.pieceSum(k, ff)) }), lo
+}
+
+// fitCache is what fitFactorFor keeps of a pool's fair share by fit factor
+// between updates, valid while the function is (gen): its domain's right
+// end and the values there and at 0, and the piece [lo, lo+1] of the last
+// result (lo ≥ 0): the values at its ends (fk, b) and the right limit at lo
+// (a). pieceLo is the piece whose children's limits Updater.pieceByPos holds
+// (-1: none).
+type fitCache struct {
+	gen         uint64
+	hi          float64
+	top, v0     resource.Share
+	lo, pieceLo int32
+	fk, a, b    resource.Share
 }
 
 // fitTolerance is how much the children's sum may exceed a target of
@@ -315,16 +368,27 @@ func (u *Updater) fitTolerance(n int, fifo bool, target resource.Share) resource
 	return tol
 }
 
-// pieceLimits looks up every child's shares at the ends of piece [k, k+1]
-// of a fair-share-mode pool's fit factor, for pieceSum.
-func (u *Updater) pieceLimits(id tree.ID, k int) {
+// pieceVals are a child's shares in the piece [k, k+1] of its parent's fit
+// factor: at k from the left (at), from k on (from), and at k+1 (to).
+type pieceVals struct {
+	at, from, to resource.Share
+}
+
+// pieceLimits returns every child's shares at the ends of piece [k, k+1] of
+// a fair-share-mode pool's fit factor, for pieceSum: kept in u.pieceByPos at
+// the children's positions from one update to the next while the pool's
+// fair share by fit factor is the same (fitCache), looked up otherwise.
+func (u *Updater) pieceLimits(id tree.ID, k int) []pieceVals {
 	e := u.pool(id)
-	kids := u.children(id)
+	dst := u.pieceByPos[u.childStart[id]:u.childEnd[id]]
+	if int(e.fit.pieceLo) == k {
+		return dst
+	}
+	e.fit.pieceLo = int32(k)
 	wmin := u.minChildWeight(id)
 	n := len(e.critSuggestion)
-	from, to, atK := u.pieceFrom[:0], u.pieceTo[:0], u.pieceAt[:0]
 	fs, ws := u.kidFsbs(id), u.kidWeights(id)
-	for j := range kids {
+	for j := range dst {
 		f := &fs[j]
 		scale := ws[j] / wmin
 		l, r := scaledLimits(f, scale, e.critSuggestion[k])
@@ -335,7 +399,6 @@ func (u *Updater) pieceLimits(id tree.ID, k int) {
 		if j <= int(e.critOwner[k]) {
 			w = r
 		}
-		atK, from = append(atK, v), append(from, w)
 		t := v
 		if k+1 < n {
 			l2, r2 := scaledLimits(f, scale, e.critSuggestion[k+1])
@@ -344,28 +407,29 @@ func (u *Updater) pieceLimits(id tree.ID, k int) {
 				t = r2
 			}
 		}
-		to = append(to, t)
+		dst[j] = pieceVals{at: v, from: w, to: t}
 	}
-	u.pieceFrom, u.pieceTo, u.pieceAt = from, to, atK
+	return dst
 }
 
 // pieceSum is the sum of childShares(ff) for ff in the piece [k, k+1] that
-// pieceLimits prepared, to the bit, without looking the limits up again.
-func (u *Updater) pieceSum(k, ff float64) resource.Share {
+// pieceLimits prepared (w.piece), to the bit, without looking the limits up
+// again.
+func (w *worker) pieceSum(k, ff float64) resource.Share {
 	var s resource.Share
 	switch {
 	case ff == k:
-		for _, v := range u.pieceAt {
-			s = s.Add(v)
+		for i := range w.piece {
+			s = s.Add(w.piece[i].at)
 		}
 	case ff == k+1:
-		for _, v := range u.pieceTo {
-			s = s.Add(v)
+		for i := range w.piece {
+			s = s.Add(w.piece[i].to)
 		}
 	default:
-		to := u.pieceTo
-		for j, v := range u.pieceFrom {
-			s = s.Add(plf.Interpolate(k, k+1, v, to[j], ff))
+		for i := range w.piece {
+			pv := &w.piece[i]
+			s = s.Add(plf.Interpolate(k, k+1, pv.from, pv.to, ff))
 		}
 	}
 	return s
@@ -373,17 +437,89 @@ func (u *Updater) pieceSum(k, ff float64) resource.Share {
 
 // pieceShares appends the children's shares at ff in the piece that
 // pieceLimits prepared: childShares(ff) to the bit.
-func (u *Updater) pieceShares(k, ff float64, dst []resource.Share) []resource.Share {
+func (w *worker) pieceShares(k, ff float64, dst []resource.Share) []resource.Share {
 	dst = dst[:0]
 	switch {
 	case ff == k:
-		return append(dst, u.pieceAt...)
+		for i := range w.piece {
+			dst = append(dst, w.piece[i].at)
+		}
 	case ff == k+1:
-		return append(dst, u.pieceTo...)
-	}
-	to := u.pieceTo
-	for j, v := range u.pieceFrom {
-		dst = append(dst, plf.Interpolate(k, k+1, v, to[j], ff))
+		for i := range w.piece {
+			dst = append(dst, w.piece[i].to)
+		}
+	default:
+		for i := range w.piece {
+			pv := &w.piece[i]
+			dst = append(dst, plf.Interpolate(k, k+1, pv.from, pv.to, ff))
+		}
 	}
 	return dst
+}
+
+// distributeAll runs the top-down pass from the root with suggestion 1: the
+// split pools top-down, then the tasks' subtrees in parallel (parallel.go),
+// then the operations' attributes in ID order (opAttrs).
+func (u *Updater) distributeAll() {
+	u.taskRun = u.taskRun[:0]
+	u.startOpShares()
+	w := u.worker0()
+	if u.cfg.EnableImprovedFitFactor {
+		u.distributeVec(w, tree.Root, u.fsbs(tree.Root).ValueAt(1), regular, true)
+		u.run(taskDistVec, u.taskRun)
+	} else {
+		u.distribute(w, tree.Root, 1, regular, true)
+		u.run(taskDist, u.taskRun)
+	}
+	u.run(taskOpAttrs, u.idChunks)
+}
+
+// setOpShare sets operation id's fair share: the promised-guarantee one at
+// once, the regular one in u.opShare, marked in the worker's bitmap, for
+// opAttrs to decompose in ID order. The operations' attributes are spread
+// over a large array by ID while the top-down pass visits them by parent;
+// written in ID order they stream.
+func (u *Updater) setOpShare(w *worker, id tree.ID, share resource.Share, t shareType) {
+	if t != regular {
+		u.setDetailed(id, share, t)
+		return
+	}
+	u.opShare[id] = share
+	w.opDirty[id>>6] |= 1 << (id & 63)
+}
+
+// startOpShares sizes u.opShare and the workers' bitmaps to the tree.
+func (u *Updater) startOpShares() {
+	n := len(u.attrs)
+	if len(u.opShare) < n {
+		u.opShare = make([]resource.Share, n)
+	}
+	words := (n + 63) / 64
+	u.ensureWorkers()
+	for _, w := range u.workers {
+		if len(w.opDirty) < words {
+			w.opDirty = append(w.opDirty, make([]uint64, words-len(w.opDirty))...)
+		}
+	}
+}
+
+// opAttrs decomposes the fair shares setOpShare marked, of the operations
+// with IDs in [lo, hi) (lo a multiple of 64), in ID order, and clears their
+// marks.
+func (u *Updater) opAttrs(lo, hi int) {
+	for i := lo / 64; i < (hi+63)/64; i++ {
+		var bits uint64
+		for _, w := range u.workers {
+			if i < len(w.opDirty) {
+				bits |= w.opDirty[i]
+				w.opDirty[i] = 0
+			}
+		}
+		for bits != 0 {
+			b := bits & -bits
+			id := tree.ID(i*64 + bitIndex(b))
+			u.setDetailed(id, u.opShare[id], regular)
+			bits ^= b
+		}
+	}
 }

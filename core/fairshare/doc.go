@@ -31,6 +31,12 @@
 // without allocating. An Updater is not safe for concurrent use; the caller
 // serialises Update with tree mutations.
 //
+// Concurrency inside an update (parallel.go): the function building and the
+// top-down pass of disjoint subtrees run on up to GOMAXPROCS goroutines,
+// started by Update for each parallel phase and finished before the phase
+// ends, so none outlives Update and an Updater needs no Close. The results
+// are the same bit for bit for any GOMAXPROCS.
+//
 // # Files
 //
 // One file per phase, in the order Update runs them:
@@ -50,6 +56,8 @@
 //     FSBFF of operations and pools (the sweep over children's critical
 //     points), FSBS and MFFBS from FSBFF, compression.
 //   - distribute.go: the top-down distribution (§2.9), classic and improved.
+//   - parallel.go: the workers of the parallel phases and the cut of the
+//     tree into subtrees they take.
 //   - promised.go: promised-guarantee fair share (§2.11).
 //   - detailed.go: the detailed decomposition and the root (§2.10).
 //   - invariants.go: the fair-share sums checked after every update under
@@ -112,7 +120,8 @@
 //   - Position (pos): an element's index in the children list, by which
 //     functions and node states are stored; pool slot: a pool's index in the
 //     pool table (see Layout above).
-//   - Generation (gen, fnGen, fsbffGen): a counter bumped whenever a function is
-//     rebuilt; parents key their own functions on their children's
+//   - Generation (gen, fnGen, fsbffGen): a number drawn whenever a function
+//     is rebuilt, never the same twice (each worker draws from its own
+//     range); parents key their own functions on their children's
 //     generations so that unchanged functions are kept across updates.
 package fairshare

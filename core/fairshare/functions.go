@@ -39,15 +39,26 @@ const (
 // Functions whose inputs are unchanged since they were built are kept: the
 // fair share by fit factor is keyed on the children (fsbffKey, kidsDirty), the
 // fair share by suggestion on that and the guarantee and limits (fsbsKey).
-func (u *Updater) prepare(p int32) {
+func (u *Updater) prepare(w *worker, p int32) {
+	u.prepareKids(w, p)
+	u.preparePool(w, p)
+}
+
+// prepareKids prepares pool p's pool children.
+func (u *Updater) prepareKids(w *worker, p int32) {
 	for _, c := range u.kids(p) {
-		u.prepare(c)
+		u.prepare(w, c)
 	}
-	u.prepareOperations(p)
+}
+
+// preparePool builds pool p's own functions (and its operation children's),
+// its pool children's being built.
+func (u *Updater) preparePool(w *worker, p int32) {
+	u.prepareOperations(w, p)
 	ps := &u.pools[p]
 	id := ps.id
 	a := &u.attrs[id]
-	u.prepareFSBFF(p)
+	u.prepareFSBFF(w, p)
 	k := fsbsKey{fsbffGen: ps.fsbffGen, guarantee: a.StrongGuaranteeShare.Add(a.ProposedIntegralShare), limits: a.LimitsShare}
 	if u.cfg.EnableImprovedFitFactor {
 		k.flags |= flagImproved
@@ -60,12 +71,33 @@ func (u *Updater) prepare(p int32) {
 	if !u.cfg.EnableImprovedFitFactor {
 		mff = &ps.mffbs
 	}
-	bySuggestion(&ps.fsbff, k.guarantee, k.limits, &u.scratchVec, mff)
-	compress(u.fsbs(id), &u.scratchVec, compressEpsilon)
+	bySuggestion(&ps.fsbff, k.guarantee, k.limits, &w.scratchVec, mff)
+	compress(u.fsbs(id), &w.scratchVec, compressEpsilon)
 	ps.fsbsKey = k
 	e.built = true
-	u.gen++
-	e.fnGen = u.gen
+	e.fnGen = w.nextGen()
+}
+
+// prepareIntegral builds the functions below the integral pools that have
+// no integral ancestor, and their fair shares by fit factor, in parallel
+// (parallel.go), before the integral passes read them (prepareTemporary).
+// Nothing there depends on the integral shares the passes set, which change
+// only the integral pools' and their ancestors' guarantees (and the keys
+// rebuild whatever a nested integral pool changes).
+func (u *Updater) prepareIntegral() {
+	u.run(taskPrepareInt, u.intTasks)
+}
+
+// prepareAll builds every pool's functions: the tasks' subtrees in
+// parallel (parallel.go), then the split pools bottom-up.
+func (u *Updater) prepareAll() {
+	u.run(taskPrepare, u.allTasks)
+	w := u.worker0()
+	for i := len(u.prePools) - 1; i >= 0; i-- {
+		if p := u.prePools[i]; u.pools[p].split {
+			u.preparePool(w, p)
+		}
+	}
 }
 
 // prepareTemporary builds pool p's functions under a temporary guarantee or
@@ -73,17 +105,16 @@ func (u *Updater) prepare(p int32) {
 // valid until the next update. The pool's own fair share by suggestion is
 // left as it is; its fair share by fit factor is the one it keeps.
 func (u *Updater) prepareTemporary(p int32, guarantee, limits resource.Share) *plf.Vec {
-	for _, c := range u.kids(p) {
-		u.prepare(c)
-	}
-	u.prepareOperations(p)
-	u.prepareFSBFF(p)
+	w := u.worker0()
+	u.prepareKids(w, p)
+	u.prepareOperations(w, p)
+	u.prepareFSBFF(w, p)
 	ps := &u.pools[p]
-	bySuggestion(&ps.fsbff, guarantee, limits, &u.scratchVec, nil)
+	bySuggestion(&ps.fsbff, guarantee, limits, &w.scratchVec, nil)
 	// In the arena if it fits (append moves it out otherwise).
 	a, used := &u.tmpArena, u.tmpUsed
 	ps.tmpFsbs = plf.Vec{X: a.X[used:used:cap(a.X)], V: a.V[used:used:cap(a.V)]}
-	compress(&ps.tmpFsbs, &u.scratchVec, compressEpsilon)
+	compress(&ps.tmpFsbs, &w.scratchVec, compressEpsilon)
 	n := len(ps.tmpFsbs.X)
 	u.tmpNeed += n
 	if used+n <= cap(a.X) {
@@ -115,7 +146,7 @@ func (u *Updater) sizeTmpArena() {
 
 // prepareFSBFF rebuilds pool p's fair share by fit factor if its children
 // changed.
-func (u *Updater) prepareFSBFF(p int32) {
+func (u *Updater) prepareFSBFF(w *worker, p int32) {
 	ps := &u.pools[p]
 	id := ps.id
 	fifo := u.tree.Pool(id).Mode == tree.ModeFIFO
@@ -147,16 +178,15 @@ func (u *Updater) prepareFSBFF(p int32) {
 	if fifo {
 		u.fifoFSBFF(p)
 	} else {
-		u.normalFSBFF(p)
+		u.normalFSBFF(w, p)
 	}
 	ps.fsbffKey, ps.kidsDirty, ps.fsbffValid = k, false, true
-	u.gen++
-	ps.fsbffGen = u.gen
+	ps.fsbffGen = w.nextGen()
 }
 
 // prepareOperations builds the functions of pool p's operation children that
 // updateOperations marked.
-func (u *Updater) prepareOperations(p int32) {
+func (u *Updater) prepareOperations(w *worker, p int32) {
 	id := u.pools[p].id
 	for pos := u.childStart[id]; pos < u.childEnd[id]; pos++ {
 		in := &u.opIn[pos]
@@ -164,20 +194,19 @@ func (u *Updater) prepareOperations(p int32) {
 			continue
 		}
 		in.pending = false
-		u.prepareOperation(in, &u.fsbsByPos[pos])
+		u.prepareOperation(w, in, &u.fsbsByPos[pos])
 		e := &u.node[pos]
 		e.built = true
-		u.gen++
-		e.fnGen = u.gen
+		e.fnGen = w.nextGen()
 	}
 }
 
 // prepareOperation builds an operation's fair share by suggestion into dst
 // from its fair share by fit factor, which is not kept.
-func (u *Updater) prepareOperation(in *opInput, dst *plf.Vec) {
-	u.operationFSBFF(in, &u.opFF)
-	bySuggestion(&u.opFF, resource.Share{}, in.limitsShare, &u.scratchVec, nil)
-	compress(dst, &u.scratchVec, compressEpsilon)
+func (u *Updater) prepareOperation(w *worker, in *opInput, dst *plf.Vec) {
+	u.operationFSBFF(in, &w.opFF)
+	bySuggestion(&w.opFF, resource.Share{}, in.limitsShare, &w.scratchVec, nil)
+	compress(dst, &w.scratchVec, compressEpsilon)
 }
 
 // operationFSBFF builds an operation's fair share by fit factor into f: on
@@ -317,7 +346,7 @@ func (u *Updater) minChildWeight(id tree.ID) float64 {
 // (spec.md §2.8); in the improved mode the children's jumps are laid out one
 // child at a time, each critical point taking one unit of the fit factor
 // (spec.md §2.9).
-func (u *Updater) normalFSBFF(p int32) {
+func (u *Updater) normalFSBFF(w *worker, p int32) {
 	e := &u.pools[p]
 	id := e.id
 	f := &e.fsbff
@@ -329,7 +358,7 @@ func (u *Updater) normalFSBFF(p int32) {
 		f.Add(1, resource.Share{})
 		return
 	}
-	e.critSuggestion, e.critOwner = u.sweepFSBFF(f, u.kidFsbs(id), u.kidWeights(id), u.minChildWeight(id), u.cfg.EnableImprovedFitFactor, e.critSuggestion, e.critOwner)
+	e.critSuggestion, e.critOwner = w.sweepFSBFF(f, u.kidFsbs(id), u.kidWeights(id), u.minChildWeight(id), u.cfg.EnableImprovedFitFactor, e.critSuggestion, e.critOwner)
 }
 
 // compress copies src into dst merging segments that stay within eps of the

@@ -16,49 +16,56 @@ import (
 // ---- strong guarantee inference (spec.md §2.2) ----
 
 // inferStrongGuarantees infers the pools' strong guarantees; operations have
-// none (their inferred guarantee is zero).
+// none (their inferred guarantee is zero). Top-down: the split pools, then
+// the tasks' subtrees in parallel (parallel.go).
 func (u *Updater) inferStrongGuarantees() {
 	u.pool(tree.Root).inferred = u.total
+	for _, p := range u.splitPre {
+		u.inferKids(p)
+	}
+	u.run(taskInfer, u.allTasks)
+}
+
+// inferKids infers the strong guarantees of pool p's children from p's.
+func (u *Updater) inferKids(p int32) {
 	main := u.cfg.MainResource
-	for _, p := range u.prePools {
-		kids := u.kids(p)
-		var explicit resource.Vec
+	kids := u.kids(p)
+	var explicit resource.Vec
+	for _, c := range kids {
+		ce := &u.pools[c]
+		ce.inferred = u.tree.Pool(ce.id).StrongGuarantee.OrZero()
+		explicit = explicit.Add(ce.inferred)
+	}
+	pe := &u.pools[p]
+	residual := pe.inferred.Sub(explicit).Max(resource.Vec{})
+	parentMain := float64(pe.inferred[main])
+	for r := range resource.Count {
+		if resource.Kind(r) == main {
+			continue
+		}
+		parentR := float64(pe.inferred[r])
+		totalImplicit := 0.0
 		for _, c := range kids {
 			ce := &u.pools[c]
-			ce.inferred = u.tree.Pool(ce.id).StrongGuarantee.OrZero()
-			explicit = explicit.Add(ce.inferred)
-		}
-		pe := &u.pools[p]
-		residual := pe.inferred.Sub(explicit).Max(resource.Vec{})
-		parentMain := float64(pe.inferred[main])
-		for r := range resource.Count {
-			if resource.Kind(r) == main {
+			if u.tree.Pool(ce.id).StrongGuarantee.Set[r] {
 				continue
 			}
-			parentR := float64(pe.inferred[r])
-			totalImplicit := 0.0
-			for _, c := range kids {
-				ce := &u.pools[c]
-				if u.tree.Pool(ce.id).StrongGuarantee.Set[r] {
-					continue
-				}
-				totalImplicit += implicitGuarantee(float64(ce.inferred[main]), parentMain, parentR)
+			totalImplicit += implicitGuarantee(float64(ce.inferred[main]), parentMain, parentR)
+		}
+		scale := 1.0
+		if pe.id != tree.Root && totalImplicit > float64(residual[r]) {
+			scale = float64(residual[r]) / totalImplicit
+		}
+		for _, c := range kids {
+			ce := &u.pools[c]
+			if u.tree.Pool(ce.id).StrongGuarantee.Set[r] {
+				continue
 			}
-			scale := 1.0
-			if pe.id != tree.Root && totalImplicit > float64(residual[r]) {
-				scale = float64(residual[r]) / totalImplicit
+			v := implicitGuarantee(float64(ce.inferred[main]), parentMain, parentR)
+			if scale != 1 {
+				v *= scale
 			}
-			for _, c := range kids {
-				ce := &u.pools[c]
-				if u.tree.Pool(ce.id).StrongGuarantee.Set[r] {
-					continue
-				}
-				v := implicitGuarantee(float64(ce.inferred[main]), parentMain, parentR)
-				if scale != 1 {
-					v *= scale
-				}
-				ce.inferred[r] = int64(math.Round(v))
-			}
+			ce.inferred[r] = int64(math.Round(v))
 		}
 	}
 }
@@ -93,16 +100,31 @@ func (u *Updater) adjustGuarantees() {
 			u.pool(p).burstRatio *= k
 		}
 	}
-	u.tiers(rootSlot)
-	u.adjustStrong(rootSlot)
+	// Bottom-up and top-down: the tasks' subtrees in parallel, the split
+	// pools before or after them (parallel.go).
+	u.run(taskTiers, u.allTasks)
+	for i := len(u.splitPre) - 1; i >= 0; i-- {
+		u.tiersPool(u.splitPre[i])
+	}
+	for _, p := range u.splitPre {
+		u.adjustStrongPool(p)
+	}
+	u.run(taskAdjust, u.allTasks)
 }
 
-// tiers splits strong guarantees into the priority and regular tiers.
-// Operations have no guarantee: both their tiers are zero.
+// tiers splits strong guarantees into the priority and regular tiers in
+// pool p's subtree. Operations have no guarantee: both their tiers are zero.
 func (u *Updater) tiers(p int32) {
-	var childPriority resource.Share
 	for _, c := range u.kids(p) {
 		u.tiers(c)
+	}
+	u.tiersPool(p)
+}
+
+// tiersPool is tiers for pool p, its children's tiers being set.
+func (u *Updater) tiersPool(p int32) {
+	var childPriority resource.Share
+	for _, c := range u.kids(p) {
 		childPriority = childPriority.Add(u.pools[c].tierPriority)
 	}
 	e := &u.pools[p]
@@ -120,7 +142,17 @@ func (u *Updater) tiers(p int32) {
 	}
 }
 
+// adjustStrong adjusts the strong guarantees in pool p's subtree top-down.
 func (u *Updater) adjustStrong(p int32) {
+	u.adjustStrongPool(p)
+	for _, c := range u.kids(p) {
+		u.adjustStrong(c)
+	}
+}
+
+// adjustStrongPool caps pool p's strong guarantee share by its limits and
+// adjusts its children's tiers to fit into it.
+func (u *Updater) adjustStrongPool(p int32) {
 	e := &u.pools[p]
 	a := &u.attrs[e.id]
 	a.StrongGuaranteeShare = a.StrongGuaranteeShare.Min(a.LimitsShare)
@@ -164,18 +196,20 @@ func (u *Updater) adjustStrong(p int32) {
 		ce := &u.pools[c]
 		u.attrs[ce.id].StrongGuaranteeShare = ce.tierPriority.Add(ce.tierRegular)
 	}
-	for _, c := range kids {
-		u.adjustStrong(c)
-	}
 }
 
 // ---- weights (spec.md §2.13) ----
 
-// computeWeights sets every pool's weight (spec.md §2.13); operations'
-// weights are set by updateOperations.
+// computeWeights sets every pool's weight (spec.md §2.13), on chunks of the
+// pools in parallel; operations' weights are set by updateOperations.
 func (u *Updater) computeWeights() {
+	u.run(taskWeights, u.poolChunks)
+}
+
+// computeWeightsOf sets the weights of the pools u.poolsByID[lo:hi].
+func (u *Updater) computeWeightsOf(lo, hi int) {
 	m := u.cfg.InferWeightFromGuaranteesShareMultiplier
-	for _, p := range u.prePools {
+	for _, p := range u.poolsByID[lo:hi] {
 		ps := &u.pools[p]
 		id := ps.id
 		if id == tree.Root {

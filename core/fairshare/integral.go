@@ -25,20 +25,31 @@ import (
 // relaxed pool's volume is refilled and consumed (refill), overflow and room
 // are summed up the tree (overflowAndAcceptable) and free volume is handed
 // down (distributeFreeVolume).
+//
+// The overflow and room start at zero (opSums clears them). The passes over
+// the pools run on the tasks' subtrees in parallel, the split pools before
+// or after them (parallel.go); the subtrees below an integral pool are
+// skipped, as the recursion skips them.
 func (u *Updater) consumeAndRefill() {
-	for _, p := range u.prePools {
-		ps := &u.pools[p]
-		ps.overflow, ps.acceptable, ps.childOverflow, ps.acceptedFree = [5]float64{}, [5]float64{}, [5]float64{}, [5]float64{}
-	}
 	for _, id := range u.burst {
 		u.refill(id)
 	}
 	for _, id := range u.relaxed {
 		u.refill(id)
 	}
-	root := u.elems[tree.Root].pool
-	u.overflowAndAcceptable(root)
-	u.distributeFreeVolume(root)
+	u.run(taskOverflow, u.freeTasks)
+	for i := len(u.splitPre) - 1; i >= 0; i-- {
+		if p := u.splitPre[i]; !u.pools[p].underIntegral {
+			u.overflowAndAcceptablePool(p)
+		}
+	}
+	w := u.worker0()
+	for _, p := range u.splitPre {
+		if !u.pools[p].underIntegral {
+			u.distributeFreeVolumePool(w, p)
+		}
+	}
+	u.run(taskFreeVolume, u.freeTasks)
 }
 
 func (u *Updater) canAcceptFreeVolume(id tree.ID) bool {
@@ -89,14 +100,27 @@ func (u *Updater) isIntegral(id tree.ID) bool {
 	return u.tree.Kind(id) == tree.KindPool && u.tree.Pool(id).Integral.Type != tree.GuaranteeNone
 }
 
+// overflowAndAcceptable sums the overflow and room of p's subtree up to p,
+// stopping at integral pools.
 func (u *Updater) overflowAndAcceptable(p int32) {
+	if u.isIntegral(u.pools[p].id) {
+		return
+	}
+	for _, c := range u.kids(p) {
+		u.overflowAndAcceptable(c)
+	}
+	u.overflowAndAcceptablePool(p)
+}
+
+// overflowAndAcceptablePool sets pool p's overflow and room from its
+// children's (an integral pool keeps refill's).
+func (u *Updater) overflowAndAcceptablePool(p int32) {
 	e := &u.pools[p]
 	if u.isIntegral(e.id) {
 		return
 	}
 	var childAcceptable [resource.Count]float64
 	for _, c := range u.kids(p) {
-		u.overflowAndAcceptable(c)
 		ce := &u.pools[c]
 		for r := range resource.Count {
 			e.childOverflow[r] += ce.overflow[r]
@@ -128,14 +152,27 @@ func (u *Updater) shouldDistributeFreeVolume(id tree.ID) bool {
 	return u.cfg.ShouldDistributeFreeVolumeAmongChildren
 }
 
-func (u *Updater) distributeFreeVolume(p int32) {
+// distributeFreeVolume hands free volume down p's subtree, stopping at
+// integral pools.
+func (u *Updater) distributeFreeVolume(w *worker, p int32) {
+	if u.distributeFreeVolumePool(w, p) {
+		return
+	}
+	for _, c := range u.kids(p) {
+		u.distributeFreeVolume(w, c)
+	}
+}
+
+// distributeFreeVolumePool hands pool p's free volume to its children, or
+// adds it to p's volume if p is integral (and reports that).
+func (u *Updater) distributeFreeVolumePool(w *worker, p int32) (integral bool) {
 	e := &u.pools[p]
 	free := e.acceptedFree
 	if u.isIntegral(e.id) {
 		for r := range resource.Count {
 			e.volume[r] += free[r]
 		}
-		return
+		return true
 	}
 	kids := u.kids(p)
 	if u.shouldDistributeFreeVolume(e.id) && (free != [5]float64{} || e.childOverflow != [5]float64{}) {
@@ -144,7 +181,7 @@ func (u *Updater) distributeFreeVolume(p int32) {
 			if free[r] == 0 {
 				continue
 			}
-			hungry := u.order[:0]
+			hungry := w.order[:0]
 			weightSum := 0.0
 			for i, c := range kids {
 				ce := &u.pools[c]
@@ -179,12 +216,10 @@ func (u *Updater) distributeFreeVolume(p int32) {
 				ce := &u.pools[kids[hungry[k]]]
 				ce.acceptedFree[r] = free[r] * (ce.totalFlowRatio / weightSum)
 			}
-			u.order = hungry
+			w.order = hungry
 		}
 	}
-	for _, c := range kids {
-		u.distributeFreeVolume(c)
-	}
+	return false
 }
 
 // volumeRatio is the integral share the pool's volume sustains for one
@@ -306,9 +341,16 @@ func (u *Updater) relaxedIntegralShares() {
 
 // ---- orchid attributes (api.md §5) ----
 
-// integralAttributes fills the integral pools' orchid attributes (api.md §5).
+// integralAttributes fills the integral pools' orchid attributes (api.md §5),
+// on chunks of the pools in parallel.
 func (u *Updater) integralAttributes() {
-	for _, p := range u.prePools {
+	u.run(taskIntegralAttrs, u.poolChunks)
+}
+
+// integralAttributesOf fills the integral attributes of the pools
+// u.poolsByID[lo:hi].
+func (u *Updater) integralAttributesOf(lo, hi int) {
+	for _, p := range u.poolsByID[lo:hi] {
 		e := &u.pools[p]
 		id := e.id
 		ia := &u.attrs[id].Integral

@@ -111,24 +111,24 @@ func (u *Updater) layout() {
 	u.fsbsByPos, u.fsbsSpare, u.weightByPos = fs, u.fsbsByPos, kw
 	u.node, u.nodeSpare = node, u.node
 	u.opIn, u.opInSpare = opIn, u.opIn
-	// Operations by position: grouped by parent, parents in pre-order, so
-	// their functions are allocated, and read by their parents, in one sweep.
-	u.opIDs = u.opIDs[:0]
+	// The pieces kept by position are gone.
+	u.pieceByPos = slices.Grow(u.pieceByPos[:0], m)[:m]
+	for i := range u.pools {
+		u.pools[i].fit.pieceLo = -1
+	}
+	// The operations in ID order (updateOps); by position they are grouped
+	// by parent, parents in pre-order, so their functions are allocated, and
+	// read by their parents, in one sweep.
+	u.opIDs, u.poolsByID = u.opIDs[:0], u.poolsByID[:0]
 	for i := range n {
-		if u.tree.Kind(tree.ID(i)) == tree.KindOperation {
+		switch u.tree.Kind(tree.ID(i)) {
+		case tree.KindOperation:
 			u.opIDs = append(u.opIDs, tree.ID(i))
+		case tree.KindPool, tree.KindRoot:
+			u.poolsByID = append(u.poolsByID, u.elems[i].pool)
 		}
 	}
-	u.opPos = u.opPos[:0]
-	for _, p := range u.prePools {
-		id := u.pools[p].id
-		for i := u.childStart[id]; i < u.childEnd[id]; i++ {
-			if c := u.childBuf[i]; u.tree.Kind(c) == tree.KindOperation {
-				u.opIn[i].parent = p
-				u.opPos = append(u.opPos, i)
-			}
-		}
-	}
+	u.split()
 	u.layoutVersion = u.tree.StructureVersion()
 	u.layoutValid = true
 }

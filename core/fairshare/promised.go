@@ -11,9 +11,9 @@ func (u *Updater) promisedFairShare(p int32) {
 	id := u.pools[p].id
 	if u.tree.Pool(id).ComputePromisedGuaranteeFairShare {
 		if u.cfg.EnableImprovedFitFactor {
-			u.distributeVec(id, u.fsbs(id).ValueAt(0), promisedGuarantee)
+			u.distributeVec(u.worker0(), id, u.fsbs(id).ValueAt(0), promisedGuarantee, false)
 		} else {
-			u.distribute(id, 0, promisedGuarantee)
+			u.distribute(u.worker0(), id, 0, promisedGuarantee, false)
 		}
 		return
 	}

@@ -61,10 +61,9 @@ type opInput struct {
 	// Shares as in the attributes.
 	usageShare, demandShare, limitsShare resource.Share
 	gang                                 bool
-	changed                              bool  // input changed since the last update
-	weightChanged                        bool  // weight changed since the last update
-	pending                              bool  // the function is to be rebuilt (by prepare)
-	parent                               int32 // the parent's pool slot
+	changed                              bool // input changed since the last update
+	weightChanged                        bool // weight changed since the last update
+	pending                              bool // the function is to be rebuilt (by prepare)
 }
 
 // poolState is the state only pools (and the root) have, in a dense table.
@@ -106,6 +105,8 @@ type poolState struct {
 	// the child whose jump it is, one per unit of the fit factor.
 	critSuggestion []float64
 	critOwner      []int32
+	// What the top-down pass keeps of fsbff (distribute.go).
+	fit fitCache
 
 	// The fair share by suggestion under the integral passes' temporary
 	// guarantee or limits (spec.md §2.6–2.7), rebuilt each update in
@@ -115,6 +116,15 @@ type poolState struct {
 
 	// Pool children, a range of Updater.poolKids.
 	kidStart, kidEnd int32
+
+	// The cut for the parallel phases (parallel.go): split pools are
+	// handled by the calling goroutine; task is the index of the task whose
+	// root the pool is, or -1.
+	split bool
+	task  int32
+	// underIntegral: an integral pool is above this one (the volume
+	// passes skip its subtree).
+	underIntegral bool
 }
 
 // fsbs returns element id's fair share by suggestion.

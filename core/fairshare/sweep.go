@@ -2,6 +2,7 @@ package fairshare
 
 import (
 	"math"
+	"slices"
 
 	"github.com/fairsched/fairsched/core/plf"
 	"github.com/fairsched/fairsched/core/resource"
@@ -23,9 +24,7 @@ type sweepChild struct {
 	nextS float64
 	slope resource.Share
 	done  bool
-	// Exact mode: the child's value at the current argument, and whether
-	// it changes with the argument.
-	val    plf.Value
+	// Exact mode: whether the child's value changes with the argument.
 	moving bool
 }
 
@@ -46,7 +45,7 @@ func (c *sweepChild) valueAt(s float64) plf.Value {
 	if x0 == x1 {
 		return f.V[i]
 	}
-	return plf.Interpolate(x0, x1, f.V[i], f.V[i+1], s)
+	return plf.Lerp(&f.V[i], &f.V[i+1], (s-x0)/(x1-x0)) // plf.Interpolate without copies
 }
 
 // event processes the child's critical point at nextS: it returns the left
@@ -118,9 +117,9 @@ func (a sweepKey) less(b sweepKey) bool {
 	return a.arg < b.arg || (a.arg == b.arg && a.child < b.child)
 }
 
-// siftDown restores the heap property of u.heap from position i.
-func (u *Updater) siftDown(i int) {
-	h := u.heap
+// siftDown restores the heap property of w.heap from position i.
+func (w *worker) siftDown(i int) {
+	h := w.heap
 	n := len(h)
 	x := h[i]
 	for {
@@ -199,20 +198,20 @@ func (ss *slopeSum) at(k int) float64 { return ss.sum[k] + ss.comp[k] }
 // Sampling every child at every critical point (the reference's way, exact
 // sums) costs O(P·C): 65 million child evaluations per update of the
 // 100,000-operation benchmark tree against 0.7 million critical points.
-func (u *Updater) sweepFSBFF(f *plf.Vec, kids []plf.Vec, weights []float64, wmin float64, improved bool, critSuggestion []float64, critOwner []int32) ([]float64, []int32) {
-	sum := u.startSweep(kids, weights, wmin)
+func (w *worker) sweepFSBFF(f *plf.Vec, kids []plf.Vec, weights []float64, wmin float64, improved bool, critSuggestion []float64, critOwner []int32) ([]float64, []int32) {
+	sum := w.startSweep(kids, weights, wmin)
 	if len(kids) <= exactChildren {
-		return u.sweepExact(f, sum, improved, critSuggestion, critOwner)
+		return w.sweepExact(f, sum, improved, critSuggestion, critOwner)
 	}
-	return u.sweepSlope(f, sum, improved, critSuggestion, critOwner)
+	return w.sweepSlope(f, sum, improved, critSuggestion, critOwner)
 }
 
-// startSweep puts every child at its first critical point (u.sweep, u.heap)
+// startSweep puts every child at its first critical point (w.sweep, w.heap)
 // and returns the children's sum there: their first values added left to
 // right.
-func (u *Updater) startSweep(kids []plf.Vec, weights []float64, wmin float64) resource.Share {
-	st := u.sweep[:0]
-	h := u.heap[:0]
+func (w *worker) startSweep(kids []plf.Vec, weights []float64, wmin float64) resource.Share {
+	st := w.sweep[:0]
+	h := w.heap[:0]
 	var sum resource.Share
 	for j := range kids {
 		fs := &kids[j]
@@ -223,9 +222,9 @@ func (u *Updater) startSweep(kids []plf.Vec, weights []float64, wmin float64) re
 		sum = sum.Add(fs.V[0])
 		h = append(h, sweepKey{sc.nextS, int32(j)})
 	}
-	u.sweep, u.heap = st, h
+	w.sweep, w.heap = st, h
 	for i := len(h)/2 - 1; i >= 0; i-- {
-		u.siftDown(i)
+		w.siftDown(i)
 	}
 	return sum
 }
@@ -233,16 +232,16 @@ func (u *Updater) startSweep(kids []plf.Vec, weights []float64, wmin float64) re
 // advanceSweep moves child c, the heap's top, whose critical point was just
 // processed, to its next critical point, or out of the heap when it has
 // none left.
-func (u *Updater) advanceSweep(c *sweepChild) {
+func (w *worker) advanceSweep(c *sweepChild) {
 	if c.done {
-		end := len(u.heap) - 1
-		u.heap[0] = u.heap[end]
-		u.heap = u.heap[:end]
+		end := len(w.heap) - 1
+		w.heap[0] = w.heap[end]
+		w.heap = w.heap[:end]
 	} else {
-		u.heap[0].arg = c.nextS
+		w.heap[0].arg = c.nextS
 	}
-	if len(u.heap) > 0 {
-		u.siftDown(0)
+	if len(w.heap) > 0 {
+		w.siftDown(0)
 	}
 }
 
@@ -276,28 +275,29 @@ func (o *sweepOut) add(s float64, left, sum resource.Share, moved bool) {
 // the sum at every point is the children's values added left to right, as
 // the reference does (O(C) per point, on cached values: only moving
 // children are interpolated again). sum is the children's sum at the start.
-func (u *Updater) sweepExact(f *plf.Vec, sum resource.Share, improved bool, critSuggestion []float64, critOwner []int32) ([]float64, []int32) {
-	for j := range u.sweep {
-		u.sweep[j].val = u.sweep[j].fn.V[0]
+func (w *worker) sweepExact(f *plf.Vec, sum resource.Share, improved bool, critSuggestion []float64, critOwner []int32) ([]float64, []int32) {
+	// vals: every child's value at the current argument; mov: the children
+	// whose value changes with the argument, in any order.
+	vals := slices.Grow(w.vals[:0], len(w.sweep))[:len(w.sweep)]
+	for j := range w.sweep {
+		vals[j] = w.sweep[j].fn.V[0]
 	}
-	nMoving := 0 // children whose value changes with s
+	mov := w.mov[:0]
 	out := sweepOut{f: f, improved: improved}
 	prevS := 0.0
-	for len(u.heap) > 0 {
-		j := u.heap[0].child
-		c := &u.sweep[j]
+	for len(w.heap) > 0 {
+		j := w.heap[0].child
+		c := &w.sweep[j]
 		s := c.nextS
 		if !improved && s > 1 {
 			break
 		}
 		if s != prevS {
-			if nMoving > 0 {
-				for k := range u.sweep {
-					if ck := &u.sweep[k]; ck.moving {
-						ck.val = ck.valueAt(s)
-					}
+			if len(mov) > 0 {
+				for _, k := range mov {
+					vals[k] = w.sweep[k].valueAt(s)
 				}
-				sum = u.valueSum()
+				sum = sumValues(vals)
 			}
 			prevS = s
 		}
@@ -308,37 +308,51 @@ func (u *Updater) sweepExact(f *plf.Vec, sum resource.Share, improved bool, crit
 		for {
 			_, r, jump := c.event()
 			if jump {
-				c.val = *r
+				vals[j] = *r
 				moved = true
 			}
 			if m := c.slope != (resource.Share{}); m != c.moving {
 				c.moving = m
 				if m {
-					nMoving++
+					mov = append(mov, j)
 				} else {
-					nMoving--
+					k := slices.Index(mov, j)
+					mov[k] = mov[len(mov)-1]
+					mov = mov[:len(mov)-1]
 				}
 			}
-			u.advanceSweep(c)
+			w.advanceSweep(c)
 			if improved {
 				critSuggestion, critOwner = append(critSuggestion, s), append(critOwner, j)
 				break
 			}
-			if len(u.heap) == 0 {
+			if len(w.heap) == 0 {
 				break
 			}
-			j = u.heap[0].child
-			c = &u.sweep[j]
+			j = w.heap[0].child
+			c = &w.sweep[j]
 			if c.nextS != s {
 				break
 			}
 		}
 		if moved {
-			sum = u.valueSum()
+			sum = sumValues(vals)
 		}
 		out.add(s, left, sum, moved)
 	}
+	w.vals, w.mov = vals, mov
 	return critSuggestion, critOwner
+}
+
+// sumValues adds vals up left to right.
+func sumValues(vals []plf.Value) (sum resource.Share) {
+	for j := range vals {
+		v := &vals[j]
+		for r := range sum {
+			sum[r] += v[r]
+		}
+	}
+	return sum
 }
 
 // sweepSlope is sweepFSBFF for a pool of more than exactChildren children:
@@ -357,14 +371,14 @@ func (u *Updater) sweepExact(f *plf.Vec, sum resource.Share, improved bool, crit
 // and clamped to stay non-decreasing. The values at the critical points are
 // therefore the exact sums only up to rounding drift; the top-down pass
 // allows for that (fitFactorFor).
-func (u *Updater) sweepSlope(f *plf.Vec, sum resource.Share, improved bool, critSuggestion []float64, critOwner []int32) ([]float64, []int32) {
+func (w *worker) sweepSlope(f *plf.Vec, sum resource.Share, improved bool, critSuggestion []float64, critOwner []int32) ([]float64, []int32) {
 	var slope slopeSum
 	out := sweepOut{f: f, improved: improved}
 	prevS := 0.0
 	sinceSync := 0
-	for len(u.heap) > 0 {
-		j := u.heap[0].child
-		c := &u.sweep[j]
+	for len(w.heap) > 0 {
+		j := w.heap[0].child
+		c := &w.sweep[j]
 		s := c.nextS
 		if !improved && s > 1 {
 			break
@@ -389,26 +403,26 @@ func (u *Updater) sweepSlope(f *plf.Vec, sum resource.Share, improved bool, crit
 				moved = true
 			}
 			slope.swap(&old, &c.slope)
-			u.advanceSweep(c)
+			w.advanceSweep(c)
 			sinceSync++
 			if improved {
 				critSuggestion, critOwner = append(critSuggestion, s), append(critOwner, j)
 				break
 			}
-			if len(u.heap) == 0 {
+			if len(w.heap) == 0 {
 				break
 			}
-			j = u.heap[0].child
-			c = &u.sweep[j]
+			j = w.heap[0].child
+			c = &w.sweep[j]
 			if c.nextS != s {
 				break
 			}
 		}
-		if sinceSync >= syncEvery*len(u.sweep) {
+		if sinceSync >= syncEvery*len(w.sweep) {
 			// Resynchronise the moving components; a flat one keeps its
 			// value, or the resync would put a step into a flat piece.
 			sinceSync = 0
-			ex := u.exactSum(s)
+			ex := w.exactSum(s)
 			for k := range resource.Count {
 				if slope.nonFlat[k] != 0 {
 					sum[k] = ex[k]
@@ -421,20 +435,11 @@ func (u *Updater) sweepSlope(f *plf.Vec, sum resource.Share, improved bool, crit
 	return critSuggestion, critOwner
 }
 
-// valueSum is the children's exact sum in the exact mode: their values at
-// the current argument, added left to right.
-func (u *Updater) valueSum() (sum resource.Share) {
-	for j := range u.sweep {
-		sum = sum.Add(u.sweep[j].val)
-	}
-	return sum
-}
-
 // exactSum is the children's sum at s on their current segments (those
 // whose critical point at s was processed are past it).
-func (u *Updater) exactSum(s float64) (sum resource.Share) {
-	for j := range u.sweep {
-		sum = sum.Add(u.sweep[j].valueAt(s))
+func (w *worker) exactSum(s float64) (sum resource.Share) {
+	for j := range w.sweep {
+		sum = sum.Add(w.sweep[j].valueAt(s))
 	}
 	return sum
 }

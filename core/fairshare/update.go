@@ -29,13 +29,13 @@ type Updater struct {
 	// (the root's is len(childBuf)), so a pool's children are adjacent, in
 	// the order the pool reads them, and operations are visited in order.
 	pos         []int32
-	fsbsByPos   []plf.Vec // fair shares by suggestion
+	fsbsByPos   []plf.Vec   // fair shares by suggestion
+	pieceByPos  []pieceVals // the children's shares in their parent's piece (pieceLimits)
 	fsbsSpare   []plf.Vec
 	weightByPos []float64 // weights
 	node        []nodeState
 	nodeSpare   []nodeState
 	opInSpare   []opInput
-	opPos       []int32 // the operations' positions, ascending
 
 	pools     []poolState
 	freePools []int32
@@ -63,25 +63,34 @@ type Updater struct {
 	opValid    bool
 
 	alerts []string
-	gen    uint64 // function generations, unique across elements
+
+	// The parallel phases (parallel.go): the workers' scratch, the running
+	// phase, and the cut of the tree into split pools and tasks (by layout).
+	workers    []*worker
+	par        parallel
+	taskPool   []int32          // the tasks' root pools, largest first
+	allTasks   []int32          // 0, 1, …, len(taskPool)-1
+	taskTarget []resource.Share // per task: its root's target (improved pass)
+	taskSug    []float64        // per task: its root's suggestion (classic pass)
+	taskRun    []int32          // the tasks the top-down pass visits
+	taskPre    []int32          // per task: its pools' range in prePools (start, end)
+	freeTasks  []int32          // the tasks not below an integral pool
+	splitPre   []int32          // the split pools, in pre-order
+	intTasks   []int32          // the integral pools with no integral ancestor
+	poolChunks []int32          // the chunks of poolsByID (flat passes)
+	poolsByID  []int32          // the pool slots in ID order (flat passes: Attributes and the tree's pools stream)
+	opChunks   []int32          // the chunks of opIDs (updateOps)
+	idChunks   []int32          // the chunks of the IDs (opAttrs)
+	opShare    []resource.Share // by ID: an operation's fair share, for opAttrs
+	opSameEnv  bool             // updateOps: total and gang option as before
+	splitSize  []int32          // per pool slot: elements in its subtree
 
 	// scratch
-	opFF         plf.Vec
-	scratchVec   plf.Vec
-	order        []int32
-	shares       []resource.Share
 	relaxedPools []tree.ID
 	relaxedW     []float64
-	sweep        []sweepChild
-	heap         []sweepKey
-	stack        [][]resource.Share
-	stackSpare   [][]resource.Share
 	tmpArena     plf.Vec // storage of the temporary functions (tmpFsbs)
 	tmpUsed      int     // points of tmpArena used in this update
 	tmpNeed      int     // points the temporary functions took in this update
-	pieceFrom    []resource.Share
-	pieceTo      []resource.Share
-	pieceAt      []resource.Share
 }
 
 // New returns an Updater for t with configuration cfg.
@@ -97,9 +106,6 @@ func (u *Updater) Update(total resource.Vec, now clock.Time) {
 	u.layout()
 	u.total = total
 	u.now = now
-	for _, p := range u.prePools {
-		u.attrs[u.pools[p].id].ProposedIntegralShare = resource.Share{}
-	}
 	for _, id := range u.promised {
 		if int(id) < len(u.attrs) {
 			u.attrs[id].PromisedGuaranteeFairShare = Detailed{}
@@ -113,8 +119,10 @@ func (u *Updater) Update(total resource.Vec, now clock.Time) {
 	u.inferStrongGuarantees()
 	// 3. The burst and relaxed pool lists: kept by layout (layout.go).
 	// 4. Per-element attributes bottom-up (bottomup.go).
+	// The pools' per-update state starts here too (opSums): the proposed
+	// integral shares and the integral overflow are zeroed.
 	u.updateOperations()
-	u.cumulative(u.elems[tree.Root].pool)
+	u.cumulative()
 	// 5. Integral volumes consumed, refilled and overflowing (integral.go).
 	u.consumeAndRefill()
 	// 6. Guarantee adjustment (guarantees.go), and the weights inferred
@@ -122,18 +130,16 @@ func (u *Updater) Update(total resource.Vec, now clock.Time) {
 	u.adjustGuarantees()
 	u.computeWeights()
 	// 7–8. Burst and relaxed pools' integral shares (integral.go), on
-	// temporary functions (functions.go).
+	// temporary functions (functions.go). The integral pools' subtrees'
+	// functions are built first, in parallel (prepareIntegral).
+	u.prepareIntegral()
 	u.tmpUsed, u.tmpNeed = 0, 0
 	u.burstIntegralShares()
 	u.relaxedIntegralShares()
 	// 9. Fair-share functions bottom-up (functions.go, sweep.go,
 	// envelope.go), distributed top-down from the root (distribute.go).
-	u.prepare(u.elems[tree.Root].pool)
-	if u.cfg.EnableImprovedFitFactor {
-		u.distributeVec(tree.Root, u.fsbs(tree.Root).ValueAt(1), regular)
-	} else {
-		u.distribute(tree.Root, 1, regular)
-	}
+	u.prepareAll()
+	u.distributeAll()
 	// The pools' detailed decomposition, whether the top-down pass visited
 	// them or not (detailed.go).
 	u.detailPools()

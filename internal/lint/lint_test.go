@@ -101,9 +101,9 @@ var rules = []rule{
 	},
 	{
 		from:       []string{mod("core")},
-		exceptFrom: []string{mod("core/schedule")},
+		exceptFrom: []string{mod("core/schedule"), mod("core/fairshare")},
 		to:         []string{"sync"},
-		why:        "sync (and sync/atomic) only in core/schedule for the node-shard locks",
+		why:        "sync (and sync/atomic) only in core/schedule for the node-shard locks and in core/fairshare for the goroutines that build and distribute disjoint subtrees within one update",
 	},
 	{
 		from:       []string{mod("core/resource")},
