@@ -21,6 +21,16 @@ type Snapshot struct {
 	// priority: the candidates of the preemptive stage with that target; a
 	// stage without any is skipped (spec.md §5.4).
 	targets [priorityCount][]int32
+	// items are the shards' index items of ops (opIndex.sync), computed
+	// once at the publish; absent marks an operation not to index (not
+	// schedulable, or without pending jobs).
+	items []indexItem
+}
+
+// indexItem is an operation's opIndex item as of the publish.
+type indexItem struct {
+	heapItem
+	absent bool
 }
 
 // opView is an operation as of the last fair-share update.
@@ -161,6 +171,20 @@ func (s *Scheduler) UpdateFairShare(now clock.Time) {
 		}
 		v.op.view.Store(v)
 		s.publishPreemption(v, total, eff[v.op.treeID].threshold)
+	}
+	// NB: after the views: a heartbeat that changes an operation's usage
+	// from now on sees the new view and has its shard re-key it at its
+	// rebuild (opIndex.touch). Computed here once, not by every shard.
+	snap.items = make([]indexItem, len(snap.ops))
+	for i := range snap.ops {
+		v := &snap.ops[i]
+		need, ok := pendingNeed(v.op)
+		it := &snap.items[i]
+		it.idx, it.need, it.high = int32(i), need, v.highPriority
+		it.absent = !ok || v.op.graceful() && !v.belowFairShare
+		if !it.absent {
+			it.key = satisfaction(v, total)
+		}
 	}
 	s.snap.Store(snap)
 	s.detachViews(snap)
