@@ -207,27 +207,11 @@ func (s *Server) appendOperationHistory(dst []byte, id string) []byte {
 		tasks = r.tasks
 	}
 	s.mu.Unlock()
-	dst = append(dst, `"tasks":[`...)
-	for i := range tasks {
-		t := &tasks[i]
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, `{"name":`...)
-		dst = jsonpath.AppendString(dst, t.Name)
-		dst = append(dst, `,"job_count":`...)
-		dst = strconv.AppendInt(dst, t.JobCount, 10)
-		dst = append(dst, `,"resources":`...)
-		dst = wire.AppendResources(dst, &t.Resources)
-		if t.DurationHintS > 0 {
-			dst = append(dst, `,"duration_hint_s":`...)
-			dst = strconv.AppendFloat(dst, t.DurationHintS, 'g', -1, 64)
-		}
-		dst = append(dst, '}')
-	}
+	dst = append(dst, `"tasks":`...)
+	dst = wire.AppendTasks(dst, tasks)
 	var buf [preemptionsPerOp]preemptionEvent
 	events := s.preemptions.recent(buf[:0], id)
-	dst = append(dst, `],"recent_preemptions":[`...)
+	dst = append(dst, `,"recent_preemptions":[`...)
 	for i := range events {
 		e := &events[i]
 		if i > 0 {

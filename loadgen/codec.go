@@ -219,25 +219,9 @@ func AppendStartOperation(dst []byte, spec *schedule.OperationSpec) []byte {
 	if spec.PreemptionMode == schedule.PreemptionGraceful {
 		dst = append(dst, `,"preemption_mode":"graceful"`...)
 	}
-	dst = append(dst, `,"tasks":[`...)
-	for i := range spec.Tasks {
-		t := &spec.Tasks[i]
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, `{"name":`...)
-		dst = strconv.AppendQuote(dst, t.Name)
-		dst = append(dst, `,"job_count":`...)
-		dst = strconv.AppendInt(dst, t.JobCount, 10)
-		dst = append(dst, `,"resources":`...)
-		dst = wire.AppendResources(dst, &t.Resources)
-		if t.DurationHintS > 0 {
-			dst = append(dst, `,"duration_hint_s":`...)
-			dst = strconv.AppendFloat(dst, t.DurationHintS, 'g', -1, 64)
-		}
-		dst = append(dst, '}')
-	}
-	return append(dst, "]}"...)
+	dst = append(dst, `,"tasks":`...)
+	dst = wire.AppendTasks(dst, spec.Tasks)
+	return append(dst, '}')
 }
 
 // EntryError is the error of a heartbeat of a batch, as the answer gives

@@ -801,3 +801,28 @@ func appendSetting(dst []byte, st *settings.Spec, v settings.Value) []byte {
 	}
 	panic("BUG: wire: no encoder for a setting of kind " + strconv.Itoa(int(st.Kind)))
 }
+
+// AppendTasks writes an operation's tasks as the start body takes them: a
+// list of {"name", "job_count", "resources", "duration_hint_s"} (the hint
+// when set).
+func AppendTasks(dst []byte, tasks []schedule.TaskSpec) []byte {
+	dst = append(dst, '[')
+	for i := range tasks {
+		t := &tasks[i]
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"name":`...)
+		dst = jsonpath.AppendString(dst, t.Name)
+		dst = append(dst, `,"job_count":`...)
+		dst = strconv.AppendInt(dst, t.JobCount, 10)
+		dst = append(dst, `,"resources":`...)
+		dst = AppendResources(dst, &t.Resources)
+		if t.DurationHintS > 0 {
+			dst = append(dst, `,"duration_hint_s":`...)
+			dst = strconv.AppendFloat(dst, t.DurationHintS, 'g', -1, 64)
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, ']')
+}
