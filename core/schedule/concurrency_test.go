@@ -23,8 +23,8 @@ import (
 // a half times it, then their request) and now and then stop listing one,
 // which must be answered as vanished. Checked along the way: a node's usage
 // never exceeds its limits except by allocations already being preempted,
-// and every operation's status lists are consistent with the node indexes
-// (no allocation in two lists). Checked at the end: every operation's
+// and every operation's status lists are consistent (each listed
+// allocation once, in order, with its part's status). Checked at the end: every operation's
 // usage equals the sum of its allocations, per-status counts add up, pool
 // limits hold and pool operation counts are exact.
 func TestConcurrentHeartbeatsKeepInvariants(t *testing.T) {
