@@ -340,6 +340,13 @@ func (c *scaledCursor) limits(x float64) (plf.Value, plf.Value) {
 // scaledLimits is scaledCursor.limits without a cursor (random access).
 func scaledLimits(f *plf.Vec, scale, x float64) (plf.Value, plf.Value) {
 	c := scaledCursor{fn: f, scale: scale}
+	return c.seek(x)
+}
+
+// seek is limits at x for a cursor at the start: a binary search puts it
+// on the segment that limits would walk to, then limits.
+func (c *scaledCursor) seek(x float64) (plf.Value, plf.Value) {
+	f := c.fn
 	n := len(f.X)
 	if n > 2 && x > c.bound(1) && x < c.bound(n-1) {
 		// Binary search for the first point j ≥ 1 with bound(j) ≥ x.

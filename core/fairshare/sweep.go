@@ -128,8 +128,10 @@ func (w *worker) siftDown(i int) {
 			break
 		}
 		m := l
-		if r := l + 1; r < n && h[r].less(h[l]) {
-			m = r
+		if r := l + 1; r < n {
+			// Without a branch: which child is less follows no pattern.
+			a, b := &h[l], &h[r]
+			m += int(b2u(b.arg < a.arg) | (b2u(b.arg == a.arg) & b2u(b.child < a.child)))
 		}
 		if !h[m].less(x) {
 			break
@@ -442,4 +444,12 @@ func (w *worker) exactSum(s float64) (sum resource.Share) {
 		sum = sum.Add(w.sweep[j].valueAt(s))
 	}
 	return sum
+}
+
+// b2u is 1 for true and 0 for false; the compiler makes it a SETcc.
+func b2u(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -43,6 +43,7 @@ type Updater struct {
 	layoutVersion uint64
 	layoutValid   bool
 	prePools      []int32 // pool slots in pre-order
+	checkPools    []int32 // the pools validatePoolConfigs checks, in pre-order
 	childStart    []int32
 	childEnd      []int32
 	childBuf      []tree.ID
