@@ -139,6 +139,24 @@ func (u *Updater) run(kind int, items []int32) {
 	ph.items = nil
 }
 
+// runWhile is run, but the calling goroutine first does serial's work while
+// the others take tasks; then it takes tasks too.
+func (u *Updater) runWhile(kind int, items []int32, serial func()) {
+	u.ensureWorkers()
+	n := min(runtime.GOMAXPROCS(0), len(items)+1, maxWorkers)
+	ph := &u.par
+	ph.kind, ph.items = kind, items
+	ph.next.Store(0)
+	for i := 1; i < n; i++ {
+		ph.wg.Add(1)
+		go u.work(u.workers[i], true)
+	}
+	serial()
+	u.work(u.workers[0], false)
+	ph.wg.Wait()
+	ph.items = nil
+}
+
 // work takes the phase's tasks until none is left.
 func (u *Updater) work(w *worker, done bool) {
 	ph := &u.par
@@ -264,11 +282,30 @@ func (u *Updater) split() {
 	u.taskPool = sorted
 	u.taskTarget = resizeShares(u.taskTarget, n)
 	u.taskSug = resizeFloats(u.taskSug, n)
+	// The tasks with an integral pool in or above their subtree: their
+	// functions wait for the integral passes (prepareAll).
+	affected := make([]bool, n)
+	for _, ids := range [2][]tree.ID{u.burst, u.relaxed} {
+		for _, id := range ids {
+			for a := id; a != tree.None; a = u.tree.Parent(a) {
+				if t := u.pools[u.elems[a].pool].task; t >= 0 {
+					affected[t] = true
+					break
+				}
+			}
+		}
+	}
 	u.allTasks, u.freeTasks = u.allTasks[:0], u.freeTasks[:0]
+	u.plainTasks, u.intAffected = u.plainTasks[:0], u.intAffected[:0]
 	for i := range n {
 		u.allTasks = append(u.allTasks, int32(i))
 		if !u.pools[sorted[i]].underIntegral {
 			u.freeTasks = append(u.freeTasks, int32(i))
+		}
+		if affected[i] || u.pools[sorted[i]].underIntegral {
+			u.intAffected = append(u.intAffected, int32(i))
+		} else {
+			u.plainTasks = append(u.plainTasks, int32(i))
 		}
 	}
 	u.poolChunks = chunks(u.poolChunks, len(u.poolsByID), poolChunk)
