@@ -258,19 +258,50 @@ type sweepOut struct {
 	last     resource.Share
 }
 
+//
+// NB: the points are appended as plf.Vec.Add would, inlined for the two
+// cases that arise (x is above the last point's, then equal to it), which
+// leave out most of its tests.
 func (o *sweepOut) add(s float64, left, sum resource.Share, moved bool) {
 	x := s
 	if o.improved {
 		x = o.ff
 		o.ff++
 	}
-	o.f.Add(x, left)
+	f := o.f
+	// f.Add(x, left): a second horizontal segment extends the first.
+	if n := len(f.X); n > 1 && f.X[n-2] != f.X[n-1] && eqShare(&f.V[n-1], &left) && eqShare(&f.V[n-2], &f.V[n-1]) {
+		f.X[n-1] = x
+	} else {
+		f.X = append(f.X, x)
+		f.V = append(f.V, left)
+	}
 	o.last = left
 	if moved {
 		// Otherwise the right limit is left (and adding it again is a no-op).
 		o.last = sum.Max(left)
-		o.f.Add(x, o.last)
+		// f.Add(x, o.last): a repeated point is dropped, a second vertical
+		// segment extends the first.
+		n := len(f.X)
+		switch {
+		case eqShare(&f.V[n-1], &o.last):
+		case n > 1 && f.X[n-2] == x:
+			f.V[n-1] = o.last
+		default:
+			f.X = append(f.X, x)
+			f.V = append(f.V, o.last)
+		}
 	}
+}
+
+// eqShare is *a == *b (as plf's eq).
+func eqShare(a, b *resource.Share) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // sweepExact is sweepFSBFF for a pool of at most exactChildren children:
