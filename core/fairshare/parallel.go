@@ -77,14 +77,12 @@ const (
 	taskDistVec              // the improved top-down pass of the task's subtree
 	taskDist                 // the classic top-down pass of the task's subtree
 	taskInfer                // strong guarantee inference in the task's subtree
-	taskCumulative           // subtree attributes in the task's subtree
+	taskCumulative           // subtree attributes and strong guarantee tiers in the task's subtree
 	taskOverflow             // integral overflow and room in the task's subtree
 	taskFreeVolume           // free integral volume down the task's subtree
-	taskTiers                // strong guarantee tiers in the task's subtree
-	taskAdjust               // strong guarantee adjustment in the task's subtree
+	taskAdjust               // strong guarantee adjustment and weights in the task's subtree
 	taskOps                  // updateOps on a chunk of the operations
 	taskOpSums               // opSums on a chunk of the pools
-	taskWeights              // computeWeightsOf on a chunk of the pools
 	taskDetail               // detailPoolsOf on a chunk of the pools
 	taskIntegralAttrs        // integralAttributesOf on a chunk of the pools
 	taskOpAttrs              // opAttrs on a chunk of the IDs (idChunk)
@@ -187,8 +185,6 @@ func (u *Updater) work(w *worker, done bool) {
 			u.overflowAndAcceptable(u.taskPool[it])
 		case taskFreeVolume:
 			u.distributeFreeVolume(w, u.taskPool[it])
-		case taskTiers:
-			u.tiers(u.taskPool[it])
 		case taskAdjust:
 			u.adjustStrong(u.taskPool[it])
 		case taskOps:
@@ -203,8 +199,6 @@ func (u *Updater) work(w *worker, done bool) {
 			switch ph.kind {
 			case taskOpSums:
 				u.opSums(lo, hi)
-			case taskWeights:
-				u.computeWeightsOf(lo, hi)
 			case taskDetail:
 				u.detailPoolsOf(lo, hi)
 			case taskIntegralAttrs:

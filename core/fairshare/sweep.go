@@ -258,7 +258,6 @@ type sweepOut struct {
 	last     resource.Share
 }
 
-//
 // NB: the points are appended as plf.Vec.Add would, inlined for the two
 // cases that arise (x is above the last point's, then equal to it), which
 // leave out most of its tests.

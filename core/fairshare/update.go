@@ -131,7 +131,6 @@ func (u *Updater) Update(total resource.Vec, now clock.Time) {
 	// 6. Guarantee adjustment (guarantees.go), and the weights inferred
 	// from the adjusted guarantees (§2.13).
 	u.adjustGuarantees()
-	u.computeWeights()
 	// 7–8. Burst and relaxed pools' integral shares (integral.go), on
 	// temporary functions (functions.go), and 9. the fair-share functions
 	// bottom-up (functions.go, sweep.go, envelope.go), distributed top-down
