@@ -101,6 +101,11 @@ type parallel struct {
 	next  atomic.Int32
 	kind  int
 	items []int32 // pool slots (taskPrepareInt) or task indexes
+	// A panic on a started goroutine, raised again on the calling one when
+	// the phase ends, as it would have been without goroutines.
+	mu       sync.Mutex
+	panicked bool
+	panicVal any
 }
 
 // worker0 returns the calling goroutine's worker.
@@ -125,16 +130,37 @@ func (u *Updater) ensureWorkers() {
 func (u *Updater) run(kind int, items []int32) {
 	u.ensureWorkers()
 	n := min(runtime.GOMAXPROCS(0), len(items), maxWorkers)
+	ph := u.startPhase(kind, items, n)
+	func() {
+		defer ph.wg.Wait() // even when the calling goroutine panics
+		u.work(u.workers[0], false)
+	}()
+	ph.end()
+}
+
+// startPhase starts a phase's n-1 other goroutines.
+func (u *Updater) startPhase(kind int, items []int32, n int) *parallel {
 	ph := &u.par
 	ph.kind, ph.items = kind, items
+	ph.panicked, ph.panicVal = false, nil
 	ph.next.Store(0)
 	for i := 1; i < n; i++ {
 		ph.wg.Add(1)
 		go u.work(u.workers[i], true)
 	}
-	u.work(u.workers[0], false)
-	ph.wg.Wait()
+	return ph
+}
+
+// end ends a phase whose goroutines are done, raising again a panic of one
+// of them on the calling goroutine, as it would have been raised without
+// goroutines (the phase's other tasks have run).
+func (ph *parallel) end() {
 	ph.items = nil
+	if ph.panicked {
+		v := ph.panicVal
+		ph.panicked, ph.panicVal = false, nil
+		panic(v)
+	}
 }
 
 // runWhile is run, but the calling goroutine first does serial's work while
@@ -142,22 +168,31 @@ func (u *Updater) run(kind int, items []int32) {
 func (u *Updater) runWhile(kind int, items []int32, serial func()) {
 	u.ensureWorkers()
 	n := min(runtime.GOMAXPROCS(0), len(items)+1, maxWorkers)
-	ph := &u.par
-	ph.kind, ph.items = kind, items
-	ph.next.Store(0)
-	for i := 1; i < n; i++ {
-		ph.wg.Add(1)
-		go u.work(u.workers[i], true)
-	}
-	serial()
-	u.work(u.workers[0], false)
-	ph.wg.Wait()
-	ph.items = nil
+	ph := u.startPhase(kind, items, n)
+	func() {
+		defer ph.wg.Wait() // even when the calling goroutine panics
+		serial()
+		u.work(u.workers[0], false)
+	}()
+	ph.end()
 }
 
-// work takes the phase's tasks until none is left.
+// work takes the phase's tasks until none is left. A started goroutine
+// (done) keeps a panic for the calling one (parallel.end).
 func (u *Updater) work(w *worker, done bool) {
 	ph := &u.par
+	if done {
+		defer func() {
+			if v := recover(); v != nil {
+				ph.mu.Lock()
+				if !ph.panicked {
+					ph.panicked, ph.panicVal = true, v
+				}
+				ph.mu.Unlock()
+			}
+			ph.wg.Done()
+		}()
+	}
 	for {
 		i := int(ph.next.Add(1)) - 1
 		if i >= len(ph.items) {
@@ -205,9 +240,6 @@ func (u *Updater) work(w *worker, done bool) {
 				u.integralAttributesOf(lo, hi)
 			}
 		}
-	}
-	if done {
-		ph.wg.Done()
 	}
 }
 
