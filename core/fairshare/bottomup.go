@@ -121,20 +121,30 @@ func limitsShare(specified tree.PartialVec, nodes *tree.NodeLimits, total resour
 // ---- bottom-up attributes (spec.md §2.1 step 4) ----
 
 // cumulative computes the pools' subtree attributes bottom-up: the tasks'
-// subtrees in parallel, then the split pools (parallel.go).
+// subtrees in parallel, then the split pools (parallel.go). The pools but
+// the root also split their strong guarantees into tiers there (§2.4,
+// guarantees.go): their strong guarantee shares are final once computed
+// here until the adjustment, only the root's changes before it.
 func (u *Updater) cumulative() {
 	u.run(taskCumulative, u.allTasks)
+	root := u.elems[tree.Root].pool
 	for i := len(u.splitPre) - 1; i >= 0; i-- {
-		u.cumulativePool(u.splitPre[i])
+		p := u.splitPre[i]
+		u.cumulativePool(p)
+		if p != root {
+			u.tiersPool(p)
+		}
 	}
 }
 
-// cumulativeTree computes the subtree attributes of p's subtree.
+// cumulativeTree computes the subtree attributes and tiers of p's subtree
+// (p is not the root).
 func (u *Updater) cumulativeTree(p int32) {
 	for _, k := range u.kids(p) {
 		u.cumulativeTree(k)
 	}
 	u.cumulativePool(p)
+	u.tiersPool(p)
 }
 
 // cumulativePool computes pool p's subtree attributes from its children's.

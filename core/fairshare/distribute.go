@@ -389,9 +389,11 @@ func (u *Updater) pieceLimits(id tree.ID, k int) []pieceVals {
 	n := len(e.critSuggestion)
 	fs, ws := u.kidFsbs(id), u.kidWeights(id)
 	for j := range dst {
-		f := &fs[j]
-		scale := ws[j] / wmin
-		l, r := scaledLimits(f, scale, e.critSuggestion[k])
+		// One cursor for both ends: the search for the first leaves it on
+		// a segment at or before the second's, from which limits walks to
+		// the segment the search would find.
+		c := scaledCursor{fn: &fs[j], scale: ws[j] / wmin}
+		l, r := c.seek(e.critSuggestion[k])
 		v, w := l, l
 		if j < int(e.critOwner[k]) {
 			v = r
@@ -401,7 +403,7 @@ func (u *Updater) pieceLimits(id tree.ID, k int) []pieceVals {
 		}
 		t := v
 		if k+1 < n {
-			l2, r2 := scaledLimits(f, scale, e.critSuggestion[k+1])
+			l2, r2 := c.limits(e.critSuggestion[k+1])
 			t = l2
 			if j < int(e.critOwner[k+1]) {
 				t = r2

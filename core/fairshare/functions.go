@@ -78,20 +78,25 @@ func (u *Updater) preparePool(w *worker, p int32) {
 	e.fnGen = w.nextGen()
 }
 
-// prepareIntegral builds the functions below the integral pools that have
-// no integral ancestor, and their fair shares by fit factor, in parallel
-// (parallel.go), before the integral passes read them (prepareTemporary).
-// Nothing there depends on the integral shares the passes set, which change
-// only the integral pools' and their ancestors' guarantees (and the keys
-// rebuild whatever a nested integral pool changes).
-func (u *Updater) prepareIntegral() {
-	u.run(taskPrepareInt, u.intTasks)
-}
-
-// prepareAll builds every pool's functions: the tasks' subtrees in
-// parallel (parallel.go), then the split pools bottom-up.
+// prepareAll runs the integral passes (spec.md §2.6–2.7, integral.go) and
+// builds every pool's functions, in three parallel phases (parallel.go):
+//
+//  1. the functions below the integral pools that have no integral
+//     ancestor, and their fair shares by fit factor, which the integral
+//     passes read (prepareTemporary). Nothing there depends on the
+//     integral shares the passes set, which change only the integral
+//     pools' and their ancestors' guarantees (and the keys rebuild whatever
+//     a nested integral pool changes);
+//  2. the integral passes on the calling goroutine, while the others build
+//     the tasks' subtrees that hold no integral pool and hang below none
+//     (plainTasks): the passes neither read nor write those;
+//  3. the other tasks' subtrees.
+//
+// Then the split pools bottom-up.
 func (u *Updater) prepareAll() {
-	u.run(taskPrepare, u.allTasks)
+	u.run(taskPrepareInt, u.intTasks)
+	u.runWhile(taskPrepare, u.plainTasks, u.integralPasses)
+	u.run(taskPrepare, u.intAffected)
 	w := u.worker0()
 	for i := len(u.prePools) - 1; i >= 0; i-- {
 		if p := u.prePools[i]; u.pools[p].split {
@@ -154,21 +159,26 @@ func (u *Updater) prepareFSBFF(w *worker, p int32) {
 	if u.cfg.EnableImprovedFitFactor {
 		k.flags |= flagImproved
 	}
+	// The children's generations and weights are read by position (node,
+	// weightByPos), not from their Attributes, which lie far apart.
 	h := uint64(14695981039346656037)
 	if fifo {
 		// Children are operations, in an order that may change.
 		k.flags |= flagFIFO
 		for _, c := range u.fifoOrder(id) {
+			pos := u.pos[c]
 			h = mix(h, uint64(c))
-			h = mix(h, u.nodeOf(c).fnGen)
-			h = mix(h, math.Float64bits(u.attrs[c].Weight))
+			h = mix(h, u.node[pos].fnGen)
+			h = mix(h, math.Float64bits(u.weightByPos[pos]))
 		}
 	} else {
-		for _, c := range u.kids(p) {
-			cid := u.pools[c].id
-			h = mix(h, uint64(cid))
-			h = mix(h, u.nodeOf(cid).fnGen)
-			h = mix(h, math.Float64bits(u.attrs[cid].Weight))
+		for pos := u.childStart[id]; pos < u.childEnd[id]; pos++ {
+			if u.node[pos].isOp {
+				continue
+			}
+			h = mix(h, uint64(u.childBuf[pos]))
+			h = mix(h, u.node[pos].fnGen)
+			h = mix(h, math.Float64bits(u.weightByPos[pos]))
 		}
 	}
 	k.children = h
@@ -340,6 +350,13 @@ func (c *scaledCursor) limits(x float64) (plf.Value, plf.Value) {
 // scaledLimits is scaledCursor.limits without a cursor (random access).
 func scaledLimits(f *plf.Vec, scale, x float64) (plf.Value, plf.Value) {
 	c := scaledCursor{fn: f, scale: scale}
+	return c.seek(x)
+}
+
+// seek is limits at x for a cursor at the start: a binary search puts it
+// on the segment that limits would walk to, then limits.
+func (c *scaledCursor) seek(x float64) (plf.Value, plf.Value) {
+	f := c.fn
 	n := len(f.X)
 	if n > 2 && x > c.bound(1) && x < c.bound(n-1) {
 		// Binary search for the first point j ≥ 1 with bound(j) ≥ x.

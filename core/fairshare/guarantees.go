@@ -100,28 +100,22 @@ func (u *Updater) adjustGuarantees() {
 			u.pool(p).burstRatio *= k
 		}
 	}
-	// Bottom-up and top-down: the tasks' subtrees in parallel, the split
-	// pools before or after them (parallel.go).
-	u.run(taskTiers, u.allTasks)
-	for i := len(u.splitPre) - 1; i >= 0; i-- {
-		u.tiersPool(u.splitPre[i])
-	}
+	// The other pools' tiers were split bottom-up with their subtree
+	// attributes (cumulativeTree): their strong guarantee shares were final
+	// there, only the root's changes above.
+	u.tiersPool(rootSlot)
+	// Top-down, the weights with the adjusted guarantees: the split pools,
+	// then the tasks' subtrees in parallel (parallel.go).
 	for _, p := range u.splitPre {
 		u.adjustStrongPool(p)
+		u.weightOf(p)
 	}
 	u.run(taskAdjust, u.allTasks)
 }
 
-// tiers splits strong guarantees into the priority and regular tiers in
-// pool p's subtree. Operations have no guarantee: both their tiers are zero.
-func (u *Updater) tiers(p int32) {
-	for _, c := range u.kids(p) {
-		u.tiers(c)
-	}
-	u.tiersPool(p)
-}
-
-// tiersPool is tiers for pool p, its children's tiers being set.
+// tiersPool splits pool p's strong guarantee into the priority and regular
+// tiers, its children's tiers being set. Operations have no guarantee: both
+// their tiers are zero.
 func (u *Updater) tiersPool(p int32) {
 	var childPriority resource.Share
 	for _, c := range u.kids(p) {
@@ -142,9 +136,12 @@ func (u *Updater) tiersPool(p int32) {
 	}
 }
 
-// adjustStrong adjusts the strong guarantees in pool p's subtree top-down.
+// adjustStrong adjusts the strong guarantees in pool p's subtree top-down,
+// and sets the weights, which depend on the adjusted guarantees of a pool
+// and its parent (§2.13).
 func (u *Updater) adjustStrong(p int32) {
 	u.adjustStrongPool(p)
+	u.weightOf(p)
 	for _, c := range u.kids(p) {
 		u.adjustStrong(c)
 	}
@@ -200,39 +197,32 @@ func (u *Updater) adjustStrongPool(p int32) {
 
 // ---- weights (spec.md §2.13) ----
 
-// computeWeights sets every pool's weight (spec.md §2.13), on chunks of the
-// pools in parallel; operations' weights are set by updateOperations.
-func (u *Updater) computeWeights() {
-	u.run(taskWeights, u.poolChunks)
-}
-
-// computeWeightsOf sets the weights of the pools u.poolsByID[lo:hi].
-func (u *Updater) computeWeightsOf(lo, hi int) {
-	m := u.cfg.InferWeightFromGuaranteesShareMultiplier
-	for _, p := range u.poolsByID[lo:hi] {
-		ps := &u.pools[p]
-		id := ps.id
-		if id == tree.Root {
-			u.setWeight(id, 1)
-			continue
-		}
-		c := u.tree.Pool(id)
-		if c.Weight.Set {
-			u.setWeight(id, c.Weight.V)
-			continue
-		}
-		w := 1.0
-		if m.Set {
-			parent := u.tree.Parent(id)
-			pp := u.pool(parent)
-			own := u.attrs[id].StrongGuaranteeShare.MaxComponent() + ps.totalFlowRatio
-			par := u.attrs[parent].StrongGuaranteeShare.MaxComponent() + pp.totalFlowRatio
-			if own > resource.Epsilon && par > resource.Epsilon {
-				w = m.V * own / par
-			}
-		}
-		u.setWeight(id, w)
+// weightOf sets pool slot p's weight (spec.md §2.13), its and its parent's
+// strong guarantee shares being adjusted; operations' weights are set by
+// updateOperations.
+func (u *Updater) weightOf(p int32) {
+	ps := &u.pools[p]
+	id := ps.id
+	if id == tree.Root {
+		u.setWeight(id, 1)
+		return
 	}
+	c := u.tree.Pool(id)
+	if c.Weight.Set {
+		u.setWeight(id, c.Weight.V)
+		return
+	}
+	w := 1.0
+	if m := u.cfg.InferWeightFromGuaranteesShareMultiplier; m.Set {
+		parent := u.tree.Parent(id)
+		pp := u.pool(parent)
+		own := u.attrs[id].StrongGuaranteeShare.MaxComponent() + ps.totalFlowRatio
+		par := u.attrs[parent].StrongGuaranteeShare.MaxComponent() + pp.totalFlowRatio
+		if own > resource.Epsilon && par > resource.Epsilon {
+			w = m.V * own / par
+		}
+	}
+	u.setWeight(id, w)
 }
 
 // implicitGuarantee is the part of the parent's guarantee parentR in a

@@ -274,6 +274,14 @@ func (u *Updater) increaseHierarchicalIntegralShare(id tree.ID, delta resource.S
 	}
 }
 
+// integralPasses sets the burst (spec.md §2.6) and then the relaxed (§2.7)
+// pools' integral shares.
+func (u *Updater) integralPasses() {
+	u.tmpUsed, u.tmpNeed = 0, 0
+	u.burstIntegralShares()
+	u.relaxedIntegralShares()
+}
+
 func (u *Updater) burstIntegralShares() {
 	for _, id := range u.burst {
 		ps := u.pool(id)

@@ -128,6 +128,12 @@ func (u *Updater) layout() {
 			u.poolsByID = append(u.poolsByID, u.elems[i].pool)
 		}
 	}
+	u.checkPools = u.checkPools[:0]
+	for _, p := range u.prePools {
+		if c := u.tree.Pool(u.pools[p].id); c.ComputePromisedGuaranteeFairShare || c.EnablePriorityStrongGuaranteeAdjustment {
+			u.checkPools = append(u.checkPools, p)
+		}
+	}
 	u.split()
 	u.layoutVersion = u.tree.StructureVersion()
 	u.layoutValid = true

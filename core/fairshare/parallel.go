@@ -77,14 +77,12 @@ const (
 	taskDistVec              // the improved top-down pass of the task's subtree
 	taskDist                 // the classic top-down pass of the task's subtree
 	taskInfer                // strong guarantee inference in the task's subtree
-	taskCumulative           // subtree attributes in the task's subtree
+	taskCumulative           // subtree attributes and strong guarantee tiers in the task's subtree
 	taskOverflow             // integral overflow and room in the task's subtree
 	taskFreeVolume           // free integral volume down the task's subtree
-	taskTiers                // strong guarantee tiers in the task's subtree
-	taskAdjust               // strong guarantee adjustment in the task's subtree
+	taskAdjust               // strong guarantee adjustment and weights in the task's subtree
 	taskOps                  // updateOps on a chunk of the operations
 	taskOpSums               // opSums on a chunk of the pools
-	taskWeights              // computeWeightsOf on a chunk of the pools
 	taskDetail               // detailPoolsOf on a chunk of the pools
 	taskIntegralAttrs        // integralAttributesOf on a chunk of the pools
 	taskOpAttrs              // opAttrs on a chunk of the IDs (idChunk)
@@ -103,6 +101,11 @@ type parallel struct {
 	next  atomic.Int32
 	kind  int
 	items []int32 // pool slots (taskPrepareInt) or task indexes
+	// A panic on a started goroutine, raised again on the calling one when
+	// the phase ends, as it would have been without goroutines.
+	mu       sync.Mutex
+	panicked bool
+	panicVal any
 }
 
 // worker0 returns the calling goroutine's worker.
@@ -127,21 +130,69 @@ func (u *Updater) ensureWorkers() {
 func (u *Updater) run(kind int, items []int32) {
 	u.ensureWorkers()
 	n := min(runtime.GOMAXPROCS(0), len(items), maxWorkers)
+	ph := u.startPhase(kind, items, n)
+	func() {
+		defer ph.wg.Wait() // even when the calling goroutine panics
+		u.work(u.workers[0], false)
+	}()
+	ph.end()
+}
+
+// startPhase starts a phase's n-1 other goroutines.
+func (u *Updater) startPhase(kind int, items []int32, n int) *parallel {
 	ph := &u.par
 	ph.kind, ph.items = kind, items
+	ph.panicked, ph.panicVal = false, nil
 	ph.next.Store(0)
 	for i := 1; i < n; i++ {
 		ph.wg.Add(1)
 		go u.work(u.workers[i], true)
 	}
-	u.work(u.workers[0], false)
-	ph.wg.Wait()
-	ph.items = nil
+	return ph
 }
 
-// work takes the phase's tasks until none is left.
+// end ends a phase whose goroutines are done, raising again a panic of one
+// of them on the calling goroutine, as it would have been raised without
+// goroutines (the phase's other tasks have run).
+func (ph *parallel) end() {
+	ph.items = nil
+	if ph.panicked {
+		v := ph.panicVal
+		ph.panicked, ph.panicVal = false, nil
+		panic(v)
+	}
+}
+
+// runWhile is run, but the calling goroutine first does serial's work while
+// the others take tasks; then it takes tasks too.
+func (u *Updater) runWhile(kind int, items []int32, serial func()) {
+	u.ensureWorkers()
+	n := min(runtime.GOMAXPROCS(0), len(items)+1, maxWorkers)
+	ph := u.startPhase(kind, items, n)
+	func() {
+		defer ph.wg.Wait() // even when the calling goroutine panics
+		serial()
+		u.work(u.workers[0], false)
+	}()
+	ph.end()
+}
+
+// work takes the phase's tasks until none is left. A started goroutine
+// (done) keeps a panic for the calling one (parallel.end).
 func (u *Updater) work(w *worker, done bool) {
 	ph := &u.par
+	if done {
+		defer func() {
+			if v := recover(); v != nil {
+				ph.mu.Lock()
+				if !ph.panicked {
+					ph.panicked, ph.panicVal = true, v
+				}
+				ph.mu.Unlock()
+			}
+			ph.wg.Done()
+		}()
+	}
 	for {
 		i := int(ph.next.Add(1)) - 1
 		if i >= len(ph.items) {
@@ -169,8 +220,6 @@ func (u *Updater) work(w *worker, done bool) {
 			u.overflowAndAcceptable(u.taskPool[it])
 		case taskFreeVolume:
 			u.distributeFreeVolume(w, u.taskPool[it])
-		case taskTiers:
-			u.tiers(u.taskPool[it])
 		case taskAdjust:
 			u.adjustStrong(u.taskPool[it])
 		case taskOps:
@@ -185,17 +234,12 @@ func (u *Updater) work(w *worker, done bool) {
 			switch ph.kind {
 			case taskOpSums:
 				u.opSums(lo, hi)
-			case taskWeights:
-				u.computeWeightsOf(lo, hi)
 			case taskDetail:
 				u.detailPoolsOf(lo, hi)
 			case taskIntegralAttrs:
 				u.integralAttributesOf(lo, hi)
 			}
 		}
-	}
-	if done {
-		ph.wg.Done()
 	}
 }
 
@@ -264,11 +308,30 @@ func (u *Updater) split() {
 	u.taskPool = sorted
 	u.taskTarget = resizeShares(u.taskTarget, n)
 	u.taskSug = resizeFloats(u.taskSug, n)
+	// The tasks with an integral pool in or above their subtree: their
+	// functions wait for the integral passes (prepareAll).
+	affected := make([]bool, n)
+	for _, ids := range [2][]tree.ID{u.burst, u.relaxed} {
+		for _, id := range ids {
+			for a := id; a != tree.None; a = u.tree.Parent(a) {
+				if t := u.pools[u.elems[a].pool].task; t >= 0 {
+					affected[t] = true
+					break
+				}
+			}
+		}
+	}
 	u.allTasks, u.freeTasks = u.allTasks[:0], u.freeTasks[:0]
+	u.plainTasks, u.intAffected = u.plainTasks[:0], u.intAffected[:0]
 	for i := range n {
 		u.allTasks = append(u.allTasks, int32(i))
 		if !u.pools[sorted[i]].underIntegral {
 			u.freeTasks = append(u.freeTasks, int32(i))
+		}
+		if affected[i] || u.pools[sorted[i]].underIntegral {
+			u.intAffected = append(u.intAffected, int32(i))
+		} else {
+			u.plainTasks = append(u.plainTasks, int32(i))
 		}
 	}
 	u.poolChunks = chunks(u.poolChunks, len(u.poolsByID), poolChunk)

@@ -68,24 +68,42 @@ type opInput struct {
 
 // poolState is the state only pools (and the root) have, in a dense table.
 type poolState struct {
+	// NB: the fields are ordered by the passes that read them, those every
+	// pass reads first (kids, the cut), then the per-pool passes' sums and
+	// shares, so that a pass over the pools touches few cache lines of each
+	// (the struct is over a kilobyte).
 	id tree.ID
+	// Pool children, a range of Updater.poolKids.
+	kidStart, kidEnd int32
+	// The cut for the parallel phases (parallel.go): split pools are
+	// handled by the calling goroutine; task is the index of the task whose
+	// root the pool is, or -1.
+	task  int32
+	split bool
+	// underIntegral: an integral pool is above this one (the volume
+	// passes skip its subtree).
+	underIntegral bool
+	// kidsDirty: an operation child's function or weight, or the list of
+	// children, changed since fsbff was built.
+	kidsDirty bool
 
-	usage, demand     resource.Vec // absolute, whole subtree
 	opUsage, opDemand resource.Vec // sums over the operation children
-	inferred          resource.Vec
-
-	tierPriority, tierRegular resource.Share
+	usage, demand     resource.Vec // absolute, whole subtree
 
 	burstRatio, flowRatio           float64
 	totalBurstRatio, totalFlowRatio float64
 
+	inferred resource.Vec
+
+	tierPriority, tierRegular resource.Share
+
 	// Integral state, persisted across updates.
-	volume         [resource.Count]float64
-	lastShareRatio float64
 	overflow       [resource.Count]float64
 	acceptable     [resource.Count]float64
 	childOverflow  [resource.Count]float64
 	acceptedFree   [resource.Count]float64
+	volume         [resource.Count]float64
+	lastShareRatio float64
 
 	// Fair share by fit factor and (classic mode) max fit factor by
 	// suggestion. fsbffKey records what fsbff was built from and fsbffGen
@@ -97,10 +115,7 @@ type poolState struct {
 	fsbffGen   uint64
 	fsbffValid bool
 	fsbsKey    fsbsKey
-	// kidsDirty: an operation child's function or weight, or the list of
-	// children, changed since fsbff was built.
-	kidsDirty bool
-	kidsSig   uint64 // signature of the children list
+	kidsSig    uint64 // signature of the children list
 	// Improved-mode critical points of a fair-share-mode pool: suggestion and
 	// the child whose jump it is, one per unit of the fit factor.
 	critSuggestion []float64
@@ -113,18 +128,6 @@ type poolState struct {
 	// Updater.tmpArena from the pool's (kept) fair share by fit factor; the
 	// pool's own fsbs is left alone, so an unchanged pool is not rebuilt.
 	tmpFsbs plf.Vec
-
-	// Pool children, a range of Updater.poolKids.
-	kidStart, kidEnd int32
-
-	// The cut for the parallel phases (parallel.go): split pools are
-	// handled by the calling goroutine; task is the index of the task whose
-	// root the pool is, or -1.
-	split bool
-	task  int32
-	// underIntegral: an integral pool is above this one (the volume
-	// passes skip its subtree).
-	underIntegral bool
 }
 
 // fsbs returns element id's fair share by suggestion.

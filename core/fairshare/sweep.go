@@ -128,8 +128,10 @@ func (w *worker) siftDown(i int) {
 			break
 		}
 		m := l
-		if r := l + 1; r < n && h[r].less(h[l]) {
-			m = r
+		if r := l + 1; r < n {
+			// Without a branch: which child is less follows no pattern.
+			a, b := &h[l], &h[r]
+			m += int(b2u(b.arg < a.arg) | (b2u(b.arg == a.arg) & b2u(b.child < a.child)))
 		}
 		if !h[m].less(x) {
 			break
@@ -256,19 +258,49 @@ type sweepOut struct {
 	last     resource.Share
 }
 
+// NB: the points are appended as plf.Vec.Add would, inlined for the two
+// cases that arise (x is above the last point's, then equal to it), which
+// leave out most of its tests.
 func (o *sweepOut) add(s float64, left, sum resource.Share, moved bool) {
 	x := s
 	if o.improved {
 		x = o.ff
 		o.ff++
 	}
-	o.f.Add(x, left)
+	f := o.f
+	// f.Add(x, left): a second horizontal segment extends the first.
+	if n := len(f.X); n > 1 && f.X[n-2] != f.X[n-1] && eqShare(&f.V[n-1], &left) && eqShare(&f.V[n-2], &f.V[n-1]) {
+		f.X[n-1] = x
+	} else {
+		f.X = append(f.X, x)
+		f.V = append(f.V, left)
+	}
 	o.last = left
 	if moved {
 		// Otherwise the right limit is left (and adding it again is a no-op).
 		o.last = sum.Max(left)
-		o.f.Add(x, o.last)
+		// f.Add(x, o.last): a repeated point is dropped, a second vertical
+		// segment extends the first.
+		n := len(f.X)
+		switch {
+		case eqShare(&f.V[n-1], &o.last):
+		case n > 1 && f.X[n-2] == x:
+			f.V[n-1] = o.last
+		default:
+			f.X = append(f.X, x)
+			f.V = append(f.V, o.last)
+		}
 	}
+}
+
+// eqShare is *a == *b (as plf's eq).
+func eqShare(a, b *resource.Share) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // sweepExact is sweepFSBFF for a pool of at most exactChildren children:
@@ -442,4 +474,12 @@ func (w *worker) exactSum(s float64) (sum resource.Share) {
 		sum = sum.Add(w.sweep[j].valueAt(s))
 	}
 	return sum
+}
+
+// b2u is 1 for true and 0 for false; the compiler makes it a SETcc.
+func b2u(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
 }

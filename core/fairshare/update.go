@@ -43,6 +43,7 @@ type Updater struct {
 	layoutVersion uint64
 	layoutValid   bool
 	prePools      []int32 // pool slots in pre-order
+	checkPools    []int32 // the pools validatePoolConfigs checks, in pre-order
 	childStart    []int32
 	childEnd      []int32
 	childBuf      []tree.ID
@@ -66,24 +67,26 @@ type Updater struct {
 
 	// The parallel phases (parallel.go): the workers' scratch, the running
 	// phase, and the cut of the tree into split pools and tasks (by layout).
-	workers    []*worker
-	par        parallel
-	taskPool   []int32          // the tasks' root pools, largest first
-	allTasks   []int32          // 0, 1, …, len(taskPool)-1
-	taskTarget []resource.Share // per task: its root's target (improved pass)
-	taskSug    []float64        // per task: its root's suggestion (classic pass)
-	taskRun    []int32          // the tasks the top-down pass visits
-	taskPre    []int32          // per task: its pools' range in prePools (start, end)
-	freeTasks  []int32          // the tasks not below an integral pool
-	splitPre   []int32          // the split pools, in pre-order
-	intTasks   []int32          // the integral pools with no integral ancestor
-	poolChunks []int32          // the chunks of poolsByID (flat passes)
-	poolsByID  []int32          // the pool slots in ID order (flat passes: Attributes and the tree's pools stream)
-	opChunks   []int32          // the chunks of opIDs (updateOps)
-	idChunks   []int32          // the chunks of the IDs (opAttrs)
-	opShare    []resource.Share // by ID: an operation's fair share, for opAttrs
-	opSameEnv  bool             // updateOps: total and gang option as before
-	splitSize  []int32          // per pool slot: elements in its subtree
+	workers     []*worker
+	par         parallel
+	taskPool    []int32          // the tasks' root pools, largest first
+	allTasks    []int32          // 0, 1, …, len(taskPool)-1
+	taskTarget  []resource.Share // per task: its root's target (improved pass)
+	taskSug     []float64        // per task: its root's suggestion (classic pass)
+	taskRun     []int32          // the tasks the top-down pass visits
+	taskPre     []int32          // per task: its pools' range in prePools (start, end)
+	freeTasks   []int32          // the tasks not below an integral pool
+	splitPre    []int32          // the split pools, in pre-order
+	intTasks    []int32          // the integral pools with no integral ancestor
+	plainTasks  []int32          // the tasks with no integral pool in or above their subtree
+	intAffected []int32          // the other tasks
+	poolChunks  []int32          // the chunks of poolsByID (flat passes)
+	poolsByID   []int32          // the pool slots in ID order (flat passes: Attributes and the tree's pools stream)
+	opChunks    []int32          // the chunks of opIDs (updateOps)
+	idChunks    []int32          // the chunks of the IDs (opAttrs)
+	opShare     []resource.Share // by ID: an operation's fair share, for opAttrs
+	opSameEnv   bool             // updateOps: total and gang option as before
+	splitSize   []int32          // per pool slot: elements in its subtree
 
 	// scratch
 	relaxedPools []tree.ID
@@ -128,16 +131,12 @@ func (u *Updater) Update(total resource.Vec, now clock.Time) {
 	// 6. Guarantee adjustment (guarantees.go), and the weights inferred
 	// from the adjusted guarantees (§2.13).
 	u.adjustGuarantees()
-	u.computeWeights()
 	// 7–8. Burst and relaxed pools' integral shares (integral.go), on
-	// temporary functions (functions.go). The integral pools' subtrees'
-	// functions are built first, in parallel (prepareIntegral).
-	u.prepareIntegral()
-	u.tmpUsed, u.tmpNeed = 0, 0
-	u.burstIntegralShares()
-	u.relaxedIntegralShares()
-	// 9. Fair-share functions bottom-up (functions.go, sweep.go,
-	// envelope.go), distributed top-down from the root (distribute.go).
+	// temporary functions (functions.go), and 9. the fair-share functions
+	// bottom-up (functions.go, sweep.go, envelope.go), distributed top-down
+	// from the root (distribute.go). The integral pools' subtrees' functions
+	// are built first, in parallel, and while the integral passes run the
+	// other workers build the subtrees they do not touch (prepareAll).
 	u.prepareAll()
 	u.distributeAll()
 	// The pools' detailed decomposition, whether the top-down pass visited

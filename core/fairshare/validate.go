@@ -6,9 +6,12 @@ import "github.com/fairsched/fairsched/core/tree"
 // promised-guarantee pools and for priority pools without a donor ancestor.
 // They never stop the update.
 
+// validatePoolConfigs checks the pools that compute a promised-guarantee
+// fair share or have priority strong guarantee adjustment (layout lists them
+// in pre-order, u.checkPools: a configuration change is a structural one).
 func (u *Updater) validatePoolConfigs() {
 	// Nested promised-guarantee pools and priority pools without a donor.
-	for _, p := range u.prePools {
+	for _, p := range u.checkPools {
 		id := u.pools[p].id
 		c := u.tree.Pool(id)
 		if c.ComputePromisedGuaranteeFairShare {
