@@ -50,6 +50,12 @@ type Config struct {
 	// core does not read it.
 	MaxHeartbeatsPerBatch int
 
+	// RecoveryTimeout bounds the recovery window after a restart (10 s;
+	// see BeginRecovery).
+	RecoveryTimeout clock.Duration
+	// CheckpointPeriod is how often the durable facade writes progress
+	// checkpoints (5 s); the core does not read it.
+	CheckpointPeriod clock.Duration
 	FairShareStarvationTimeout           clock.Duration // 30 s
 	FairShareAggressiveStarvationTimeout clock.Duration // 120 s
 	FairShareStarvationTolerance         float64        // 0.8

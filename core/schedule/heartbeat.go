@@ -28,6 +28,19 @@ type AllocationReport struct {
 	// NodeHeartbeat.AllocationUsage at the report's index. Without it a
 	// running allocation keeps the usage it had.
 	HasUsage bool
+	// HasOrigin says that the node reported what allocations_to_start gave
+	// it (api.md §7): NodeHeartbeat.AllocationOrigins at the report's
+	// index. A restarted scheduler adopts running allocations by it.
+	HasOrigin bool
+}
+
+// AllocationOrigin is what a node reports back of an allocation's start:
+// its operation, task and resources (api.md §7).
+type AllocationOrigin struct {
+	// Operation is the operation's id; the scheduler does not retain it.
+	Operation []byte
+	Task      int
+	Resources resource.Vec
 }
 
 // NodeHeartbeat is a node's heartbeat (api.md §4, §7). The scheduler does
@@ -47,6 +60,10 @@ type NodeHeartbeat struct {
 	// HasUsage is set; it may be shorter than Allocations (nil when no
 	// report has a usage) but must cover every report with HasUsage.
 	AllocationUsage []resource.Vec
+	// AllocationOrigins[i] is the origin of Allocations[i] where its
+	// HasOrigin is set; like AllocationUsage it may be shorter than
+	// Allocations but must cover every report with HasOrigin.
+	AllocationOrigins []AllocationOrigin
 }
 
 // StartDecision tells the node to start an allocation.
@@ -71,6 +88,11 @@ const (
 	// aborted. The node is told in case it still runs it.
 	AbortVanished
 
+	// AbortNotAdopted: after a restart, a reported running allocation of
+	// an operation that is not running, or of a task with no job left for
+	// it, is not adopted (recovery.go).
+	AbortNotAdopted
+
 	// AbortReasonCount is the number of abort reasons (for tables indexed
 	// by reason).
 	AbortReasonCount = int(iota)
@@ -86,6 +108,8 @@ func (r AbortReason) String() string {
 		return "node resources overcommitted"
 	case AbortVanished:
 		return "allocation vanished"
+	case AbortNotAdopted:
+		return "allocation not adopted after a restart"
 	}
 	return "unknown allocation"
 }
@@ -236,6 +260,9 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 		return err
 	}
 	n := sh.nodes.get(hb.Node, hash)
+	if n == nil && s.dur.ExternalNodeRegistry {
+		return ErrNodeNotRegistered
+	}
 	usage := false
 	// same: so far every report is a running allocation the node holds,
 	// listed once (seen), by the node's window of held seqs.
@@ -262,7 +289,7 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 		}
 	}
 	if n == nil {
-		n = &node{name: hb.Node, heldOK: true, hash: hash}
+		n = &node{name: hb.Node, heldOK: true, hash: hash, seqEnd: noSeqLimit}
 		n.index = s.registry.add(hb.Node)
 		sh.nodes.put(n, hash) // NB: allocates when the table grows
 	}
@@ -287,6 +314,12 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 	// reports no usage (same) changes nothing here and reads neither the
 	// IDs nor the allocations or their operations (each one a cache miss
 	// at 10,000 nodes).
+	var skip []bool // reports answered by the adoption
+	if n.adopting {
+		// The node's first heartbeat after a restart (recovery.go).
+		skip = s.adopt(now, sh, n, hb, resp)
+		same = false
+	}
 	epoch := s.finishEpoch.Load()
 	check := epoch != n.finishSeen || n.preemptedN > 0
 	listed, hint := 0, 0
@@ -296,7 +329,10 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 	} else {
 		n.resetListed()
 	}
-	for _, rep := range reports {
+	for i, rep := range reports {
+		if skip != nil && skip[i] {
+			continue
+		}
 		k, ok := n.searchFrom(rep.ID, hint)
 		if !ok {
 			if rep.State == AllocRunning {
@@ -342,6 +378,15 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 		s.finishVanished(sh, n, resp)
 	}
 
+	if n.adopting {
+		n.adopting = false
+		s.rec.nodeReported(now, n.name)
+	}
+	if s.recovering(now) {
+		// The recovery window: reports only (recovery.go).
+		s.settleLists(sh)
+		return nil
+	}
 	if snap := s.snap.Load(); !snap.Total.IsZero() {
 		if len(n.graceful) > 0 {
 			s.settleLists(sh)

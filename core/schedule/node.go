@@ -81,7 +81,18 @@ type node struct {
 	// stages and the overcommit check treat it as free (spec.md §5.5).
 	// Zero when preemptedN is.
 	preemptedUsage resource.Vec
-	seq            uint32
+	// seq is the low half of the last allocation ID it handed out; seqEnd
+	// the last it may hand out (the durable range with
+	// Durable.ExternalNodeRegistry, else the largest uint32), and seqLow
+	// the seq at which Durable.OnNodeSeqLow is due (past seqEnd once
+	// called).
+	seq, seqEnd, seqLow uint32
+	// adopting is set until the end of the first heartbeat after a
+	// registration with NodeRegistration.Adopt: that heartbeat adopts the
+	// running allocations it reports with a seq of at most adoptTo, which
+	// an earlier process handed out (recovery.go).
+	adopting bool
+	adoptTo  uint32
 	// listed is the set of the allocations (by index in allocs) that the
 	// heartbeat being processed listed running; one it did not list is
 	// finished. A bitmap that follows removals (unlist), cleared by each
@@ -224,9 +235,32 @@ func (r *registry) add(name string) uint32 {
 	return uint32(len(cur))
 }
 
+// set records name at index (ExternalNodeRegistry): the indices come from
+// the caller, so the names may have gaps ("" is no node).
+func (r *registry) set(index uint32, name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var cur []string
+	if p := r.names.Load(); p != nil {
+		cur = *p
+	}
+	if int(index) < len(cur) {
+		if cur[index] == name {
+			return
+		}
+		// An entry changes: readers must not see it change under them.
+		cur = slices.Clone(cur)
+	}
+	for len(cur) <= int(index) {
+		cur = append(cur, "")
+	}
+	cur[index] = name
+	r.names.Store(&cur)
+}
+
 func (r *registry) name(index uint32) (string, bool) {
 	p := r.names.Load()
-	if p == nil || int(index) >= len(*p) {
+	if p == nil || int(index) >= len(*p) || (*p)[index] == "" {
 		return "", false
 	}
 	return (*p)[index], true
@@ -409,6 +443,18 @@ func (n *node) addAlloc(a *allocation) {
 		n.held[d>>6] |= 1 << (d & 63)
 		return
 	}
+	n.rebaseHeld()
+}
+
+// insertAlloc adds a at its place in the ID order (an adopted allocation,
+// whose ID is below those the node handed out in this process).
+func (n *node) insertAlloc(a *allocation) {
+	i, ok := n.search(a.id)
+	if ok {
+		panic("BUG: adopting an allocation the node holds")
+	}
+	n.allocs = slices.Insert(n.allocs, i, a)
+	n.ids = slices.Insert(n.ids, i, a.id)
 	n.rebaseHeld()
 }
 

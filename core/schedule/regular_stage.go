@@ -8,7 +8,7 @@ import (
 // canStartMore is CanStartMoreAllocations (spec.md §5.1): the node keeps at
 // least the minimum spare resources after usage less discount.
 func (s *Scheduler) canStartMore(n *node, usage, discount resource.Vec, started int) bool {
-	if m := s.cfg.MaxStartedAllocationsPerHeartbeat; m > 0 && started >= m || len(n.allocs) >= MaxNodeAllocations {
+	if m := s.cfg.MaxStartedAllocationsPerHeartbeat; m > 0 && started >= m || len(n.allocs) >= MaxNodeAllocations || n.seq >= n.seqEnd {
 		return false
 	}
 	return n.limits.Add(discount).Dominates(usage.Add(s.cfg.MinSpareAllocationResources))
@@ -117,6 +117,9 @@ func (s *Scheduler) start(now clock.Time, sh *shard, n *node, o *operation, t in
 		return nil
 	}
 	n.seq++
+	if n.seq == n.seqLow && s.dur.OnNodeSeqLow != nil {
+		s.dur.OnNodeSeqLow(n.name, n.index, n.seqEnd) // NB: once per range
+	}
 	a := sh.newAllocation()
 	a.id = uint64(n.index)<<32 | uint64(n.seq)
 	a.op, a.node, a.task, a.resources, a.start = o, n, int32(t), res, now

@@ -54,6 +54,10 @@ type Scheduler struct {
 
 	shards   []shard
 	registry registry
+	// rec is the recovery state after a restart (recovery.go).
+	rec recovery
+	// dur is set by SetDurable before the first heartbeat.
+	dur Durable
 
 	snap atomic.Pointer[Snapshot]
 	// finishEpoch counts operations that reached a final state (completed
@@ -535,6 +539,9 @@ func (s *Scheduler) operationFinishedByHeartbeat(o *operation) {
 	s.finishedMu.Lock()
 	s.finished = append(s.finished, o)
 	s.finishedMu.Unlock()
+	if f := s.dur.OnOperationCompleted; f != nil {
+		f(o.id)
+	}
 }
 
 // ForgetOperation drops a finished operation from the table (after its

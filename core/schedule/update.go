@@ -93,6 +93,8 @@ type effective struct {
 func (s *Scheduler) UpdateFairShare(now clock.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.recovering(now) // closes the window at its deadline
+	s.endAdoption(now)
 	s.retireFinished()
 	s.prepareTags()
 	total := s.sweepNodes(now)

@@ -508,6 +508,8 @@ func abortReason(d *schedule.AbortDecision) string {
 		return "node resources overcommitted: allocation " + id + " aborted"
 	case schedule.AbortVanished:
 		return "allocation " + id + " vanished: its node stopped listing it"
+	case schedule.AbortNotAdopted:
+		return "allocation " + id + " not adopted after the scheduler's restart: operation " + d.Operation + " is not running or has no job left for it"
 	}
 	return d.Reason.String()
 }
