@@ -55,7 +55,7 @@ type Config struct {
 	RecoveryTimeout clock.Duration
 	// CheckpointPeriod is how often the durable facade writes progress
 	// checkpoints (5 s); the core does not read it.
-	CheckpointPeriod clock.Duration
+	CheckpointPeriod                     clock.Duration
 	FairShareStarvationTimeout           clock.Duration // 30 s
 	FairShareAggressiveStarvationTimeout clock.Duration // 120 s
 	FairShareStarvationTolerance         float64        // 0.8
