@@ -1,6 +1,7 @@
 package facade
 
 import (
+	"errors"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -63,9 +64,19 @@ func (s *Server) heartbeats(ctx *fasthttp.RequestCtx) {
 		if e.Err == nil {
 			h := &e.Heartbeat
 			sc.hb = schedule.NodeHeartbeat{Node: e.Node, Limits: h.Limits, Tags: h.Tags,
-				Allocations: h.Allocations, AllocationUsage: h.AllocationUsage}
+				Allocations: h.Allocations, AllocationUsage: h.AllocationUsage, AllocationOrigins: h.AllocationOrigins}
 			sc.resp.Reset()
-			if err := s.sched.Heartbeat(now, &sc.hb, &sc.resp); err != nil {
+			err := s.sched.Heartbeat(now, &sc.hb, &sc.resp)
+			if errors.Is(err, schedule.ErrNodeNotRegistered) {
+				// A durable server's new nodes: this one and every later
+				// one of the batch are registered together (recovery.go).
+				if !s.registerNodes(ctx, s.unregistered(sc.req.Entries[i:])) {
+					return
+				}
+				sc.resp.Reset()
+				err = s.sched.Heartbeat(now, &sc.hb, &sc.resp)
+			}
+			if err != nil {
 				e.Err = s.entryError(ctx, err, i)
 			} else {
 				out = append(out, ',')
@@ -85,6 +96,18 @@ func (s *Server) heartbeats(ctx *fasthttp.RequestCtx) {
 	sc.out = out
 	writeJSON(ctx, fasthttp.StatusOK, out)
 	s.m.observeBatch(&sc.tally, len(sc.req.Entries), start)
+}
+
+// unregistered returns the nodes of entries that are not registered (and
+// have no error).
+func (s *Server) unregistered(entries []wire.BatchEntry) []string {
+	var names []string
+	for i := range entries {
+		if e := &entries[i]; e.Err == nil && !s.sched.NodeRegistered(e.Node) {
+			names = append(names, e.Node)
+		}
+	}
+	return names
 }
 
 // entryError is the error object of a batch entry that the core refused,

@@ -1,6 +1,7 @@
 package facade
 
 import (
+	"errors"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -48,9 +49,20 @@ func (s *Server) heartbeat(ctx *fasthttp.RequestCtx, id []byte) {
 		return
 	}
 	sc.hb = schedule.NodeHeartbeat{Node: s.names.Intern(id), Limits: sc.req.Limits, Tags: sc.req.Tags,
-		Allocations: sc.req.Allocations, AllocationUsage: sc.req.AllocationUsage}
+		Allocations: sc.req.Allocations, AllocationUsage: sc.req.AllocationUsage, AllocationOrigins: sc.req.AllocationOrigins}
 	sc.resp.Reset()
-	if err := s.sched.Heartbeat(s.now(), &sc.hb, &sc.resp); err != nil {
+	now := s.now()
+	err := s.sched.Heartbeat(now, &sc.hb, &sc.resp)
+	if errors.Is(err, schedule.ErrNodeNotRegistered) {
+		// A durable server's new node: registered first (recovery.go).
+		if !s.registerNodes(ctx, []string{sc.hb.Node}) {
+			s.m.heartbeatErrors.Inc()
+			return
+		}
+		sc.resp.Reset()
+		err = s.sched.Heartbeat(now, &sc.hb, &sc.resp)
+	}
+	if err != nil {
 		s.m.heartbeatErrors.Inc()
 		s.fail(ctx, err, "$")
 		return

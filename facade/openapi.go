@@ -1,6 +1,7 @@
 package facade
 
 import (
+	"strconv"
 	"github.com/valyala/fasthttp"
 
 	"github.com/fairsched/fairsched/docs"
@@ -35,11 +36,35 @@ func (s *Server) serveVersion(ctx *fasthttp.RequestCtx) {
 // the operations of the store it could not restore.
 func (s *Server) serveHealth(ctx *fasthttp.RequestCtx) {
 	state := "ok"
+	rec := s.recoveryStatus()
 	if s.stopping.Load() {
 		state = "stopping"
+	} else if rec.Active {
+		state = "recovering"
 	}
 	b := append([]byte(`{"status":"`+state+`","role":"standalone","store":"`), s.storeKind()...)
 	b = append(b, '"')
+	if s.d != nil {
+		b = append(b, `,"epoch":`...)
+		b = strconv.AppendUint(b, s.d.epoch, 10)
+	}
+	if rec.Began {
+		b = append(b, `,"recovery":{"active":`...)
+		b = strconv.AppendBool(b, rec.Active)
+		b = append(b, `,"expected_nodes":`...)
+		b = strconv.AppendInt(b, int64(rec.ExpectedNodes), 10)
+		b = append(b, `,"reported_nodes":`...)
+		b = strconv.AppendInt(b, int64(rec.ReportedNodes), 10)
+		b = append(b, `,"adopted_allocations":`...)
+		b = strconv.AppendInt(b, rec.Adopted, 10)
+		b = append(b, `,"aborted_allocations":`...)
+		b = strconv.AppendInt(b, rec.Refused, 10)
+		if rec.Active {
+			b = append(b, `,"remaining_s":`...)
+			b = strconv.AppendFloat(b, max(0, rec.Deadline.Sub(s.now()).Seconds()), 'f', 3, 64)
+		}
+		b = append(b, '}')
+	}
 	if s.d != nil && len(s.d.quarantined) > 0 {
 		b = append(b, `,"quarantined":[`...)
 		for i, id := range s.d.quarantined {
@@ -60,6 +85,12 @@ func (s *Server) serveReady(ctx *fasthttp.RequestCtx) {
 		ctx.Response.Header.Set("Retry-After", "1")
 		s.writeError(ctx, fasthttp.StatusServiceUnavailable, &wire.Error{Code: CodeShuttingDown,
 			Message: "cannot take requests: the server is shutting down"})
+		return
+	}
+	if s.recoveryStatus().Active {
+		ctx.Response.Header.Set("Retry-After", "1")
+		s.writeError(ctx, fasthttp.StatusServiceUnavailable, &wire.Error{Code: CodeRecovering,
+			Message: "not ready: the server restarted and is adopting the allocations its nodes report (recovery_timeout_s at most)"})
 		return
 	}
 	writeJSON(ctx, fasthttp.StatusOK, []byte(`{"status":"ready"}`+"\n"))

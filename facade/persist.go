@@ -52,6 +52,13 @@ type durable struct {
 	onFail  func(error)
 	// quarantined are the operations whose records could not be read.
 	quarantined []string
+	// The work-preserving restart (recovery.go).
+	nodes      *nodeRegistry
+	done       completions
+	cp         checkpointState // the fair-share loop's
+	epoch      uint64          // this process's: 1 + the opens before it
+	recovering bool            // the fair-share loop's: the window's end not logged yet
+	writing    bool            // writeCompletions runs (Server.lnMu)
 }
 
 // Store names and error code of the durable server.
@@ -196,6 +203,13 @@ type loaded struct {
 	ops    []loadedOp
 	// counters
 	operationID, startSeq uint64
+	// recovery.go
+	nodes          map[string]nodeRecord
+	completed      map[string][]int64
+	volumes        map[string]poolCheckpoint
+	aliveNodes     []string
+	badCheckpoints []string
+	epoch          uint64
 }
 
 type loadedOp struct {
@@ -262,6 +276,9 @@ func load(b store.Backend) (*loaded, error) {
 				return nil, fmt.Errorf("counters/%s: %w", c.name, err)
 			}
 		}
+	}
+	if err := l.loadRecovery(b); err != nil {
+		return nil, err
 	}
 	return l, nil
 }
@@ -403,8 +420,9 @@ func (s *Server) openStore(l *loaded) error {
 	if l != nil {
 		s.restoreOperations(l)
 		s.log.Info("state loaded from the store", "store", s.d.kind, "pools", len(l.pools),
-			"operations", len(l.ops)-len(s.d.quarantined), "quarantined", len(s.d.quarantined))
-		return nil
+			"operations", len(l.ops)-len(s.d.quarantined), "quarantined", len(s.d.quarantined),
+			"nodes", len(l.nodes))
+		return s.beginDurable(l)
 	}
 	ws := []store.Write{configWrite(&s.cfg)}
 	for _, p := range s.sched.Pools(nil) {
@@ -413,7 +431,7 @@ func (s *Server) openStore(l *loaded) error {
 	if err := s.d.c.Commit(ws...); err != nil {
 		return fmt.Errorf("writing the store: %w", err)
 	}
-	return nil
+	return s.beginDurable(nil)
 }
 
 // serveBackup answers GET /api/v1/backup with a consistent copy of the

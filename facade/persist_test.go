@@ -191,6 +191,7 @@ func TestStoreFailureIsFailStop(t *testing.T) {
 	stopped := make(chan error, 1)
 	a.srv.d.onFail = func(err error) { stopped <- err }
 	a.must(201, "PUT", "/api/v1/pools/kept", `{}`)
+	a.must(200, "POST", "/api/v1/nodes/n1/heartbeat", `{"resource_limits": {"cpu": 4}}`)
 	fs.failing.Store(true)
 	e := a.must(503, "PUT", "/api/v1/pools/lost", `{}`)
 	if obj(e["error"])["code"] != "store_unavailable" {
@@ -209,8 +210,13 @@ func TestStoreFailureIsFailStop(t *testing.T) {
 			t.Fatalf("%s %s after the failure: %v", req[0], req[1], e)
 		}
 	}
+	// Reads and the heartbeats of registered nodes go on; a new node's
+	// registration needs the store.
 	a.must(200, "GET", "/api/v1/pools/kept", "")
 	a.must(200, "POST", "/api/v1/nodes/n1/heartbeat", `{"resource_limits": {"cpu": 4}}`)
+	if e := a.must(503, "POST", "/api/v1/nodes/n2/heartbeat", `{"resource_limits": {"cpu": 4}}`); obj(e["error"])["code"] != "store_unavailable" {
+		t.Fatalf("a new node after the failure: %v", e)
+	}
 	a.stop()
 
 	b := startDurable(t, dir, mc, ``, nil)

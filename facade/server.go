@@ -386,11 +386,19 @@ func (s *Server) Serve(ln net.Listener) error {
 	if !s.opts.ManualUpdates {
 		s.done.Add(1) // before Shutdown can Wait: it takes lnMu first
 	}
+	startWriter := false
+	if s.d != nil && !s.d.writing {
+		s.d.writing, startWriter = true, true
+		s.done.Add(1)
+	}
 	s.lnMu.Unlock()
 
 	s.UpdateFairShare()
 	if !s.opts.ManualUpdates {
 		go s.updater()
+	}
+	if startWriter {
+		go s.writeCompletions()
 	}
 	err := s.http.Serve(l)
 	select {
@@ -488,6 +496,13 @@ func (s *Server) UpdateFairShare() {
 	if now.Sub(s.lastJan) >= s.janitorPeriod() {
 		s.lastJan = now
 		s.forgetFinished(now)
+	}
+	if s.d != nil {
+		s.drainCompletions()
+		s.watchRecovery(now)
+		if now.Sub(s.d.cp.last) >= s.sched.Config().CheckpointPeriod {
+			s.checkpoint(now)
+		}
 	}
 }
 

@@ -223,6 +223,14 @@ func (s *Scheduler) RegisterNode(now clock.Time, reg NodeRegistration) bool {
 	return true
 }
 
+// NodeRegistered reports whether node name is registered.
+func (s *Scheduler) NodeRegistered(name string) bool {
+	sh, hash := s.shardAndHash(name)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.nodes.get(name, hash) != nil
+}
+
 // KnowNode records that index names node, for the allocation ownership
 // check of heartbeats (the durable registry of earlier processes).
 func (s *Scheduler) KnowNode(index uint32, name string) { s.registry.set(index, name) }

@@ -290,6 +290,7 @@ func (s *scanner) restore(m jsonscan.Mark) bool {
 func (h *Heartbeat) clear() {
 	h.Limits, h.Usage = resource.Vec{}, resource.Vec{}
 	h.Tags, h.Allocations, h.AllocationUsage = h.Tags[:0], h.Allocations[:0], h.AllocationUsage[:0]
+	h.AllocationOrigins, h.opBuf = h.AllocationOrigins[:0], h.opBuf[:0]
 }
 
 // nodeSet finds a node named twice in a batch: an open-addressing table of

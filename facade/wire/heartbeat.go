@@ -5,6 +5,7 @@ import (
 
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
+	"github.com/fairsched/fairsched/core/tree"
 	"github.com/fairsched/fairsched/internal/jsonpath"
 )
 
@@ -23,8 +24,15 @@ type Heartbeat struct {
 	Tags            []string
 	Allocations     []schedule.AllocationReport
 	AllocationUsage []resource.Vec
+	// AllocationOrigins[i] is the operation_id, task_index and resources
+	// reported for Allocations[i] (its HasOrigin says whether they were),
+	// covering the reports up to the last with an origin, like
+	// AllocationUsage. Their Operation bytes are h's own (opBuf), valid
+	// until the next Decode.
+	AllocationOrigins []schedule.AllocationOrigin
 
-	sc scanner
+	opBuf []byte
+	sc    scanner
 }
 
 // Limits of a heartbeat request beyond the body size limit.
@@ -35,7 +43,11 @@ const (
 )
 
 var heartbeatKeys = []string{"resource_limits", "resource_usage", "tags", "allocations"}
-var allocationKeys = []string{"id", "state", "resource_usage"}
+var allocationKeys = []string{"id", "state", "resource_usage", "operation_id", "task_index", "resources"}
+
+// maxTaskIndex bounds a reported task_index (an operation has far fewer
+// tasks).
+const maxTaskIndex = 1<<31 - 1
 
 // Decode decodes and validates a heartbeat body into h. Strings that the
 // result keeps (tags) come from in, which may be nil (then every tag is a
@@ -47,6 +59,7 @@ var allocationKeys = []string{"id", "state", "resource_usage"}
 func (h *Heartbeat) Decode(data []byte, in *Interner) error {
 	h.Limits, h.Usage = resource.Vec{}, resource.Vec{}
 	h.Tags, h.Allocations, h.AllocationUsage = h.Tags[:0], h.Allocations[:0], h.AllocationUsage[:0]
+	h.AllocationOrigins, h.opBuf = h.AllocationOrigins[:0], h.opBuf[:0]
 	s := &h.sc
 	s.reset(data)
 	e := h.decode(s, in)
@@ -98,6 +111,7 @@ func (h *Heartbeat) members(s *scanner, in *Interner, keys []string, b *Heartbea
 			h.tags(s, in)
 		case "allocations":
 			h.Allocations, h.AllocationUsage = h.Allocations[:0], h.AllocationUsage[:0]
+			h.AllocationOrigins, h.opBuf = h.AllocationOrigins[:0], h.opBuf[:0]
 			h.allocations(s)
 		default:
 			if b != nil && string(k) == "node_id" {
@@ -187,7 +201,8 @@ func (h *Heartbeat) allocation(s *scanner, p lazyPath) bool {
 	}
 	var a schedule.AllocationReport
 	var usage resource.Vec
-	var seenID, seenState bool
+	var org schedule.AllocationOrigin
+	var seenID, seenState, seenOp, seenTask, seenRes bool
 	var seen uint8
 	for first := true; s.More('}', first); first = false {
 		k, ok := s.Key()
@@ -225,6 +240,35 @@ func (h *Heartbeat) allocation(s *scanner, p lazyPath) bool {
 				return false
 			}
 			a.HasUsage = true
+		case "operation_id":
+			op := p.member("operation_id")
+			b, ok := s.stringAt(op, "an operation id")
+			if !ok {
+				return false
+			}
+			if !tree.ValidName(b) {
+				s.fail(jsonpath.NewError(CodeInvalidName, op.String(), "cannot use "+jsonpath.Describe(string(b))+" as an operation id: want 1-128 characters of [A-Za-z0-9._:-]"))
+				return false
+			}
+			start := len(h.opBuf)
+			h.opBuf = append(h.opBuf, b...)
+			org.Operation, seenOp = h.opBuf[start:len(h.opBuf):len(h.opBuf)], true
+		case "task_index":
+			tp := p.member("task_index")
+			tok, _, exact, isInt, ok := s.number(tp)
+			if !ok {
+				return false
+			}
+			if !isInt || exact > maxTaskIndex || len(tok) > 0 && tok[0] == '-' {
+				s.fail(jsonpath.NewError(CodeInvalidValue, tp.String(), "cannot use "+string(tok)+" as a task index: want a whole number from 0 to "+strconv.Itoa(maxTaskIndex)))
+				return false
+			}
+			org.Task, seenTask = int(exact), true
+		case "resources":
+			if !s.resources(p.member("resources"), &org.Resources) {
+				return false
+			}
+			seenRes = true
 		default:
 			s.fail(jsonpath.UnknownKey(p.String(), string(k), allocationKeys, "an allocation"))
 			return false
@@ -240,6 +284,23 @@ func (h *Heartbeat) allocation(s *scanner, p lazyPath) bool {
 	if !seenState {
 		s.fail(jsonpath.NewError(CodeMissingAttribute, p.member("state").String(), "cannot settle an allocation without its state: want one of running, completed, failed, aborted"))
 		return false
+	}
+	if seenOp || seenTask || seenRes {
+		// The origin is all three or none (api.md §7).
+		for _, f := range []struct {
+			seen bool
+			key  string
+		}{{seenOp, "operation_id"}, {seenTask, "task_index"}, {seenRes, "resources"}} {
+			if !f.seen {
+				s.fail(jsonpath.NewError(CodeMissingAttribute, p.member(f.key).String(), "cannot take the origin of an allocation without its "+f.key+": send operation_id, task_index and resources together, as allocations_to_start gave them"))
+				return false
+			}
+		}
+		a.HasOrigin = true
+		for len(h.AllocationOrigins) < len(h.Allocations) {
+			h.AllocationOrigins = append(h.AllocationOrigins, schedule.AllocationOrigin{})
+		}
+		h.AllocationOrigins = append(h.AllocationOrigins, org)
 	}
 	if a.HasUsage {
 		// AllocationUsage covers the reports up to the last with a usage.
