@@ -2,6 +2,7 @@ package facade
 
 import (
 	"strconv"
+
 	"github.com/valyala/fasthttp"
 
 	"github.com/fairsched/fairsched/docs"

@@ -368,7 +368,7 @@ func (s *Server) beginDurable(l *loaded) error {
 	s.d.done.ch = make(chan string, 4096)
 	s.d.cp.completed = map[string][]int64{}
 	s.sched.SetDurable(schedule.Durable{ExternalNodeRegistry: true,
-		OnNodeSeqLow: func(node string, index, end uint32) { go s.extendNode(node, index, end) },
+		OnNodeSeqLow:         func(node string, index, end uint32) { go s.extendNode(node, index, end) },
 		OnOperationCompleted: s.completed})
 	var epoch uint64
 	now := s.now()
