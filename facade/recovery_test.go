@@ -1,0 +1,194 @@
+package facade
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fairsched/fairsched/core/clock"
+)
+
+// echoNode is a node of the durable tests: it keeps what it was told to
+// start and reports it back with its origin, as api.md §7 asks.
+type echoNode struct {
+	name   string
+	limits string
+	allocs []map[string]any // allocations_to_start entries, running
+}
+
+// heartbeat sends the node's reports (finished ones once) and keeps what
+// it is told to start; it returns the answer.
+func (n *echoNode) heartbeat(ts *durableServer, finished map[string]string) map[string]any {
+	ts.t.Helper()
+	reports := []map[string]any{}
+	var keep []map[string]any
+	for _, a := range n.allocs {
+		r := map[string]any{"id": a["id"], "state": "running", "operation_id": a["operation_id"],
+			"task_index": a["task_index"], "resources": a["resources"]}
+		if st, ok := finished[a["id"].(string)]; ok {
+			r["state"] = st
+		} else {
+			keep = append(keep, a)
+		}
+		reports = append(reports, r)
+	}
+	body, _ := json.Marshal(map[string]any{"resource_limits": json.RawMessage(n.limits), "allocations": reports})
+	resp := ts.must(200, "POST", "/api/v1/nodes/"+n.name+"/heartbeat", string(body))
+	n.allocs = keep
+	for _, s := range arr(resp["allocations_to_start"]) {
+		n.allocs = append(n.allocs, obj(s))
+	}
+	for _, ab := range arr(resp["allocations_to_abort"]) {
+		id := obj(ab)["id"]
+		n.allocs = slices.DeleteFunc(n.allocs, func(a map[string]any) bool { return a["id"] == id })
+	}
+	return resp
+}
+
+func (n *echoNode) ids() []string {
+	var ids []string
+	for _, a := range n.allocs {
+		ids = append(ids, a["id"].(string))
+	}
+	return ids
+}
+
+// TestRestartAdoptsRunningWork: after a restart the nodes that report
+// their running allocations with their origins keep them (adopted, counted
+// as running, not started again); the server is "recovering" until every
+// node alive before the stop reported; completed jobs of the last
+// checkpoint stay completed; no allocation id is handed out twice.
+func TestRestartAdoptsRunningWork(t *testing.T) {
+	dir := t.TempDir()
+	mc := &manualClock{}
+	mc.set(clock.Time(1_000_000))
+	a := startDurable(t, dir, mc, ``, nil)
+	a.must(201, "POST", "/api/v1/operations", `{"id": "work", "tasks": [{"name": "map", "job_count": 9, "resources": {"cpu": 1}}]}`)
+	n1 := &echoNode{name: "n1", limits: `{"cpu": 4.5, "user_slots": 10, "memory": 17179869184}`}
+	n2 := &echoNode{name: "n2", limits: `{"cpu": 2.5, "user_slots": 10, "memory": 17179869184}`}
+	n1.heartbeat(a, nil)
+	n2.heartbeat(a, nil)
+	a.srv.UpdateFairShare()
+	n1.heartbeat(a, nil)
+	n2.heartbeat(a, nil)
+	if len(n1.allocs) != 4 || len(n2.allocs) != 2 {
+		t.Fatalf("before the restart: n1 holds %d, n2 %d allocations; want 4 and 2", len(n1.allocs), len(n2.allocs))
+	}
+	handedOut := append(n1.ids(), n2.ids()...)
+	// One job completes, and a checkpoint keeps it.
+	n1.heartbeat(a, map[string]string{n1.allocs[0]["id"].(string): "completed"})
+	mc.AdvanceSeconds(6)
+	a.srv.UpdateFairShare()
+	a.srv.d.c.Commit() // the checkpoint is not awaited: wait for it here
+	if len(n1.allocs) != 4 {
+		t.Fatalf("n1 holds %d allocations after the completion, want 4 (one started in its place)", len(n1.allocs))
+	}
+	handedOut = append(handedOut, n1.allocs[3]["id"].(string))
+	a.stop()
+
+	mc.AdvanceSeconds(30)
+	b := startDurable(t, dir, mc, ``, nil)
+	h := b.must(200, "GET", "/healthz", "")
+	rec := obj(h["recovery"])
+	if h["status"] != "recovering" || num(rec["expected_nodes"]) != 2 || num(h["epoch"]) != 2 {
+		t.Fatalf("/healthz after the restart: %v, want recovering, 2 expected nodes, epoch 2", h)
+	}
+	if e := b.must(503, "GET", "/readyz", ""); obj(e["error"])["code"] != CodeRecovering {
+		t.Fatalf("/readyz while recovering: %v", e)
+	}
+	r := n1.heartbeat(b, nil)
+	if len(arr(r["allocations_to_abort"])) != 0 || len(arr(r["allocations_to_start"])) != 0 {
+		t.Fatalf("n1's first heartbeat after the restart: %v, want its 4 allocations adopted and nothing started", r)
+	}
+	op := b.must(200, "GET", "/api/v1/orchid/operations/work", "")
+	if num(obj(op["allocation_counts"])["running"]) != 4 || num(op["completed_job_count"]) != 1 || num(op["pending_job_count"]) != 4 {
+		t.Fatalf("work after n1's report: %s, want 4 running allocations, 1 completed and 4 pending jobs", mustMarshal(op))
+	}
+	// n2 also reports an allocation nobody handed out.
+	n2.allocs = append(n2.allocs, map[string]any{"id": "4295067295", "operation_id": "work", "task_index": 0, "resources": map[string]any{"cpu": 1}})
+	r = n2.heartbeat(b, nil)
+	if ab := arr(r["allocations_to_abort"]); len(ab) != 1 || obj(ab[0])["id"] != "4295067295" {
+		t.Fatalf("n2's first heartbeat after the restart: %v, want only 4295067295 aborted", r)
+	}
+	h = b.must(200, "GET", "/healthz", "")
+	rec = obj(h["recovery"])
+	if h["status"] != "ok" || rec["active"] != false || num(rec["adopted_allocations"]) != 6 || num(rec["reported_nodes"]) != 2 {
+		t.Fatalf("/healthz once every node reported: %v", h)
+	}
+	b.must(200, "GET", "/readyz", "")
+	if n, _ := b.srv.sched.NodeSummary("n1"); n.AllocationCount != 4 {
+		t.Fatalf("n1 holds %d allocations after the recovery, want 4", n.AllocationCount)
+	}
+	// New allocations get ids never handed out before.
+	b.srv.UpdateFairShare()
+	held := n1.ids()
+	r = n1.heartbeat(b, map[string]string{held[0]: "completed", held[1]: "completed"})
+	started := arr(r["allocations_to_start"])
+	if len(started) != 2 {
+		t.Fatalf("n1 after two completions: %v, want the last 2 pending jobs started", r)
+	}
+	for _, st := range started {
+		if id := obj(st)["id"].(string); slices.Contains(handedOut, id) {
+			t.Fatalf("allocation id %s handed out again after the restart (before: %v)", id, handedOut)
+		}
+	}
+	if op := b.must(200, "GET", "/api/v1/orchid/operations/work", ""); num(op["completed_job_count"]) != 3 {
+		t.Fatalf("completed jobs after the restart: %v, want 3", op["completed_job_count"])
+	}
+}
+
+// TestRecoveryWindowTimesOut: a node that was alive before the stop and
+// never comes back holds the window open for recovery_timeout_s at most.
+func TestRecoveryWindowTimesOut(t *testing.T) {
+	dir := t.TempDir()
+	mc := &manualClock{}
+	a := startDurable(t, dir, mc, `{"config": {"recovery_timeout_s": 3}}`, nil)
+	a.must(201, "POST", "/api/v1/operations", `{"id": "w", "tasks": [{"name": "t", "job_count": 9, "resources": {"cpu": 1}}]}`)
+	gone := &echoNode{name: "gone", limits: `{"cpu": 3, "user_slots": 10, "memory": 17179869184}`}
+	back := &echoNode{name: "back", limits: `{"cpu": 3, "user_slots": 10, "memory": 17179869184}`}
+	gone.heartbeat(a, nil)
+	back.heartbeat(a, nil)
+	mc.AdvanceSeconds(6) // a checkpoint names both nodes
+	a.srv.UpdateFairShare()
+	a.srv.d.c.Commit()
+	a.stop()
+
+	b := startDurable(t, dir, mc, ``, nil)
+	b.srv.UpdateFairShare()
+	back.heartbeat(b, nil)
+	if r := back.heartbeat(b, nil); len(arr(r["allocations_to_start"])) != 0 {
+		t.Fatalf("a start during the recovery window: %v", r)
+	}
+	mc.AdvanceSeconds(3)
+	b.srv.UpdateFairShare()
+	if h := b.must(200, "GET", "/healthz", ""); h["status"] != "ok" || num(obj(h["recovery"])["reported_nodes"]) != 1 {
+		t.Fatalf("/healthz after recovery_timeout_s: %v", h)
+	}
+	if r := back.heartbeat(b, nil); len(arr(r["allocations_to_start"])) != 3 {
+		t.Fatalf("after the window: %v, want 3 starts", r)
+	}
+}
+
+// TestInMemoryServerSaysSo: without a store /healthz names the memory
+// store and no recovery.
+func TestInMemoryServerHasNoRecovery(t *testing.T) {
+	ts := startServer(t, ``, nil)
+	h := ts.must(200, "GET", "/healthz", "")
+	if h["store"] != "memory" || h["recovery"] != nil || h["status"] != "ok" {
+		t.Fatalf("/healthz of an in-memory server: %v", h)
+	}
+	if b, _ := json.Marshal(h); strings.Contains(string(b), "epoch") {
+		t.Fatalf("/healthz of an in-memory server has an epoch: %s", b)
+	}
+}
+
+func mustMarshal(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func arr(v any) []any {
+	a, _ := v.([]any)
+	return a
+}
