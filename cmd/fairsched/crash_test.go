@@ -103,6 +103,105 @@ type ledger struct {
 	ops        map[string]string // operation → "live", "completed" or "aborted"
 	named      map[string]bool   // server-chosen ids ever acknowledged
 	config     float64           // preemptive_scheduling_backoff_s acknowledged last
+	// nodes are the simulated nodes, which outlive the server's restarts;
+	// allocIDs every allocation id the servers handed out; violations what
+	// the nodes saw go wrong (checked after each round).
+	nodes      []*crashNode
+	allocIDs   map[string]string // id → node
+	violations []string
+	adopted    int           // allocations kept over a restart
+	started    chan struct{} // a signal per allocation started (dropped when full)
+}
+
+// crashNode is a simulated node: it runs what it is told to start until it
+// completes it (each heartbeat completes a running allocation with
+// probability 1/8), and reports its running allocations with their origins.
+type crashNode struct {
+	name    string
+	running []map[string]any // allocations_to_start entries
+	// restarted: the next answered heartbeat is the first one to a
+	// restarted server (it must adopt everything running).
+	restarted bool
+}
+
+// crashNodeLimits are a crash node's resources: 8 jobs of {cpu 1}.
+const crashNodeLimits = `{"cpu": 8, "user_slots": 100, "memory": 68719476736}`
+
+// heartbeat sends one heartbeat and applies the answer; it reports false
+// when no answer came.
+func (n *crashNode) heartbeat(ctx context.Context, hc *http.Client, base string, l *ledger, rng *rand.Rand) bool {
+	reports := []map[string]any{}
+	var keep []map[string]any
+	for _, a := range n.running {
+		r := map[string]any{"id": a["id"], "state": "running", "operation_id": a["operation_id"], "task_index": a["task_index"], "resources": a["resources"]}
+		if !n.restarted && rng.IntN(8) == 0 {
+			r["state"] = "completed"
+		} else {
+			keep = append(keep, a)
+		}
+		reports = append(reports, r)
+	}
+	body, _ := json.Marshal(map[string]any{"resource_limits": json.RawMessage(crashNodeLimits), "allocations": reports})
+	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/api/v1/nodes/"+n.name+"/heartbeat", strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || resp.StatusCode != 200 {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	aborted := map[any]bool{}
+	for _, x := range m["allocations_to_abort"].([]any) {
+		ab := x.(map[string]any)
+		aborted[ab["id"]] = true
+		if reason, _ := ab["reason"].(string); n.restarted && !strings.HasPrefix(reason, "operation ") {
+			// Only allocations of finished operations may go.
+			l.violations = append(l.violations, fmt.Sprintf("node %s: allocation %v aborted after the restart: %s", n.name, ab["id"], reason))
+		}
+	}
+	if n.restarted {
+		l.adopted += len(keep) - len(aborted)
+	}
+	n.restarted = false
+	n.running = slices.DeleteFunc(keep, func(a map[string]any) bool { return aborted[a["id"]] })
+	for _, x := range m["allocations_to_start"].([]any) {
+		a := x.(map[string]any)
+		id := a["id"].(string)
+		if other, ok := l.allocIDs[id]; ok {
+			l.violations = append(l.violations, fmt.Sprintf("allocation id %s handed out to %s, already to %s", id, n.name, other))
+		}
+		l.allocIDs[id] = n.name
+		n.running = append(n.running, a)
+		select {
+		case l.started <- struct{}{}:
+		default:
+		}
+	}
+	return true
+}
+
+// runNodes heartbeats the nodes until ctx ends.
+func runNodes(ctx context.Context, base string, l *ledger, seed uint64) {
+	hc := &http.Client{Timeout: 5 * time.Second}
+	var wg sync.WaitGroup
+	for i, n := range l.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, 100+uint64(i)))
+			for ctx.Err() == nil {
+				if !n.heartbeat(ctx, hc, base, l, rng) {
+					time.Sleep(5 * time.Millisecond) // the server is down: the next try
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // crashLoad sends changes from several clients, each on its own keys, until
@@ -248,6 +347,21 @@ func (l *ledger) check(t *testing.T, base string) {
 			t.Errorf("server-chosen id %s was handed out twice", strings.TrimPrefix(id, "REUSED:"))
 		}
 	}
+	for _, v := range l.violations {
+		t.Error(v)
+	}
+	l.violations = nil
+	// No node is over its limits.
+	_, nodes := get("/api/v1/nodes")
+	for _, x := range nodes["nodes"].([]any) {
+		n := x.(map[string]any)
+		usage, limits := n["resource_usage"].(map[string]any), n["resource_limits"].(map[string]any)
+		for k, v := range usage {
+			if lim, _ := limits[k].(float64); v.(float64) > lim {
+				t.Errorf("node %v uses %s %v, its limit is %v", n["id"], k, v, lim)
+			}
+		}
+	}
 	// The running-operation limits hold after the restart.
 	_, pools := get("/api/v1/orchid/pools")
 	for _, p := range pools["pools"].([]any) {
@@ -260,13 +374,13 @@ func (l *ledger) check(t *testing.T, base string) {
 
 // TestCrashRestartKeepsAcknowledged: kill -9 under load, restart, and
 // everything acknowledged is there; terminal operations stay terminal; no
-// id is handed out twice. CRASH_ROUNDS sets the number of kills (3 by
+// id is handed out twice. CRASH_ROUNDS sets the number of kills (30 by
 // default; make crash-soak runs many).
 func TestCrashRestartKeepsAcknowledged(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts fairsched serve processes")
 	}
-	rounds := 3
+	rounds := 30
 	if s := os.Getenv("CRASH_ROUNDS"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
@@ -275,7 +389,11 @@ func TestCrashRestartKeepsAcknowledged(t *testing.T) {
 		rounds = n
 	}
 	dir := t.TempDir()
-	l := &ledger{pools: map[string]float64{}, sentPools: map[string][]float64{}, ops: map[string]string{}, named: map[string]bool{}}
+	l := &ledger{pools: map[string]float64{}, sentPools: map[string][]float64{}, ops: map[string]string{}, named: map[string]bool{},
+		allocIDs: map[string]string{}, started: make(chan struct{}, 1024)}
+	for i := range 6 {
+		l.nodes = append(l.nodes, &crashNode{name: fmt.Sprintf("node-%d", i)})
+	}
 	rng := rand.New(rand.NewPCG(7, 7))
 	for round := range rounds {
 		c := startChild(t, "--data-dir", dir, "--log-level", "error")
@@ -288,19 +406,51 @@ func TestCrashRestartKeepsAcknowledged(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		acked := make(chan struct{}, 1024)
+		nodesDone := make(chan struct{})
+		go func() { runNodes(ctx, c.base, l, uint64(round)); close(nodesDone) }()
 		go func() { crashLoad(ctx, c.base, l, round, uint64(round), acked); close(done) }()
 		// Kill while requests are in flight, after a random number of
 		// acknowledged ones.
 		for range 20 + rng.IntN(200) {
 			<-acked
 		}
+		// ... and after allocations started (the fair-share update runs
+		// every 0.2 s).
+		for len(l.started) > 0 {
+			<-l.started
+		}
+		timeout := time.After(30 * time.Second)
+		for range 1 + rng.IntN(40) {
+			select {
+			case <-l.started:
+			case <-timeout:
+				t.Fatalf("round %d: no allocation started within 30 s", round)
+			}
+		}
 		c.kill9(t)
 		cancel()
 		<-done
+		<-nodesDone
+		for _, n := range l.nodes {
+			n.restarted = true
+		}
 	}
 	c := startChild(t, "--data-dir", dir, "--log-level", "error")
+	// The nodes report once: what they run is adopted.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	hc := &http.Client{Timeout: 5 * time.Second}
+	for i, n := range l.nodes {
+		if !n.heartbeat(ctx, hc, c.base, l, rand.New(rand.NewPCG(1, uint64(i)))) {
+			t.Fatalf("node %s: no answer from the restarted server", n.name)
+		}
+	}
 	l.check(t, c.base)
 	l.mu.Lock()
-	t.Logf("%d kills: %d pools, %d operations (%d server-named) acknowledged and found", rounds, len(l.pools), len(l.ops), len(l.named))
+	t.Logf("%d kills: %d pools, %d operations (%d server-named) acknowledged and found; %d allocations handed out, %d kept over restarts",
+		rounds, len(l.pools), len(l.ops), len(l.named), len(l.allocIDs), l.adopted)
+	if l.adopted == 0 {
+		t.Errorf("no running allocation was kept over a restart: the test proves nothing about adoption")
+	}
 	l.mu.Unlock()
 }
