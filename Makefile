@@ -7,7 +7,7 @@ DEMO            ?= examples/demo.json
 # fairsched serve: LISTEN address, CONFIG file (empty: the embedded examples/serve.json),
 # DATA_DIR for make run's durable state (git-ignored; empty: in memory; rm -rf it to start afresh)
 DATA_DIR        ?= .data
-# make crash-soak: how many kill -9 restarts (make test runs 3)
+# make crash-soak: how many kill -9 restarts (make test runs 30)
 CRASH_ROUNDS    ?= 200
 LISTEN          ?= 127.0.0.1:8080
 CONFIG          ?=
