@@ -117,7 +117,7 @@ func (s *scan) decision(which byte, w *Workload, d *Decisions) bool {
 	}
 	var id uint64
 	var seenID bool
-	slot, gen := int32(-1), uint32(0)
+	slot, gen, task := int32(-1), uint32(0), int32(0)
 	timeout := 0.0
 	for first := true; s.More('}', first); first = false {
 		k, _, ok := s.RawKey()
@@ -145,6 +145,13 @@ func (s *scan) decision(which byte, w *Workload, d *Decisions) bool {
 					slot, gen = sl, g
 				}
 			}
+		case string(k) == "task_index" && which == 's':
+			tok, ok := s.Number()
+			if !ok {
+				return s.fail("want a number")
+			}
+			t, _, _ := jsonscan.ParseNumber(tok)
+			task = int32(t)
 		case string(k) == "timeout_s" && which == 'p':
 			tok, ok := s.Number()
 			if !ok {
@@ -165,7 +172,7 @@ func (s *scan) decision(which byte, w *Workload, d *Decisions) bool {
 	}
 	switch which {
 	case 's':
-		d.Start = append(d.Start, StartDecision{ID: id, Slot: slot, Gen: gen})
+		d.Start = append(d.Start, StartDecision{ID: id, Slot: slot, Gen: gen, Task: task})
 	case 'p':
 		d.Preempt = append(d.Preempt, PreemptDecision{ID: id, TimeoutS: timeout})
 	default:
@@ -179,7 +186,7 @@ func (s *scan) decision(which byte, w *Workload, d *Decisions) bool {
 func FromResponse(r *schedule.Response, w *Workload, d *Decisions) {
 	d.Reset()
 	for i := range r.Start {
-		sd := StartDecision{ID: r.Start[i].Allocation, Slot: -1}
+		sd := StartDecision{ID: r.Start[i].Allocation, Slot: -1, Task: int32(r.Start[i].Task)}
 		if sl, g, ok := w.parseOpIDString(r.Start[i].Operation); ok {
 			sd.Slot, sd.Gen = sl, g
 		}

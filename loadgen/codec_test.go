@@ -139,6 +139,15 @@ func TestHeartbeatBodyDecodes(t *testing.T) {
 	if !reflect.DeepEqual(hb.Allocations, n.AppendReports(nil)) {
 		t.Fatalf("decoded allocations\n%v\nwant\n%v", hb.Allocations, n.AppendReports(nil))
 	}
+	origins := n.AppendOrigins(nil)
+	for i, o := range hb.AllocationOrigins {
+		if string(o.Operation) != string(origins[i].Operation) || o.Task != origins[i].Task || o.Resources != origins[i].Resources {
+			t.Fatalf("origin %d: decoded %+v, want %+v", i, o, origins[i])
+		}
+	}
+	if len(hb.AllocationOrigins) != 19 {
+		t.Fatalf("%d origins decoded, want 19 (every running allocation)", len(hb.AllocationOrigins))
+	}
 }
 
 func TestAppendStartOperationDecodes(t *testing.T) {

@@ -131,6 +131,7 @@ func (p *inProcess) end() {
 type inProcessWorker struct {
 	p       *inProcess
 	reports []schedule.AllocationReport
+	origins []schedule.AllocationOrigin
 	resp    schedule.Response
 }
 
@@ -140,7 +141,8 @@ func (wk *inProcessWorker) heartbeat(nodes []*Node, ds []Decisions, errs []*hbEr
 	now := wk.p.now()
 	for i, n := range nodes {
 		wk.reports = n.AppendReports(wk.reports[:0])
-		hb := schedule.NodeHeartbeat{Node: n.Name, Limits: n.limits, Tags: n.tags, Allocations: wk.reports}
+		wk.origins = n.AppendOrigins(wk.origins[:0])
+		hb := schedule.NodeHeartbeat{Node: n.Name, Limits: n.limits, Tags: n.tags, Allocations: wk.reports, AllocationOrigins: wk.origins}
 		wk.resp.Reset()
 		if err := wk.p.sched.Heartbeat(now, &hb, &wk.resp); err != nil {
 			errs[i] = &hbError{kind: "heartbeat", msg: n.Name + ": " + err.Error()}

@@ -27,6 +27,7 @@ type StartDecision struct {
 	ID   uint64
 	Slot int32
 	Gen  uint32
+	Task int32 // task_index
 }
 
 // PreemptDecision is an allocation to stop within TimeoutS seconds.
@@ -46,6 +47,7 @@ type alloc struct {
 	stop time.Duration // > 0: preempted, the node stops it then
 	slot int32
 	gen  uint32
+	task int32
 }
 
 // finished is an allocation that ended and is still to be reported.
@@ -81,6 +83,7 @@ type Node struct {
 
 	limits   resource.Vec
 	tags     []string
+	w        *Workload // its origins (the report fields of a running allocation)
 	r        rng.Rand
 	dist     Dist
 	stopFrac float64
@@ -93,6 +96,7 @@ func NewNode(w *Workload, i int) *Node {
 		Name:     NodeName(i),
 		limits:   w.NodeLimits(),
 		tags:     []string{NodeTag(i)},
+		w:        w,
 		r:        w.NodeRand(i),
 		dist:     w.cfg.JobDuration,
 		stopFrac: w.cfg.PreemptStopFraction,
@@ -173,8 +177,15 @@ func (n *Node) appendBody(dst []byte) []byte {
 				n.runEnc = append(n.runEnc, ',')
 			}
 			n.runEnc = append(n.runEnc, `{"id":"`...)
-			n.runEnc = strconv.AppendUint(n.runEnc, n.running[i].id, 10)
-			n.runEnc = append(n.runEnc, `","state":"running"}`...)
+			a := &n.running[i]
+			n.runEnc = strconv.AppendUint(n.runEnc, a.id, 10)
+			n.runEnc = append(n.runEnc, `","state":"running"`...)
+			if a.slot >= 0 {
+				// What allocations_to_start said, so that a restarted
+				// server adopts it (api.md §7).
+				n.runEnc = append(n.runEnc, n.w.origin(a.slot, a.gen, a.task)...)
+			}
+			n.runEnc = append(n.runEnc, '}')
 		}
 		n.encOK = true
 	}
@@ -198,10 +209,24 @@ func (n *Node) appendBody(dst []byte) []byte {
 // in-process driver: the same list AppendHeartbeat encodes.
 func (n *Node) AppendReports(dst []schedule.AllocationReport) []schedule.AllocationReport {
 	for i := range n.running {
-		dst = append(dst, schedule.AllocationReport{ID: n.running[i].id, State: schedule.AllocRunning})
+		dst = append(dst, schedule.AllocationReport{ID: n.running[i].id, State: schedule.AllocRunning, HasOrigin: n.running[i].slot >= 0})
 	}
 	for i := range n.done {
 		dst = append(dst, schedule.AllocationReport{ID: n.done[i].id, State: n.done[i].state})
+	}
+	return dst
+}
+
+// AppendOrigins appends the origins of the reports AppendReports appends
+// (schedule.NodeHeartbeat.AllocationOrigins), for the in-process driver.
+func (n *Node) AppendOrigins(dst []schedule.AllocationOrigin) []schedule.AllocationOrigin {
+	for i := range n.running {
+		a := &n.running[i]
+		var o schedule.AllocationOrigin
+		if a.slot >= 0 {
+			o = n.w.originOf(a.slot, a.gen, a.task)
+		}
+		dst = append(dst, o)
 	}
 	return dst
 }
@@ -236,7 +261,7 @@ func (n *Node) Apply(now time.Duration, d *Decisions, ops *opTable) {
 	for i := range d.Start {
 		s := &d.Start[i]
 		dur := n.dist.Draw(&n.r)
-		n.running = append(n.running, alloc{id: s.ID, end: now + seconds(dur), slot: s.Slot, gen: s.Gen})
+		n.running = append(n.running, alloc{id: s.ID, end: now + seconds(dur), slot: s.Slot, gen: s.Gen, task: s.Task})
 		n.nextEnd = min(n.nextEnd, now+seconds(dur))
 		n.encOK = false
 		if ops != nil {

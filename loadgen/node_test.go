@@ -191,7 +191,7 @@ func TestAppendHeartbeatMatchesReports(t *testing.T) {
 	n.Prepare(sec)
 	got := string(n.AppendHeartbeat(nil))
 	want := `{"resource_limits":{"user_slots":32,"cpu":32,"memory":137438953472},"tags":["rack-0"],"allocations":[` +
-		`{"id":"4294967297","state":"running"},{"id":"4294967298","state":"aborted"}]}`
+		`{"id":"4294967297","state":"running","operation_id":"lgt1-0-0","task_index":0,"resources":{"user_slots":1,"cpu":1,"memory":4294967296}},{"id":"4294967298","state":"aborted"}]}`
 	if got != want {
 		t.Fatalf("body\n got %s\nwant %s", got, want)
 	}

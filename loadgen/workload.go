@@ -3,11 +3,13 @@ package loadgen
 import (
 	"math"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/rng"
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/tree"
+	"github.com/fairsched/fairsched/facade/wire"
 )
 
 // PoolSpec is one pool of the workload; Parent is "" for the root.
@@ -32,6 +34,60 @@ type Workload struct {
 	leafCum  []float64 // cumulative popularity of leaves, normalised to 1
 	opSeed   uint64
 	nodeSeed uint64
+	// origins caches the report fields of an operation's tasks by slot
+	// (origin), for the current generation of each slot.
+	origins []atomic.Pointer[originEntry]
+}
+
+// originEntry is the encoded origins of one operation's tasks.
+type originEntry struct {
+	gen     uint32
+	tasks   [][]byte
+	origins []schedule.AllocationOrigin // the same, decoded
+}
+
+// origin returns the report fields of a running allocation of task t of
+// the gen-th operation of a slot, as allocations_to_start gave them:
+// `,"operation_id":"…","task_index":t,"resources":{…}`. It allocates only
+// for a slot's new generation.
+func (w *Workload) origin(slot int32, gen uint32, t int32) []byte {
+	e := w.originEntry(slot, gen)
+	if e == nil || int(t) >= len(e.tasks) || t < 0 {
+		return nil
+	}
+	return e.tasks[t]
+}
+
+// originOf is origin decoded (the in-process driver's).
+func (w *Workload) originOf(slot int32, gen uint32, t int32) schedule.AllocationOrigin {
+	e := w.originEntry(slot, gen)
+	if e == nil || int(t) >= len(e.origins) || t < 0 {
+		return schedule.AllocationOrigin{}
+	}
+	return e.origins[t]
+}
+
+// originEntry returns the origins of the gen-th operation of a slot.
+func (w *Workload) originEntry(slot int32, gen uint32) *originEntry {
+	if slot < 0 || int(slot) >= len(w.origins) {
+		return nil
+	}
+	p := &w.origins[slot]
+	e := p.Load()
+	if e == nil || e.gen != gen {
+		spec := w.Operation(int(slot), gen)
+		e = &originEntry{gen: gen}
+		for i := range spec.Tasks {
+			b := append([]byte(`,"operation_id":`), strconv.Quote(spec.ID)...)
+			b = append(b, `,"task_index":`...)
+			b = strconv.AppendInt(b, int64(i), 10)
+			b = append(b, `,"resources":`...)
+			e.tasks = append(e.tasks, wire.AppendResources(b, &spec.Tasks[i].Resources))
+			e.origins = append(e.origins, schedule.AllocationOrigin{Operation: []byte(spec.ID), Task: i, Resources: spec.Tasks[i].Resources})
+		}
+		p.Store(e)
+	}
+	return e
 }
 
 const (
@@ -48,7 +104,7 @@ const (
 // cluster's cpu; operations in leaf pools with log-normal popularity.
 func NewWorkload(cfg *Config) *Workload {
 	r := rng.New(cfg.Seed)
-	w := &Workload{cfg: *cfg, RunID: "0"}
+	w := &Workload{cfg: *cfg, RunID: "0", origins: make([]atomic.Pointer[originEntry], cfg.Operations)}
 	n := cfg.Pools
 	top := max(1, n/10)
 	parent := make([]int32, n)

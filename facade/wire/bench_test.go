@@ -7,7 +7,12 @@ import (
 
 // nodeHeartbeat is a heartbeat as a node of the standard load writes it:
 // limits, two tags and 20 running allocations in the compact form.
-func nodeHeartbeat(spaced bool) []byte {
+func nodeHeartbeat(spaced bool) []byte { return nodeHeartbeatOrigins(spaced, false) }
+
+// nodeHeartbeatOrigins is nodeHeartbeat, the allocations with their
+// origins (operation_id, task_index, resources) when origins is set, as
+// nodes should send them (api.md §7).
+func nodeHeartbeatOrigins(spaced, origins bool) []byte {
 	b := []byte(`{"resource_limits":{"user_slots":32,"cpu":32,"memory":137438953472},"tags":["ssd","rack-12"],"allocations":[`)
 	for i := range 20 {
 		if i > 0 {
@@ -20,10 +25,16 @@ func nodeHeartbeat(spaced bool) []byte {
 		}
 		b = strconv.AppendUint(b, 17179869184+uint64(1000+i), 10)
 		if spaced {
-			b = append(b, `", "state": "running"}`...)
+			b = append(b, `", "state": "running"`...)
 		} else {
-			b = append(b, `","state":"running"}`...)
+			b = append(b, `","state":"running"`...)
 		}
+		if origins {
+			b = append(b, `,"operation_id":"lg0-`...)
+			b = strconv.AppendInt(b, int64(i%7), 10)
+			b = append(b, `-3","task_index":0,"resources":{"user_slots":1,"cpu":2,"memory":8589934592}`...)
+		}
+		b = append(b, '}')
 	}
 	return append(b, "]}"...)
 }
@@ -35,6 +46,7 @@ func BenchmarkDecodeHeartbeat(b *testing.B) {
 	}{
 		{"compact", nodeHeartbeat(false)},
 		{"spaced", nodeHeartbeat(true)},
+		{"origins", nodeHeartbeatOrigins(false, true)},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			in := NewInterner(1 << 10)

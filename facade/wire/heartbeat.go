@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"strconv"
 
 	"github.com/fairsched/fairsched/core/resource"
@@ -31,8 +32,10 @@ type Heartbeat struct {
 	// until the next Decode.
 	AllocationOrigins []schedule.AllocationOrigin
 
-	opBuf []byte
-	sc    scanner
+	opBuf      []byte
+	recent     [4]recentOrigin // compactOrigin's
+	nextRecent int
+	sc         scanner
 }
 
 // Limits of a heartbeat request beyond the body size limit.
@@ -60,10 +63,12 @@ func (h *Heartbeat) Decode(data []byte, in *Interner) error {
 	h.Limits, h.Usage = resource.Vec{}, resource.Vec{}
 	h.Tags, h.Allocations, h.AllocationUsage = h.Tags[:0], h.Allocations[:0], h.AllocationUsage[:0]
 	h.AllocationOrigins, h.opBuf = h.AllocationOrigins[:0], h.opBuf[:0]
+	h.forgetOrigins()
 	s := &h.sc
 	s.reset(data)
 	e := h.decode(s, in)
 	s.reset(nil) // keep no reference to the body
+	h.forgetOrigins()
 	if e != nil {
 		return e
 	}
@@ -112,6 +117,7 @@ func (h *Heartbeat) members(s *scanner, in *Interner, keys []string, b *Heartbea
 		case "allocations":
 			h.Allocations, h.AllocationUsage = h.Allocations[:0], h.AllocationUsage[:0]
 			h.AllocationOrigins, h.opBuf = h.AllocationOrigins[:0], h.opBuf[:0]
+			h.forgetOrigins()
 			h.allocations(s)
 		default:
 			if b != nil && string(k) == "node_id" {
@@ -335,7 +341,18 @@ func (h *Heartbeat) compactAllocations(s *scanner, limit int) int {
 		if k == 0 {
 			break
 		}
-		allocs = append(allocs, schedule.AllocationReport{ID: id, State: st})
+		rep := schedule.AllocationReport{ID: id, State: st}
+		if d[used+k-1] != '}' {
+			// running", then the origin: `,"operation_id":…}`.
+			h.Allocations = allocs
+			m := h.compactOrigin(d[used+k:], len(allocs))
+			if m == 0 {
+				break
+			}
+			k += m
+			rep.HasOrigin = true
+		}
+		allocs = append(allocs, rep)
 		used += k
 		n++
 	}
@@ -377,6 +394,9 @@ func compactAllocation(d []byte, comma bool) (int, uint64, schedule.AllocationSt
 	switch rest := d[i:]; {
 	case len(rest) >= len(`running"}`) && string(rest[:len(`running"}`)]) == `running"}`:
 		return i + len(`running"}`), id, schedule.AllocRunning
+	case len(rest) >= len(`running",`) && string(rest[:len(`running",`)]) == `running",`:
+		// The origin follows (compactOrigin): the caller sees no '}'.
+		return i + len(`running"`), id, schedule.AllocRunning
 	case len(rest) >= len(`completed"}`) && string(rest[:len(`completed"}`)]) == `completed"}`:
 		return i + len(`completed"}`), id, schedule.AllocCompleted
 	case string(rest[:len(`failed"}`)]) == `failed"}`:
@@ -385,6 +405,176 @@ func compactAllocation(d []byte, comma bool) (int, uint64, schedule.AllocationSt
 		return i + len(`aborted"}`), id, schedule.AllocAborted
 	}
 	return 0, 0, 0
+}
+
+// compactOrigin decodes the origin of the allocation being decoded (report
+// index i), written exactly as nodes (and loadgen) echo
+// allocations_to_start: `,"operation_id":"<id>","task_index":<n>,
+// "resources":{"<kind>":<amount>,…}}` up to and with the allocation's '}',
+// amounts whole numbers (cpu with at most two decimals) below 2^53, each
+// kind once. It returns the bytes it takes, 0 (and h as it was) when d
+// holds anything else: the general path then decodes the allocation and
+// words the errors. When the text is the previous origin's (a node's
+// allocations of one operation), its decoding is reused.
+func (h *Heartbeat) compactOrigin(d []byte, i int) int {
+	const opPrefix, taskPrefix, resPrefix = `,"operation_id":"`, `","task_index":`, `,"resources":{`
+	if len(d) < len(opPrefix) || string(d[:len(opPrefix)]) != opPrefix {
+		return 0
+	}
+	// A node's allocations of one operation's task have the same origin
+	// text: the last few decoded are remembered (their text is in the
+	// body being decoded).
+	end := bytes.Index(d, []byte("}}"))
+	if end < 0 {
+		return 0
+	}
+	seg := d[:end+2]
+	for k := range h.recent {
+		if r := &h.recent[k]; r.report > 0 && string(r.text) == string(seg) {
+			h.addOrigin(i, h.AllocationOrigins[r.report-1])
+			return len(seg)
+		}
+	}
+	j := len(opPrefix)
+	opStart := j
+	for j < len(d) && d[j] != '"' {
+		j++
+	}
+	op := d[opStart:j]
+	if !tree.ValidName(op) || len(d)-j < len(taskPrefix) || string(d[j:j+len(taskPrefix)]) != taskPrefix {
+		return 0
+	}
+	j += len(taskPrefix)
+	task, digits := 0, 0
+	for ; j < len(d) && d[j] >= '0' && d[j] <= '9'; j++ {
+		task = task*10 + int(d[j]-'0')
+		digits++
+	}
+	if digits == 0 || digits > 9 || digits > 1 && d[j-digits] == '0' || len(d)-j < len(resPrefix) || string(d[j:j+len(resPrefix)]) != resPrefix {
+		return 0
+	}
+	j += len(resPrefix)
+	var org schedule.AllocationOrigin
+	var seen uint8
+	for first := true; ; first = false {
+		if j < len(d) && d[j] == '}' && first {
+			j++
+			break
+		}
+		if j >= len(d) || d[j] != '"' {
+			return 0
+		}
+		k := j + 1
+		for k < len(d) && d[k] != '"' {
+			k++
+		}
+		if k+1 >= len(d) || d[k+1] != ':' {
+			return 0
+		}
+		kind, ok := resource.KindByName(string(d[j+1 : k]))
+		if !ok || seen&(1<<kind) != 0 {
+			return 0
+		}
+		seen |= 1 << kind
+		v, m := compactAmount(d[k+2:], kind == resource.CPU)
+		if m == 0 {
+			return 0
+		}
+		org.Resources[kind] = v
+		j = k + 2 + m
+		if j < len(d) && d[j] == ',' {
+			j++
+			continue
+		}
+		if j < len(d) && d[j] == '}' {
+			j++
+			break
+		}
+		return 0
+	}
+	if j >= len(d) || d[j] != '}' {
+		return 0
+	}
+	j++
+	if j != len(seg) {
+		return 0 // a "}}" inside: not the compact form
+	}
+	org.Task = task
+	start := len(h.opBuf)
+	h.opBuf = append(h.opBuf, op...)
+	org.Operation = h.opBuf[start:len(h.opBuf):len(h.opBuf)]
+	h.recent[h.nextRecent] = recentOrigin{text: seg, report: i + 1}
+	h.nextRecent = (h.nextRecent + 1) % len(h.recent)
+	h.addOrigin(i, org)
+	return j
+}
+
+// recentOrigin is an origin compactOrigin decoded: its text in the body and
+// the report whose origin it is, plus one (0: none).
+type recentOrigin struct {
+	text   []byte
+	report int
+}
+
+// addOrigin sets the origin of report i.
+func (h *Heartbeat) addOrigin(i int, org schedule.AllocationOrigin) {
+	for len(h.AllocationOrigins) < i {
+		h.AllocationOrigins = append(h.AllocationOrigins, schedule.AllocationOrigin{})
+	}
+	h.AllocationOrigins = append(h.AllocationOrigins, org)
+}
+
+// forgetOrigins empties the origins compactOrigin remembers, keeping no
+// reference to the body.
+func (h *Heartbeat) forgetOrigins() {
+	h.recent, h.nextRecent = [len(h.recent)]recentOrigin{}, 0
+}
+
+// compactAmount reads a resource amount at the start of d written as
+// digits, with at most two decimals for cpu (returned in centi-cores), no
+// leading zero, below 2^53; it returns the bytes it takes (0: anything
+// else).
+func compactAmount(d []byte, cpu bool) (int64, int) {
+	var v int64
+	j := 0
+	for ; j < len(d) && d[j] >= '0' && d[j] <= '9'; j++ {
+		if j >= 15 {
+			return 0, 0 // beyond 2^53 possibly: the general path decides
+		}
+		v = v*10 + int64(d[j]-'0')
+	}
+	if j == 0 || j > 1 && d[0] == '0' {
+		return 0, 0
+	}
+	if !cpu {
+		if j < len(d) && (d[j] == '.' || d[j] == 'e' || d[j] == 'E') {
+			return 0, 0
+		}
+		return v, j
+	}
+	v *= resource.CPUScale
+	if j < len(d) && d[j] == '.' {
+		f := 0
+		for k := j + 1; k < len(d) && d[k] >= '0' && d[k] <= '9'; k++ {
+			f++
+			if f > 2 {
+				return 0, 0
+			}
+			scale := int64(10)
+			if f == 2 {
+				scale = 1
+			}
+			v += int64(d[k]-'0') * scale
+		}
+		if f == 0 {
+			return 0, 0
+		}
+		j += 1 + f
+	}
+	if j < len(d) && (d[j] == 'e' || d[j] == 'E') {
+		return 0, 0
+	}
+	return v, j
 }
 
 // ParseAllocationID parses a decimal allocation id as heartbeats and their

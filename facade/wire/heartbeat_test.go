@@ -16,6 +16,7 @@ import (
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
+	"github.com/fairsched/fairsched/core/tree"
 	"github.com/fairsched/fairsched/internal/jsonscan"
 )
 
@@ -95,6 +96,13 @@ func TestDecodeHeartbeatErrors(t *testing.T) {
 	f(`{"resource_limits":{},"allocations":[{"id":"1","state":"lost"}]}`, CodeInvalidValue, "$.allocations[0].state")
 	f(`{"resource_limits":{},"allocations":[{"id":"1","state":"running"}`, CodeMalformedJSON, "$")
 	f(`{"resource_limits":{},"allocations":[{"id":"1","state":"running"}}`, CodeMalformedJSON, "$")
+	// Origins: all three fields or none, each valid.
+	f(`{"resource_limits":{},"allocations":[{"id":"1","state":"running","operation_id":"a","resources":{}}]}`, CodeMissingAttribute, "$.allocations[0].task_index")
+	f(`{"resource_limits":{},"allocations":[{"id":"1","state":"running","task_index":0}]}`, CodeMissingAttribute, "$.allocations[0].operation_id")
+	f(`{"resource_limits":{},"allocations":[{"id":"1","state":"running","operation_id":"a b","task_index":0,"resources":{}}]}`, CodeInvalidName, "$.allocations[0].operation_id")
+	f(`{"resource_limits":{},"allocations":[{"id":"1","state":"running","operation_id":"a","task_index":-1,"resources":{}}]}`, CodeInvalidValue, "$.allocations[0].task_index")
+	f(`{"resource_limits":{},"allocations":[{"id":"1","state":"running","operation_id":"a","task_index":0,"resources":{"cpu":-1}}]}`, CodeInvalidValue, "$.allocations[0].resources.cpu")
+	f(`{"resource_limits":{},"allocations":[{"id":"1","state":"running","operation_id":"a","task_index":"0","resources":{}}]}`, CodeWrongType, "$.allocations[0].task_index")
 	// A semantic error followed by broken JSON is reported as the syntax error.
 	f(`{"resource_limits": {"cpu": -1}, `, CodeMalformedJSON, "$")
 }
@@ -203,6 +211,7 @@ func refHeartbeat(data []byte) (*Heartbeat, error) {
 				return nil, errors.New("allocations: not an array")
 			}
 			h.Allocations, h.AllocationUsage = []schedule.AllocationReport{}, []resource.Vec{}
+			h.AllocationOrigins = []schedule.AllocationOrigin{}
 			for _, av := range a {
 				am, ok := av.(map[string]any)
 				if !ok {
@@ -226,6 +235,8 @@ func refHeartbeat(data []byte) (*Heartbeat, error) {
 				if r.State, ok = allocationState([]byte(st)); !ok {
 					return nil, errors.New("allocation state")
 				}
+				var o schedule.AllocationOrigin
+				origin := 0
 				for k, x := range am {
 					switch k {
 					case "id", "state":
@@ -234,16 +245,51 @@ func refHeartbeat(data []byte) (*Heartbeat, error) {
 							return nil, err
 						}
 						r.HasUsage = true
+					case "operation_id":
+						op, ok := x.(string)
+						if !ok || !tree.ValidName(op) {
+							return nil, errors.New("operation_id")
+						}
+						o.Operation = []byte(op)
+						origin++
+					case "task_index":
+						n, ok := x.(json.Number)
+						if !ok {
+							return nil, errors.New("task_index: not a number")
+						}
+						f, err := strconv.ParseFloat(string(n), 64)
+						if err != nil || f < 0 || f != math.Trunc(f) || f > maxTaskIndex || strings.HasPrefix(string(n), "-") {
+							return nil, errors.New("task_index")
+						}
+						o.Task = int(f)
+						origin++
+					case "resources":
+						if o.Resources, err = res(x); err != nil {
+							return nil, err
+						}
+						origin++
 					default:
 						return nil, errors.New("allocation key")
 					}
 				}
+				switch origin {
+				case 0:
+				case 3:
+					r.HasOrigin = true
+				default:
+					return nil, errors.New("a partial origin")
+				}
 				h.Allocations = append(h.Allocations, r)
 				h.AllocationUsage = append(h.AllocationUsage, u)
+				h.AllocationOrigins = append(h.AllocationOrigins, o)
 			}
-			// AllocationUsage ends at the last report with a usage.
+			// AllocationUsage and AllocationOrigins end at the last report
+			// with a usage and an origin.
 			for len(h.AllocationUsage) > 0 && !h.Allocations[len(h.AllocationUsage)-1].HasUsage {
 				h.AllocationUsage = h.AllocationUsage[:len(h.AllocationUsage)-1]
+			}
+			for len(h.AllocationOrigins) > 0 && !h.Allocations[len(h.AllocationOrigins)-1].HasOrigin {
+				h.AllocationOrigins = h.AllocationOrigins[:len(h.AllocationOrigins)-1]
 			}
 		default:
 			return nil, errors.New("unknown key")
@@ -334,7 +380,11 @@ func checkDifferential(t *testing.T, data []byte) {
 		return
 	}
 	norm := func(h *Heartbeat) string {
-		return fmt.Sprintf("%v %v %q %v %v", h.Limits, h.Usage, h.Tags, h.Allocations, h.AllocationUsage)
+		origins := ""
+		for _, o := range h.AllocationOrigins {
+			origins += fmt.Sprintf("{%q %d %v}", o.Operation, o.Task, o.Resources)
+		}
+		return fmt.Sprintf("%v %v %q %v %v %s", h.Limits, h.Usage, h.Tags, h.Allocations, h.AllocationUsage, origins)
 	}
 	h.Tags, h.Allocations, h.AllocationUsage = nonNil(h.Tags), nonNil(h.Allocations), nonNil(h.AllocationUsage)
 	ref.Tags, ref.Allocations, ref.AllocationUsage = nonNil(ref.Tags), nonNil(ref.Allocations), nonNil(ref.AllocationUsage)
@@ -403,6 +453,26 @@ var heartbeatSeeds = []string{
 	`{"resource_limits":{},"allocations":[{"id":"1","state":"running" }]}`,
 	`{"resource_limits":{},"allocations":[{"id":"1","state":"running","resource_usage":{"cpu":1}}]}`,
 	`{"resource_limits":{},"allocations":[{"id":"1","state":"running"}}]}`,
+	// Origins (api.md §7): the compact form loadgen echoes, repeated ones,
+	// and near misses the general path takes.
+	`{"resource_limits":{},"allocations":[{"id":"1","state":"running","operation_id":"op-1","task_index":0,"resources":{"user_slots":1,"cpu":0.5,"memory":2147483648}},{"id":"2","state":"running","operation_id":"op-1","task_index":0,"resources":{"user_slots":1,"cpu":0.5,"memory":2147483648}},{"id":"3","state":"running","operation_id":"op-2","task_index":1,"resources":{}},{"id":"4","state":"completed"},{"id":"5","state":"running","operation_id":"op-1","task_index":0,"resources":{"user_slots":1,"cpu":0.5,"memory":2147483648}}]}`,
+	`{"resource_limits":{},"allocations":[{"id":"1","state":"running","operation_id":"a","task_index":12,"resources":{"cpu":1.25,"gpu":0}}]}`,
+	`{"resource_limits":{},"allocations":[{"id":"1","state":"running","operation_id":"a","task_index":1,"resources":{"cpu":1.255}}]}`,
+	`{"resource_limits":{},"allocations":[{"id":"1","state":"running","operation_id":"a","task_index":1,"resources":{"cpu":1e2}}]}`,
+	`{"resource_limits":{},"allocations":[{"id":"1","state":"running","operation_id":"a","task_index":1,"resources":{"memory":9007199254740993}}]}`,
+	`{"resource_limits":{},"allocations":[{"id":"1","state":"running","operation_id":"a","task_index":1,"resources":{"memory":999999999999999}}]}`,
+	`{"resource_limits":{},"allocations":[{"id":"1","state":"running","operation_id":"a","task_index":1,"resources":{"cpu":1,"cpu":2}}]}`,
+	`{"resource_limits":{},"allocations":[{"id":"1","state":"running","operation_id":"a","task_index":01,"resources":{}}]}`,
+	`{"resource_limits":{},"allocations":[{"id":"1","state":"running","operation_id":"a","task_index":-1,"resources":{}}]}`,
+	`{"resource_limits":{},"allocations":[{"id":"1","state":"running","operation_id":"a","task_index":1.5,"resources":{}}]}`,
+	`{"resource_limits":{},"allocations":[{"id":"1","state":"running","operation_id":"a b","task_index":1,"resources":{}}]}`,
+	`{"resource_limits":{},"allocations":[{"id":"1","state":"running","operation_id":"..","task_index":1,"resources":{}}]}`,
+	`{"resource_limits":{},"allocations":[{"id":"1","state":"running","operation_id":"a","resources":{}}]}`,
+	`{"resource_limits":{},"allocations":[{"id":"1","state":"running","operation_id":"a","task_index":0,"resources":{"tpu":1}}]}`,
+	`{"resource_limits":{},"allocations":[{"id":"1","state":"running","operation_id":"a","task_index":0,"resources":{"cpu":01}}]}`,
+	`{"resource_limits":{},"allocations":[{"id":"1","state":"running","operation_id":"a","task_index":0,"resources":{"cpu":1}},{"id":"2","state":"running","operation_id":"a","task_index":0,"resources":{"cpu":1}}x]}`,
+	`{"resource_limits":{},"allocations":[{"id":"1","state":"completed","operation_id":"a","task_index":0,"resources":{"cpu":1}}]}`,
+	`{"resource_limits":{},"allocations":[{"id":"1","state":"running","resource_usage":{"cpu":2},"operation_id":"a","task_index":0,"resources":{"cpu":1}}]}`,
 }
 
 func TestHeartbeatDifferential(t *testing.T) {
