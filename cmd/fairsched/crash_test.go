@@ -156,12 +156,20 @@ func (n *crashNode) heartbeat(ctx context.Context, hc *http.Client, base string,
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	aborted := map[any]bool{}
+	opOf := map[any]string{}
+	for _, a := range n.running {
+		opOf[a["id"]], _ = a["operation_id"].(string)
+	}
 	for _, x := range m["allocations_to_abort"].([]any) {
 		ab := x.(map[string]any)
 		aborted[ab["id"]] = true
-		if reason, _ := ab["reason"].(string); n.restarted && !strings.HasPrefix(reason, "operation ") {
-			// Only allocations of finished operations may go.
-			l.violations = append(l.violations, fmt.Sprintf("node %s: allocation %v aborted after the restart: %s", n.name, ab["id"], reason))
+		reason, _ := ab["reason"].(string)
+		_, acked := l.ops[opOf[ab["id"]]]
+		if n.restarted && acked && !strings.HasPrefix(reason, "operation ") {
+			// Only allocations of finished operations may go, and those of
+			// operations whose start was never acknowledged (the kill came
+			// before it was durable).
+			l.violations = append(l.violations, fmt.Sprintf("node %s: allocation %v of operation %s aborted after the restart: %s", n.name, ab["id"], opOf[ab["id"]], reason))
 		}
 	}
 	if n.restarted {
