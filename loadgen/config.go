@@ -72,6 +72,12 @@ type Config struct {
 	// groups of Batch, in turn (0: one heartbeat per request). In process,
 	// a batch is that many Heartbeat calls at one reading of the clock.
 	Batch int
+	// OriginsAlways makes every heartbeat report each running allocation's
+	// origin (operation_id, task_index, resources: api.md §7). Without it
+	// a node reports them in its first heartbeat and in the first after
+	// every failed one, the heartbeats a restarted server or a new leader
+	// adopts allocations from.
+	OriginsAlways bool
 	// Rate is the total heartbeats per second to aim at (0: as fast as
 	// possible).
 	Rate float64

@@ -74,6 +74,10 @@ type Node struct {
 	// while encOK: a node's list changes in few of its heartbeats.
 	runEnc      []byte
 	encOK       bool
+	// origins: the next heartbeat reports the running allocations' origins
+	// (a first heartbeat, the first after a failed one, or every one with
+	// originsAlways); runEnc holds them when encOrigins.
+	origins, originsAlways, encOrigins bool
 	batchPrefix []byte // the request body up to the allocations' '[' as an entry of a batch, with its node_id
 	prefix      []byte // the same as a heartbeat of its own
 	path        []byte // /api/v1/nodes/<name>/heartbeat
@@ -97,6 +101,9 @@ func NewNode(w *Workload, i int) *Node {
 		limits:   w.NodeLimits(),
 		tags:     []string{NodeTag(i)},
 		w:        w,
+
+		origins:       true,
+		originsAlways: w.cfg.OriginsAlways,
 		r:        w.NodeRand(i),
 		dist:     w.cfg.JobDuration,
 		stopFrac: w.cfg.PreemptStopFraction,
@@ -170,7 +177,8 @@ func (n *Node) AppendBatchEntry(dst []byte) []byte {
 
 // appendBody appends the allocations of the heartbeat's body and its end.
 func (n *Node) appendBody(dst []byte) []byte {
-	if !n.encOK {
+	if !n.encOK || n.encOrigins != n.origins {
+		n.encOrigins = n.origins
 		n.runEnc = n.runEnc[:0]
 		for i := range n.running {
 			if i > 0 {
@@ -180,7 +188,7 @@ func (n *Node) appendBody(dst []byte) []byte {
 			a := &n.running[i]
 			n.runEnc = strconv.AppendUint(n.runEnc, a.id, 10)
 			n.runEnc = append(n.runEnc, `","state":"running"`...)
-			if a.slot >= 0 {
+			if n.origins && a.slot >= 0 {
 				// What allocations_to_start said, so that a restarted
 				// server adopts it (api.md §7).
 				n.runEnc = append(n.runEnc, n.w.origin(a.slot, a.gen, a.task)...)
@@ -209,7 +217,7 @@ func (n *Node) appendBody(dst []byte) []byte {
 // in-process driver: the same list AppendHeartbeat encodes.
 func (n *Node) AppendReports(dst []schedule.AllocationReport) []schedule.AllocationReport {
 	for i := range n.running {
-		dst = append(dst, schedule.AllocationReport{ID: n.running[i].id, State: schedule.AllocRunning, HasOrigin: n.running[i].slot >= 0})
+		dst = append(dst, schedule.AllocationReport{ID: n.running[i].id, State: schedule.AllocRunning, HasOrigin: n.origins && n.running[i].slot >= 0})
 	}
 	for i := range n.done {
 		dst = append(dst, schedule.AllocationReport{ID: n.done[i].id, State: n.done[i].state})
@@ -220,6 +228,9 @@ func (n *Node) AppendReports(dst []schedule.AllocationReport) []schedule.Allocat
 // AppendOrigins appends the origins of the reports AppendReports appends
 // (schedule.NodeHeartbeat.AllocationOrigins), for the in-process driver.
 func (n *Node) AppendOrigins(dst []schedule.AllocationOrigin) []schedule.AllocationOrigin {
+	if !n.origins {
+		return dst
+	}
 	for i := range n.running {
 		a := &n.running[i]
 		var o schedule.AllocationOrigin
@@ -250,8 +261,14 @@ func (n *Node) Acknowledge(ops *opTable) (completed, aborted int) {
 		}
 	}
 	n.done = n.done[:0]
+	n.origins = n.originsAlways
 	return completed, aborted
 }
+
+// Failed records that the last heartbeat got no answer: the next one
+// reports the origins, in case the server restarted or another replica
+// leads now.
+func (n *Node) Failed() { n.origins = true }
 
 // Apply carries out a heartbeat's answer at time now (ns): it starts the
 // allocations with a duration drawn from the job distribution, marks the

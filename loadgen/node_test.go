@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -213,5 +214,38 @@ func TestOpTableQueuesASlotOnce(t *testing.T) {
 	ops.complete(0, 1)
 	if n := len(ops.finished); n != 1 {
 		t.Fatalf("after the retry: %d queued, want 1", n)
+	}
+}
+
+// TestNodeReportsOriginsWhenNeeded: a node reports its allocations'
+// origins in its first heartbeat and the first after a failed one (all of
+// them with OriginsAlways), not in the others.
+func TestNodeReportsOriginsWhenNeeded(t *testing.T) {
+	const origin = `"operation_id":"lgt1-0-0"`
+	for _, always := range []bool{false, true} {
+		w := testWorkload(t)
+		w.cfg.OriginsAlways = always
+		n := NewNode(w, 0)
+		n.Apply(0, &Decisions{Start: []StartDecision{{ID: 1, Slot: 0}}}, nil)
+		steps := []struct {
+			name string
+			do   func()
+			want bool
+		}{
+			{"first heartbeat", func() {}, true},
+			{"after an answer", func() { n.Acknowledge(nil) }, always},
+			{"after a failure", n.Failed, true},
+			{"answered again", func() { n.Acknowledge(nil) }, always},
+		}
+		for _, st := range steps {
+			st.do()
+			body := string(n.AppendHeartbeat(nil))
+			if got := strings.Contains(body, origin); got != st.want {
+				t.Errorf("OriginsAlways %v, %s: origins reported %v, want %v: %s", always, st.name, got, st.want, body)
+			}
+			if got := len(n.AppendOrigins(nil)) > 0; got != st.want {
+				t.Errorf("OriginsAlways %v, %s: AppendOrigins reports %v, want %v", always, st.name, got, st.want)
+			}
+		}
 	}
 }

@@ -433,6 +433,7 @@ func (r *runner) work(wi int, nodes []*Node) {
 		after := r.now()
 		for i, n := range group {
 			if err := errs[i]; err != nil {
+				n.Failed()
 				failed++
 				t.running += int64(n.Running() - before[i])
 				r.st.error(wi, err.kind, err.msg)

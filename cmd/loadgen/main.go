@@ -166,6 +166,7 @@ func parseLoadFlags(args []string, stderr io.Writer) (*loadRun, int) {
 	fs.IntVar(&cfg.Connections, "connections", cfg.Connections, "concurrent heartbeats (driver goroutines, HTTP connections)")
 	fs.IntVar(&cfg.Pipeline, "pipeline", 0, "carry the concurrent heartbeats over this many pipelined HTTP/1.1 connections (0: off, one connection each)")
 	fs.DurationVar(&cfg.PipelineDelay, "pipeline-delay", 200*time.Microsecond, "with --pipeline: how long a connection waits for more requests before it writes them")
+	fs.BoolVar(&cfg.OriginsAlways, "origins-always", false, "report every running allocation's operation_id, task_index and resources in every heartbeat (default: in a node's first heartbeat and the first after each failed one, which is when a restarted server needs them)")
 	fs.IntVar(&cfg.Batch, "batch", 0, "send the heartbeats of `K` nodes per request (POST /api/v1/heartbeats), as a node agent relaying a rack would; latency is then per batch (0: one heartbeat per request)")
 	fs.Float64Var(&cfg.Rate, "rate", 0, "total heartbeats per second to aim at (0: as fast as possible)")
 	fs.DurationVar(&cfg.HeartbeatPeriod, "heartbeat-period", 0, "each node's heartbeat period (0: as soon as its turn comes)")

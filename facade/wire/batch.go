@@ -78,9 +78,6 @@ func (b *HeartbeatBatch) Decode(data []byte, in *Interner, max int) error {
 	s.reset(data)
 	e := b.decode(s, in, max)
 	s.reset(nil) // keep no reference to the body
-	for i := range b.Entries {
-		b.Entries[i].Heartbeat.forgetOrigins()
-	}
 	if e != nil {
 		return e
 	}
@@ -294,7 +291,6 @@ func (h *Heartbeat) clear() {
 	h.Limits, h.Usage = resource.Vec{}, resource.Vec{}
 	h.Tags, h.Allocations, h.AllocationUsage = h.Tags[:0], h.Allocations[:0], h.AllocationUsage[:0]
 	h.AllocationOrigins, h.opBuf = h.AllocationOrigins[:0], h.opBuf[:0]
-	h.forgetOrigins()
 }
 
 // nodeSet finds a node named twice in a batch: an open-addressing table of

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bytes"
 	"strconv"
 
 	"github.com/fairsched/fairsched/core/resource"
@@ -32,10 +31,8 @@ type Heartbeat struct {
 	// until the next Decode.
 	AllocationOrigins []schedule.AllocationOrigin
 
-	opBuf      []byte
-	recent     [4]recentOrigin // compactOrigin's
-	nextRecent int
-	sc         scanner
+	opBuf []byte
+	sc    scanner
 }
 
 // Limits of a heartbeat request beyond the body size limit.
@@ -63,12 +60,10 @@ func (h *Heartbeat) Decode(data []byte, in *Interner) error {
 	h.Limits, h.Usage = resource.Vec{}, resource.Vec{}
 	h.Tags, h.Allocations, h.AllocationUsage = h.Tags[:0], h.Allocations[:0], h.AllocationUsage[:0]
 	h.AllocationOrigins, h.opBuf = h.AllocationOrigins[:0], h.opBuf[:0]
-	h.forgetOrigins()
 	s := &h.sc
 	s.reset(data)
 	e := h.decode(s, in)
 	s.reset(nil) // keep no reference to the body
-	h.forgetOrigins()
 	if e != nil {
 		return e
 	}
@@ -117,7 +112,6 @@ func (h *Heartbeat) members(s *scanner, in *Interner, keys []string, b *Heartbea
 		case "allocations":
 			h.Allocations, h.AllocationUsage = h.Allocations[:0], h.AllocationUsage[:0]
 			h.AllocationOrigins, h.opBuf = h.AllocationOrigins[:0], h.opBuf[:0]
-			h.forgetOrigins()
 			h.allocations(s)
 		default:
 			if b != nil && string(k) == "node_id" {
@@ -411,37 +405,28 @@ func compactAllocation(d []byte, comma bool) (int, uint64, schedule.AllocationSt
 // index i), written exactly as nodes (and loadgen) echo
 // allocations_to_start: `,"operation_id":"<id>","task_index":<n>,
 // "resources":{"<kind>":<amount>,…}}` up to and with the allocation's '}',
-// amounts whole numbers (cpu with at most two decimals) below 2^53, each
+// amounts whole numbers (cpu with at most two decimals) below 10^15, each
 // kind once. It returns the bytes it takes, 0 (and h as it was) when d
 // holds anything else: the general path then decodes the allocation and
-// words the errors. When the text is the previous origin's (a node's
-// allocations of one operation), its decoding is reused.
+// words the errors.
+//
+// NB: one pass over the bytes, no lookups: every running allocation of a
+// heartbeat carries an origin, so this is most of a heartbeat's decoding
+// (loadgen's batched load: a memo of recent origins and resource.KindByName
+// were half of it, and are gone).
 func (h *Heartbeat) compactOrigin(d []byte, i int) int {
 	const opPrefix, taskPrefix, resPrefix = `,"operation_id":"`, `","task_index":`, `,"resources":{`
 	if len(d) < len(opPrefix) || string(d[:len(opPrefix)]) != opPrefix {
 		return 0
 	}
-	// A node's allocations of one operation's task have the same origin
-	// text: the last few decoded are remembered (their text is in the
-	// body being decoded).
-	end := bytes.Index(d, []byte("}}"))
-	if end < 0 {
-		return 0
-	}
-	seg := d[:end+2]
-	for k := range h.recent {
-		if r := &h.recent[k]; r.report > 0 && string(r.text) == string(seg) {
-			h.addOrigin(i, h.AllocationOrigins[r.report-1])
-			return len(seg)
-		}
-	}
 	j := len(opPrefix)
 	opStart := j
-	for j < len(d) && d[j] != '"' {
+	for j < len(d) && nameChar[d[j]] {
 		j++
 	}
 	op := d[opStart:j]
-	if !tree.ValidName(op) || len(d)-j < len(taskPrefix) || string(d[j:j+len(taskPrefix)]) != taskPrefix {
+	if n := len(op); n == 0 || n > 128 || op[0] == '.' && (n == 1 || n == 2 && op[1] == '.') ||
+		len(d)-j < len(taskPrefix) || string(d[j:j+len(taskPrefix)]) != taskPrefix {
 		return 0
 	}
 	j += len(taskPrefix)
@@ -456,78 +441,82 @@ func (h *Heartbeat) compactOrigin(d []byte, i int) int {
 	j += len(resPrefix)
 	var org schedule.AllocationOrigin
 	var seen uint8
-	for first := true; ; first = false {
-		if j < len(d) && d[j] == '}' && first {
-			j++
-			break
-		}
-		if j >= len(d) || d[j] != '"' {
+	if j < len(d) && d[j] == '}' {
+		j++
+	} else {
+		for {
+			kind, m := compactKind(d[j:])
+			if m == 0 || seen&(1<<kind) != 0 {
+				return 0
+			}
+			seen |= 1 << kind
+			j += m
+			v, m := compactAmount(d[j:], kind == resource.CPU)
+			if m == 0 {
+				return 0
+			}
+			org.Resources[kind] = v
+			j += m
+			if j < len(d) && d[j] == ',' {
+				j++
+				continue
+			}
+			if j < len(d) && d[j] == '}' {
+				j++
+				break
+			}
 			return 0
 		}
-		k := j + 1
-		for k < len(d) && d[k] != '"' {
-			k++
-		}
-		if k+1 >= len(d) || d[k+1] != ':' {
-			return 0
-		}
-		kind, ok := resource.KindByName(string(d[j+1 : k]))
-		if !ok || seen&(1<<kind) != 0 {
-			return 0
-		}
-		seen |= 1 << kind
-		v, m := compactAmount(d[k+2:], kind == resource.CPU)
-		if m == 0 {
-			return 0
-		}
-		org.Resources[kind] = v
-		j = k + 2 + m
-		if j < len(d) && d[j] == ',' {
-			j++
-			continue
-		}
-		if j < len(d) && d[j] == '}' {
-			j++
-			break
-		}
-		return 0
 	}
 	if j >= len(d) || d[j] != '}' {
 		return 0
 	}
 	j++
-	if j != len(seg) {
-		return 0 // a "}}" inside: not the compact form
-	}
 	org.Task = task
 	start := len(h.opBuf)
 	h.opBuf = append(h.opBuf, op...)
 	org.Operation = h.opBuf[start:len(h.opBuf):len(h.opBuf)]
-	h.recent[h.nextRecent] = recentOrigin{text: seg, report: i + 1}
-	h.nextRecent = (h.nextRecent + 1) % len(h.recent)
-	h.addOrigin(i, org)
-	return j
-}
-
-// recentOrigin is an origin compactOrigin decoded: its text in the body and
-// the report whose origin it is, plus one (0: none).
-type recentOrigin struct {
-	text   []byte
-	report int
-}
-
-// addOrigin sets the origin of report i.
-func (h *Heartbeat) addOrigin(i int, org schedule.AllocationOrigin) {
 	for len(h.AllocationOrigins) < i {
 		h.AllocationOrigins = append(h.AllocationOrigins, schedule.AllocationOrigin{})
 	}
 	h.AllocationOrigins = append(h.AllocationOrigins, org)
+	return j
 }
 
-// forgetOrigins empties the origins compactOrigin remembers, keeping no
-// reference to the body.
-func (h *Heartbeat) forgetOrigins() {
-	h.recent, h.nextRecent = [len(h.recent)]recentOrigin{}, 0
+// nameChar marks the bytes of a valid name (tree.ValidName).
+var nameChar = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = tree.ValidName([]byte{byte(c)}) || c == '.'
+	}
+	return t
+}()
+
+// compactKind reads `"<kind>":` at the start of d and returns the kind and
+// the bytes it takes (0: anything else).
+func compactKind(d []byte) (resource.Kind, int) {
+	if len(d) < 6 || d[0] != '"' {
+		return 0, 0
+	}
+	var kind resource.Kind
+	var name string
+	switch d[1] {
+	case 'c':
+		kind, name = resource.CPU, `"cpu":`
+	case 'm':
+		kind, name = resource.Memory, `"memory":`
+	case 'u':
+		kind, name = resource.UserSlots, `"user_slots":`
+	case 'g':
+		kind, name = resource.GPU, `"gpu":`
+	case 'n':
+		kind, name = resource.Network, `"network":`
+	default:
+		return 0, 0
+	}
+	if len(d) < len(name) || string(d[:len(name)]) != name {
+		return 0, 0
+	}
+	return kind, len(name)
 }
 
 // compactAmount reads a resource amount at the start of d written as
