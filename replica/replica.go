@@ -98,6 +98,8 @@ type Replica struct {
 	hint atomic.Pointer[string]
 	// terms counts the terms this replica led.
 	terms atomic.Int64
+	// tokensMu guards cfg.Server.Tokens, which SetTokens replaces.
+	tokensMu sync.Mutex
 
 	// Test hooks (replica_test.go).
 	// afterCampaign runs when Campaign returned, before the leadership is
@@ -169,6 +171,17 @@ func (r *Replica) Leading() *facade.Server {
 		return t.srv
 	}
 	return nil
+}
+
+// SetTokens replaces the users and tokens of the term being served and of
+// the terms to come (SIGHUP).
+func (r *Replica) SetTokens(t *facade.Tokens) {
+	r.tokensMu.Lock()
+	r.cfg.Server.Tokens = t
+	if srv := r.Leading(); srv != nil {
+		srv.SetTokens(t)
+	}
+	r.tokensMu.Unlock()
 }
 
 // Terms returns how many terms this replica has led.
@@ -332,7 +345,9 @@ func (r *Replica) lead(ctx context.Context, sess *concurrency.Session, e *concur
 		return
 	}
 	failed := make(chan error, 1)
+	r.tokensMu.Lock()
 	opts := r.cfg.Server
+	r.tokensMu.Unlock()
 	opts.Store = st
 	opts.OnStoreFailure = func(err error) {
 		select {
@@ -354,7 +369,10 @@ func (r *Replica) lead(ctx context.Context, sess *concurrency.Session, e *concur
 		progress = func() uint64 { return r.progress(srv) }
 	}
 	r.terms.Add(1)
+	r.tokensMu.Lock()
+	srv.SetTokens(r.cfg.Server.Tokens) // a SetTokens since opts was copied
 	r.term.Store(&term{srv: srv, lease: sess.Lease()})
+	r.tokensMu.Unlock()
 	if r.onLead != nil {
 		r.onLead(sess.Lease())
 	}
