@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +45,10 @@ type Options struct {
 
 // Start runs an embedded etcd with its data in dir until Close.
 func Start(dir string, o Options) (*Server, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("etcdtest: %w", err)
+	}
 	cfg := embed.NewConfig()
 	cfg.Dir = dir
 	cfg.Name = "fairsched-test"
@@ -56,7 +61,15 @@ func Start(dir string, o Options) (*Server, error) {
 	}
 	// The peer listener serves no peer (one member), but embed wants one;
 	// a unix socket in dir needs no port.
-	pu, _ := url.Parse("unix://" + dir + "/peer.sock")
+	sock := dir + "/peer.sock"
+	if len(sock) > 100 { // a unix socket's path is limited (108 bytes on Linux)
+		d, err := os.MkdirTemp("", "etcd")
+		if err != nil {
+			return nil, fmt.Errorf("etcdtest: %w", err)
+		}
+		sock = d + "/peer.sock"
+	}
+	pu, _ := url.Parse("unix://" + sock)
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*cu}, []url.URL{*cu}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*pu}, []url.URL{*pu}
 	cfg.InitialCluster = cfg.Name + "=" + pu.String()
