@@ -49,7 +49,7 @@ PGO_AB_RUNS     ?= 3
 COMMIT          := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)$(shell test -n "$$(git status --porcelain --untracked-files=no 2>/dev/null)" && echo +dirty)
 
 .PHONY: help build binary test test-invariants test-race crash-soak lint fuzz bench bench-scaling bench-compare solve conformance run serve clean \
-	loadgen-binary load load-pipelined load-batched soak profile profile-batched pgo pgo-ab test-ui ui-screenshots demo-load
+	loadgen-binary load load-pipelined test-ha ha-bench ha-demo load-batched soak profile profile-batched pgo pgo-ab test-ui ui-screenshots demo-load
 
 help: ## print the targets with one line each (default)
 	@echo "usage: make TARGET [VAR=value ...]"
@@ -170,6 +170,22 @@ DEMO_DURATION   ?= 30m
 demo-load: loadgen-binary ## a small live load (24 nodes, 6 pools, 40 operations) against make run's server for DEMO_DURATION (30m), for the dashboard
 	$(LOADGEN) --target http://$(LISTEN) --nodes 24 --pools 6 --operations 40 --heartbeat-period 1s \
 		--job-duration uniform:20:180 --max-jobs 200 --duration $(DEMO_DURATION) --progress-every 10s
+
+# Replicas on etcd (docs/operations.md, "Replicas on etcd"): the HA tests with
+# more rounds, the demo, and the measurements of the failover figures.
+HA_ROUNDS       ?= 20
+HA_TTL          ?= 2s
+ETCDDEV         := bin/etcddev
+
+test-ha: ## the replicas' failover tests with HA_ROUNDS (default 20) kill -9 / wedge / SIGTERM rounds each (make test runs 1-3), on an embedded etcd (FAIRSCHED_ETCD=host:port: an external one)
+	FAIRSCHED_HA_ROUNDS=$(HA_ROUNDS) $(GO) test -count=1 -timeout=30m -run 'TestHALoop|TestReplicas|TestExpiredCandidate|TestDeposed|TestTakeover|TestGraceful' -v ./replica/ ./cmd/fairsched/ ./store/etcdstore/
+
+ha-bench: ## fenced etcd writes per second, one writer and 64 (embedded etcd syncing to disk, or FAIRSCHED_ETCD's)
+	FAIRSCHED_HA_MEASURE=1 $(GO) test -count=1 -run 'TestMeasureFencedWrites' -v ./store/etcdstore/
+
+ha-demo: binary loadgen-binary ## etcd (embedded helper, or ETCD=etcd for one on PATH), three replicas on loopback, a load; kill -9 of the leader; prints the takeover time (HA_TTL, default 2s) and what the load generator saw
+	$(GO) build -o $(ETCDDEV) ./internal/etcdtest/etcddev
+	BIN=$(BIN) LOADGEN=$(LOADGEN) ETCDDEV=$(ETCDDEV) HA_TTL=$(HA_TTL) ./deploy/ha-demo.sh
 
 loadgen-binary: ## build only bin/loadgen
 	$(GO) build -o $(LOADGEN) ./cmd/loadgen

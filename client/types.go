@@ -490,9 +490,14 @@ type SolveElement struct {
 type Health struct {
 	// Status is "ok", or "stopping" once the server began to shut down.
 	Status string `json:"status"`
-	// Role is the server's part in a group of replicas ("standalone").
+	// Role is the server's part in a group of replicas ("standalone", or
+	// "leader" or "follower" for a replica of fairsched serve --etcd).
 	Role string `json:"role"`
-	// Store is where the server keeps its state ("memory", "bbolt").
+	// Leader is, for a replica, the leader's advertised URL (nil while
+	// none serves; nil for a standalone server too).
+	Leader *string `json:"leader,omitempty"`
+	// Store is where the server keeps its state ("memory", "bbolt",
+	// "etcd").
 	Store string `json:"store"`
 	// Quarantined are the operations of the store the server could not
 	// restore.

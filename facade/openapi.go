@@ -33,7 +33,8 @@ func (s *Server) serveVersion(ctx *fasthttp.RequestCtx) {
 
 // serveHealth answers GET /healthz: 200 while the process serves, with its
 // state ("ok", or "stopping" once Shutdown began), its role (a single
-// server is "standalone"), where it keeps its state ("memory", "bbolt") and
+// server is "standalone"; a replica's leader says "leader" and its own
+// advertised URL as "leader"), where it keeps its state ("memory", "bbolt") and
 // the operations of the store it could not restore.
 func (s *Server) serveHealth(ctx *fasthttp.RequestCtx) {
 	state := "ok"
@@ -43,7 +44,17 @@ func (s *Server) serveHealth(ctx *fasthttp.RequestCtx) {
 	} else if rec.Active {
 		state = "recovering"
 	}
-	b := append([]byte(`{"status":"`+state+`","role":"standalone","store":"`), s.storeKind()...)
+	rs, replica := s.replicaStatus()
+	b := append([]byte(`{"status":"`+state+`","role":`), jsonpath.AppendString(nil, rs.Role)...)
+	if replica {
+		b = append(b, `,"leader":`...)
+		if rs.Leader == "" {
+			b = append(b, "null"...)
+		} else {
+			b = jsonpath.AppendString(b, rs.Leader)
+		}
+	}
+	b = append(append(b, `,"store":"`...), s.storeKind()...)
 	b = append(b, '"')
 	if s.d != nil {
 		b = append(b, `,"epoch":`...)

@@ -107,6 +107,9 @@ type Options struct {
 	ListenHost string
 	// TLS, when set, makes Serve serve HTTPS with this configuration.
 	TLS *tls.Config
+	// Replica, when set, names the server's role and the leader at
+	// /healthz (leader.go); nil is a standalone server.
+	Replica func() ReplicaStatus
 }
 
 // maxInterned bounds the node names and tags the server interns (so that

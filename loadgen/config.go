@@ -19,6 +19,13 @@ type Config struct {
 	// https:// for a server with --tls-cert); it must be loopback
 	// (CheckTarget). Ignored by the in-process driver.
 	Target string
+	// Replicas are the base URLs of the Target's fellow replicas
+	// (fairsched serve --etcd), loopback like it. Heartbeats follow a
+	// not_leader answer to the leader it names, and a replica that cannot
+	// be reached is left for the next of Target and Replicas; the typed
+	// client's calls go where the heartbeats go (and follow not_leader
+	// themselves).
+	Replicas []string
 	// Token, when set, is sent as "Authorization: Bearer <token>" with
 	// every request (a server with --auth-tokens): the token of an admin,
 	// as the load generator creates pools, starts operations and sends
@@ -180,6 +187,11 @@ func (c *Config) Validate() error {
 	if !c.InProcess {
 		if _, err := CheckTarget(c.Target); err != nil {
 			return err
+		}
+		for _, r := range c.Replicas {
+			if _, err := CheckTarget(r); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

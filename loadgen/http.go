@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -24,7 +26,8 @@ type httpDriver struct {
 	w    *Workload
 	addr string
 	// hc carries the heartbeats: one connection per driver goroutine, or
-	// pc with Config.Pipeline > 0.
+	// pc with Config.Pipeline > 0. With Config.Replicas, hc and c are those
+	// of cur, the replica the heartbeats go to (replicas.go).
 	hc *fasthttp.HostClient
 	pc *fasthttp.PipelineClient
 	// ctl carries /metrics and pprof; c, the typed client, the setup and
@@ -32,6 +35,12 @@ type httpDriver struct {
 	ctl     *fasthttp.HostClient
 	c       *client.Client
 	ctlHTTP *http.Client
+	// The replicas: cur is where requests go now, targets the addresses
+	// of Target and Replicas in order, eps every endpoint made so far.
+	cur     atomic.Pointer[endpoint]
+	targets []string
+	epMu    sync.Mutex
+	eps     map[string]*endpoint
 }
 
 func newHTTPDriver(cfg *Config, w *Workload, addr string) *httpDriver {
@@ -78,6 +87,7 @@ func newHTTPDriver(cfg *Config, w *Workload, addr string) *httpDriver {
 		panic("BUG: the checked target is not a URL: " + err.Error())
 	}
 	h.c = c
+	h.initReplicas()
 	if cfg.Pipeline > 0 {
 		h.pc = &fasthttp.PipelineClient{
 			Addr:     addr,
@@ -129,7 +139,7 @@ func (h *httpDriver) do(method, path string, body []byte, timeout time.Duration)
 func (h *httpDriver) setup(ctx context.Context) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		_, err := h.c.Health(ctx)
+		_, err := h.client().Health(ctx)
 		if err == nil {
 			break
 		}
@@ -152,7 +162,7 @@ func (h *httpDriver) setup(ctx context.Context) error {
 		if err := json.Unmarshal(b, &pool); err != nil {
 			return fmt.Errorf("loadgen: pool %s: %w", p.Name, err)
 		}
-		if _, _, err := h.c.PutPool(ctx, p.Name, pool); err != nil {
+		if _, _, err := h.client().PutPool(ctx, p.Name, pool); err != nil {
 			return fmt.Errorf("loadgen: cannot create pool %s: %w", p.Name, err)
 		}
 	}
@@ -166,7 +176,7 @@ func (h *httpDriver) setup(ctx context.Context) error {
 func (h *httpDriver) leftovers(ctx context.Context) error {
 	var ids []string
 	for _, state := range []string{"running", "pending"} {
-		for op, err := range h.c.Operations(ctx, client.OperationFilter{State: state, Limit: 1000}) {
+		for op, err := range h.client().Operations(ctx, client.OperationFilter{State: state, Limit: 1000}) {
 			if err != nil {
 				return fmt.Errorf("loadgen: cannot list the server's operations: %w", err)
 			}
@@ -183,7 +193,7 @@ func (h *httpDriver) leftovers(ctx context.Context) error {
 			"they would take this run's capacity; rerun with --reset to abort them, or restart the server", len(ids), ids[0])
 	}
 	for _, id := range ids {
-		if _, err := h.c.AbortOperation(ctx, id); err != nil && !client.IsNotFound(err) {
+		if _, err := h.client().AbortOperation(ctx, id); err != nil && !client.IsNotFound(err) {
 			return fmt.Errorf("loadgen: --reset: cannot abort %s: %w", id, err)
 		}
 	}
@@ -200,8 +210,10 @@ func (h *httpDriver) startOperation(spec *schedule.OperationSpec) (bool, error) 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := h.c.StartOperation(ctx, op)
+	ep := h.cur.Load()
+	st, err := ep.c.StartOperation(ctx, op)
 	if err != nil {
+		h.unreachable(ep, err)
 		return false, fmt.Errorf("POST /api/v1/operations %s: %w", spec.ID, err)
 	}
 	return st.State == "pending", nil
@@ -209,7 +221,11 @@ func (h *httpDriver) startOperation(spec *schedule.OperationSpec) (bool, error) 
 
 func (h *httpDriver) begin(time.Time) {}
 func (h *httpDriver) end() {
-	h.hc.CloseIdleConnections()
+	h.epMu.Lock()
+	for _, ep := range h.eps {
+		ep.hc.CloseIdleConnections()
+	}
+	h.epMu.Unlock()
 	h.ctlHTTP.CloseIdleConnections()
 }
 
@@ -223,6 +239,8 @@ type httpWorker struct {
 	body  []byte
 	names []string
 	errs  []*EntryError
+	// host is the Host of req: the replica it was last sent to.
+	host string
 }
 
 // batchPath is the path of a batch of heartbeats (api.md §7).
@@ -232,6 +250,7 @@ func (h *httpDriver) newWorker(int) heartbeater {
 	wk := &httpWorker{h: h, req: fasthttp.AcquireRequest(), resp: fasthttp.AcquireResponse()}
 	wk.req.Header.SetMethod("POST")
 	wk.req.Header.SetHost(h.addr)
+	wk.host = h.addr
 	wk.req.Header.SetContentType("application/json")
 	if h.cfg.Token != "" {
 		wk.req.Header.Set("Authorization", "Bearer "+h.cfg.Token)
@@ -312,12 +331,19 @@ func label(nodes []*Node) string {
 // do sends the request of nodes and checks the answer's status.
 func (wk *httpWorker) do(nodes []*Node) *hbError {
 	var err error
+	ep := wk.h.cur.Load()
+	if ep.addr != wk.host { // another replica leads
+		wk.host = ep.addr
+		wk.req.Header.SetHost(ep.addr)
+		wk.req.URI().SetHost(ep.addr)
+	}
 	if pc := wk.h.pc; pc != nil {
 		err = pc.Do(wk.req, wk.resp)
 	} else {
-		err = wk.h.hc.Do(wk.req, wk.resp)
+		err = ep.hc.Do(wk.req, wk.resp)
 	}
 	if err != nil {
+		wk.h.unreachable(ep, err)
 		kind := "transport"
 		if errors.Is(err, fasthttp.ErrTimeout) {
 			kind = "timeout"
@@ -326,6 +352,9 @@ func (wk *httpWorker) do(nodes []*Node) *hbError {
 	}
 	if st := wk.resp.StatusCode(); st != 200 {
 		body := wk.resp.Body()
+		if st == 503 && bytes.Contains(body, notLeader) {
+			return wk.h.notLeader(ep, label(nodes), body)
+		}
 		if len(body) > 300 {
 			body = body[:300]
 		}

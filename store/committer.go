@@ -6,6 +6,8 @@ import "sync"
 // for concurrent use.
 type Committer struct {
 	b Backend
+	// maxWrites and maxBytes bound one transaction (Limiter; 0: unbounded).
+	maxWrites, maxBytes int
 
 	mu      sync.Mutex
 	queue   []*commit
@@ -28,6 +30,9 @@ type commit struct {
 // NewCommitter starts a Committer writing to b. Close stops it.
 func NewCommitter(b Backend) *Committer {
 	c := &Committer{b: b, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
+	if l, ok := b.(Limiter); ok {
+		c.maxWrites, c.maxBytes = l.Limits()
+	}
 	go c.writer()
 	return c
 }
@@ -128,7 +133,11 @@ func (c *Committer) writer() {
 		for {
 			c.mu.Lock()
 			group := c.queue
-			c.queue = nil
+			if n := c.fits(group); n < len(group) {
+				group, c.queue = group[:n:n], group[n:]
+			} else {
+				c.queue = nil
+			}
 			closing := c.closing
 			failed := c.failed
 			c.mu.Unlock()
@@ -164,4 +173,25 @@ func (c *Committer) writer() {
 			}
 		}
 	}
+}
+
+// fits returns how many of the queued commits, from the first, one
+// transaction takes: all of them without a Limiter, else as many as stay
+// within its limits, and at least one (a Commit larger than the limits
+// alone is the backend's to refuse).
+func (c *Committer) fits(queue []*commit) int {
+	if c.maxWrites <= 0 && c.maxBytes <= 0 {
+		return len(queue)
+	}
+	writes, bytes := 0, 0
+	for i, cm := range queue {
+		for _, w := range cm.ws {
+			writes++
+			bytes += len(w.Bucket) + len(w.Key) + len(w.Value)
+		}
+		if i > 0 && (c.maxWrites > 0 && writes > c.maxWrites || c.maxBytes > 0 && bytes > c.maxBytes) {
+			return i
+		}
+	}
+	return len(queue)
 }

@@ -80,6 +80,15 @@ type Backend interface {
 	Close() error
 }
 
+// Limiter is a Backend whose transactions are bounded (etcd refuses more
+// than 128 operations or 1.5 MiB in one request by default). The Committer
+// puts at most writes Writes and bytes bytes of buckets, keys and values
+// (0: no bound) into one Apply, except that a single Commit larger than
+// that is applied alone.
+type Limiter interface {
+	Limits() (writes, bytes int)
+}
+
 // ErrUnavailable wraps every error of a Commit after a failed transaction:
 // the store is no longer written, and the server must stop.
 var ErrUnavailable = errors.New("store unavailable")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -300,4 +301,79 @@ func TestBoltBackup(t *testing.T) {
 	if v, ok, err := c.Get(Pools, "a"); err != nil || !ok || string(v) != "1" {
 		t.Fatalf("the copy: %q %v %v", v, ok, err)
 	}
+}
+
+// limited is a Backend with a Limiter that records the size of each
+// transaction.
+type limited struct {
+	Backend
+	writes, bytes int
+	mu            sync.Mutex
+	sizes         []int
+	block         chan struct{} // the first Apply waits for it
+}
+
+func (l *limited) Limits() (int, int) { return l.writes, l.bytes }
+
+func (l *limited) Apply(ws []Write) error {
+	l.mu.Lock()
+	first := len(l.sizes) == 0
+	l.sizes = append(l.sizes, len(ws))
+	l.mu.Unlock()
+	if first {
+		<-l.block
+	}
+	return l.Backend.Apply(ws)
+}
+
+// TestCommitterLimits: a Limiter bounds each transaction; a Commit larger
+// than the bound alone is applied alone.
+func TestCommitterLimits(t *testing.T) {
+	f := func(writes, bytes int, commits []int, want []int) {
+		t.Helper()
+		b, _ := openTemp(t)
+		l := &limited{Backend: b, writes: writes, bytes: bytes, block: make(chan struct{})}
+		c := NewCommitter(l)
+		defer c.Close()
+		first := c.Submit(Put(Pools, "first", []byte("x")))
+		// The writer is inside the first Apply: the rest queue behind it.
+		for {
+			l.mu.Lock()
+			n := len(l.sizes)
+			l.mu.Unlock()
+			if n == 1 {
+				break
+			}
+			runtime.Gosched()
+		}
+		var ps []Pending
+		for i, n := range commits {
+			var ws []Write
+			for j := range n {
+				ws = append(ws, Put(Pools, fmt.Sprintf("c%d-%d", i, j), []byte("0123456789")))
+			}
+			ps = append(ps, c.Submit(ws...))
+		}
+		close(l.block)
+		if err := first.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range ps {
+			if err := p.Wait(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l.mu.Lock()
+		got := l.sizes[1:]
+		l.mu.Unlock()
+		if !slices.Equal(got, want) {
+			t.Fatalf("limits (%d writes, %d bytes), commits %v: transactions of %v writes, want %v", writes, bytes, commits, got, want)
+		}
+	}
+	f(0, 0, []int{3, 3, 3}, []int{9})
+	f(4, 0, []int{2, 2, 2, 1}, []int{4, 3})
+	f(4, 0, []int{6, 1, 1}, []int{6, 2})
+	f(5, 0, []int{1, 6, 1}, []int{1, 6, 1})
+	// Each write is 6+2+10 = 18 bytes or more ("pools", "cI-J", 10).
+	f(0, 40, []int{1, 1, 1, 1}, []int{2, 2})
 }

@@ -42,7 +42,14 @@ type child struct {
 
 func startChild(t *testing.T, args ...string) *child {
 	t.Helper()
-	argv, _ := json.Marshal(append([]string{"serve", "--listen", "127.0.0.1:0"}, args...))
+	return startChildArgs(t, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...))
+}
+
+// startChildArgs runs fairsched with argv (a serve command line) in a
+// child process and waits until it listens.
+func startChildArgs(t *testing.T, args []string) *child {
+	t.Helper()
+	argv, _ := json.Marshal(args)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "FAIRSCHED_TEST_RUN="+string(argv))
 	stdout, err := cmd.StdoutPipe()

@@ -23,6 +23,7 @@ import (
 
 const serveUsage = `usage: fairsched serve [--listen ADDR] [--config FILE] [--pprof=BOOL] [--max-body-size BYTES]
                        [--finished-operation-retention DURATION] [--data-dir DIR]
+                       [--etcd ENDPOINTS --etcd-prefix PREFIX --advertise-url URL [--etcd-lease-ttl DURATION]]
                        [--auth-tokens FILE] [--insecure] [--tls-cert FILE --tls-key FILE]
                        [--allowed-origins LIST] [--allowed-hosts LIST]
                        [--log-format text|json] [--log-level LEVEL]
@@ -51,6 +52,19 @@ clock every fair_share_update_period_s (0.2 s by default).
                         a restart starts from it (the --config file then only
                         seeds a new directory). Without it, the state is in
                         memory only.
+  --etcd ENDPOINTS      run as one of several replicas that keep the state in
+                        etcd (host:port[,host:port…]): the one elected leader
+                        serves the API, the others answer 503 not_leader naming
+                        it (docs/operations.md, "Replicas on etcd"); not with
+                        --data-dir
+  --etcd-prefix PREFIX  the cluster's key prefix in etcd (/fairsched/NAME); every
+                        replica of a cluster uses the same
+  --advertise-url URL   the URL clients reach this replica at
+                        (http://10.0.0.5:8080): followers send clients there
+                        while it leads
+  --etcd-lease-ttl DURATION
+                        the election lease (whole seconds, default 5s): a
+                        leader that dies is replaced after about this long
   --auth-tokens FILE    the users, their bearer tokens and roles (admin, user,
                         node) as JSON: {"users": [{"name": "alice", "token": "...",
                         "groups": ["ml"], "roles": ["user"]}, ...]}; every request
@@ -136,6 +150,7 @@ type serveOptions struct {
 	tlsCert, tlsKey          string
 	allowedOrigins           string
 	allowedHosts             string
+	ha                       haOptions
 }
 
 // serveFlags is the flag set of fairsched serve.
@@ -160,6 +175,10 @@ func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveOptions) {
 	fs.StringVar(&f.tlsKey, "tls-key", "", "TLS key (PEM)")
 	fs.StringVar(&f.allowedOrigins, "allowed-origins", "", "origins of web pages that may call the API (comma-separated)")
 	fs.StringVar(&f.allowedHosts, "allowed-hosts", "", "Host names the server answers (comma-separated)")
+	fs.StringVar(&f.ha.etcd, "etcd", "", "etcd endpoints of the replicas (comma-separated host:port)")
+	fs.StringVar(&f.ha.prefix, "etcd-prefix", "", "the cluster's key prefix in etcd")
+	fs.StringVar(&f.ha.advertise, "advertise-url", "", "the URL clients reach this replica at")
+	fs.DurationVar(&f.ha.leaseTTL, "etcd-lease-ttl", defaultLeaseTTL, "the election lease's TTL (whole seconds)")
 	return fs, f
 }
 
@@ -197,9 +216,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 			return 2
 		}
 	}
+	eps, err := checkHA(f)
+	if err != nil {
+		fmt.Fprintf(stderr, "fairsched serve: %v\n", err)
+		return 2
+	}
 	data, source := examples.ServeConfig, "embedded examples/serve.json"
 	if f.configFile != "" {
-		var err error
 		if data, err = os.ReadFile(f.configFile); err != nil {
 			fmt.Fprintf(stderr, "fairsched serve: cannot read the config: %v\n", err)
 			return 1
@@ -223,6 +246,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	opts := facade.Options{Config: cfg, Pprof: f.pprof, MaxBodySize: f.maxBody, Logger: log,
 		FinishedOperationRetention: f.retention, Tokens: sec.tokens, TLS: sec.tls,
 		AllowedOrigins: sec.origins, AllowedHosts: sec.hosts, ListenHost: sec.listenHost}
+	if eps != nil {
+		return serveReplica(ctx, f, eps, opts, sec, log, source, stdout, stderr, hooks)
+	}
 	storeFailed := make(chan error, 1)
 	if f.dataDir != "" {
 		st, err := store.OpenBolt(f.dataDir)

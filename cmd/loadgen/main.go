@@ -151,6 +151,7 @@ func parseLoadFlags(args []string, stderr io.Writer) (*loadRun, int) {
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), usage); fs.PrintDefaults() }
 	target := fs.String("target", "http://127.0.0.1:8080", "base URL of the server (loopback only; https:// for a server with --tls-cert)")
+	replicas := fs.String("replicas", "", "comma-separated base URLs of the target's fellow replicas (fairsched serve --etcd; loopback only): heartbeats and calls go to the leader and move on when it cannot be reached")
 	fs.StringVar(&cfg.Token, "token", os.Getenv("FAIRSCHED_TOKEN"), "bearer token of an admin for a server with --auth-tokens (default $FAIRSCHED_TOKEN)")
 	caFile := fs.String("ca", "", "with an https:// target: trust the certificates signed by this PEM `FILE` (default: the system's roots)")
 	skipVerify := fs.Bool("insecure-skip-verify", false, "with an https:// target: do not verify the server's certificate")
@@ -206,6 +207,9 @@ func parseLoadFlags(args []string, stderr io.Writer) (*loadRun, int) {
 	}
 	cfg.NodeMemory = *memGiB << 30
 	cfg.Target = *target
+	if *replicas != "" {
+		cfg.Replicas = strings.Split(*replicas, ",")
+	}
 	if *caFile != "" || *skipVerify {
 		cfg.TLS = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: *skipVerify}
 		if *caFile != "" {

@@ -69,6 +69,7 @@ var rules = []rule{
 		from:       []string{mod("store")},
 		to:         []string{module},
 		allow:      []string{mod("store")},
+		testAllow:  []string{mod("internal/etcdtest")},
 		transitive: true,
 		why:        "store keeps bytes under keys and knows nothing of the scheduler",
 	},
@@ -216,6 +217,32 @@ var rules = []rule{
 		transitive: true,
 		testAllow:  []string{"github.com/chromedp"},
 		why:        "test-only dependencies appear only in _test.go files",
+	},
+	{
+		// Replicas (issue 15): the etcd client is the replica's and the
+		// etcd store's; the scheduling core, the wire types and the facade
+		// know nothing of where the state is replicated.
+		from:       []string{mod("core"), mod("facade"), mod("client"), mod("loadgen")},
+		to:         []string{"go.etcd.io/etcd"},
+		transitive: true,
+		why:        "etcd is reached through store/etcdstore and the replica package only",
+	},
+	{
+		// The embedded etcd server runs in tests and the ha-demo helper:
+		// the fairsched binary must not carry it.
+		from:       []string{module},
+		exceptFrom: []string{mod("internal/etcdtest")},
+		to:         []string{"go.etcd.io/etcd/server"},
+		transitive: true,
+		testAllow:  []string{"go.etcd.io/etcd/server"},
+		why:        "the embedded etcd server is test-only (internal/etcdtest, imported by _test.go files)",
+	},
+	{
+		from:       []string{module},
+		exceptFrom: []string{mod("internal/etcdtest")},
+		to:         []string{mod("internal/etcdtest")},
+		testAllow:  []string{mod("internal/etcdtest")},
+		why:        "internal/etcdtest embeds an etcd server: only _test.go files may import it",
 	},
 	{
 		// The dashboard is static files: it knows nothing of the server
