@@ -30,14 +30,9 @@ func (s *Server) Run() {
 		return
 	default:
 	}
-	if !s.opts.ManualUpdates {
-		s.done.Add(1) // before Shutdown can Wait: it takes lnMu first
-	}
+	bg := s.addBackground()
 	s.lnMu.Unlock()
-	s.UpdateFairShare()
-	if !s.opts.ManualUpdates {
-		go s.updater()
-	}
+	s.runBackground(bg)
 }
 
 // FairShareUpdates returns how many fair-share updates have completed: a

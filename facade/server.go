@@ -386,23 +386,9 @@ func (s *Server) Serve(ln net.Listener) error {
 	default:
 	}
 	s.listeners = append(s.listeners, l)
-	if !s.opts.ManualUpdates {
-		s.done.Add(1) // before Shutdown can Wait: it takes lnMu first
-	}
-	startWriter := false
-	if s.d != nil && !s.d.writing {
-		s.d.writing, startWriter = true, true
-		s.done.Add(1)
-	}
+	bg := s.addBackground()
 	s.lnMu.Unlock()
-
-	s.UpdateFairShare()
-	if !s.opts.ManualUpdates {
-		go s.updater()
-	}
-	if startWriter {
-		go s.writeCompletions()
-	}
+	s.runBackground(bg)
 	err := s.http.Serve(l)
 	select {
 	case <-s.stop:
@@ -433,6 +419,37 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.d.c.Close()
 	}
 	return err
+}
+
+// background is what runBackground starts.
+type background struct{ updater, writer bool }
+
+// addBackground counts the goroutines runBackground will start (before
+// Shutdown can Wait for them: it takes lnMu first). s.lnMu held.
+func (s *Server) addBackground() background {
+	var bg background
+	if !s.opts.ManualUpdates {
+		s.done.Add(1)
+		bg.updater = true
+	}
+	if s.d != nil && !s.d.writing {
+		s.d.writing = true
+		s.done.Add(1)
+		bg.writer = true
+	}
+	return bg
+}
+
+// runBackground runs one fair-share update, then starts the updater and
+// the writer of completions that addBackground counted.
+func (s *Server) runBackground(bg background) {
+	s.UpdateFairShare()
+	if bg.updater {
+		go s.updater()
+	}
+	if bg.writer {
+		go s.writeCompletions()
+	}
 }
 
 // onceCloseListener is a listener whose Close closes it once and answers

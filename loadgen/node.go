@@ -72,15 +72,15 @@ type Node struct {
 	next    time.Duration // next heartbeat due (with a heartbeat period)
 	// runEnc is the running allocations as the heartbeat lists them, valid
 	// while encOK: a node's list changes in few of its heartbeats.
-	runEnc      []byte
-	encOK       bool
+	runEnc []byte
+	encOK  bool
 	// origins: the next heartbeat reports the running allocations' origins
 	// (a first heartbeat, the first after a failed one, or every one with
 	// originsAlways); runEnc holds them when encOrigins.
 	origins, originsAlways, encOrigins bool
-	batchPrefix []byte // the request body up to the allocations' '[' as an entry of a batch, with its node_id
-	prefix      []byte // the same as a heartbeat of its own
-	path        []byte // /api/v1/nodes/<name>/heartbeat
+	batchPrefix                        []byte // the request body up to the allocations' '[' as an entry of a batch, with its node_id
+	prefix                             []byte // the same as a heartbeat of its own
+	path                               []byte // /api/v1/nodes/<name>/heartbeat
 
 	Index int
 	Name  string
@@ -96,17 +96,17 @@ type Node struct {
 // NewNode returns node i of the workload w.
 func NewNode(w *Workload, i int) *Node {
 	n := &Node{
-		Index:    i,
-		Name:     NodeName(i),
-		limits:   w.NodeLimits(),
-		tags:     []string{NodeTag(i)},
-		w:        w,
+		Index:  i,
+		Name:   NodeName(i),
+		limits: w.NodeLimits(),
+		tags:   []string{NodeTag(i)},
+		w:      w,
 
 		origins:       true,
 		originsAlways: w.cfg.OriginsAlways,
-		r:        w.NodeRand(i),
-		dist:     w.cfg.JobDuration,
-		stopFrac: w.cfg.PreemptStopFraction,
+		r:             w.NodeRand(i),
+		dist:          w.cfg.JobDuration,
+		stopFrac:      w.cfg.PreemptStopFraction,
 	}
 	b := append([]byte(nil), `{"resource_limits":`...)
 	b = wire.AppendResources(b, &n.limits)
