@@ -379,6 +379,20 @@ type AllocationReport struct {
 	ID            string     `json:"id"`
 	State         string     `json:"state"`
 	ResourceUsage *Resources `json:"resource_usage,omitempty"`
+	// OperationID, TaskIndex and Resources are the allocation's origin,
+	// as AllocationStart gave them (all three or none): a restarted server
+	// adopts a running allocation by them. Origin fills them.
+	OperationID string     `json:"operation_id,omitempty"`
+	TaskIndex   *int       `json:"task_index,omitempty"`
+	Resources   *Resources `json:"resources,omitempty"`
+}
+
+// Origin returns the report of a running allocation started by st, with
+// its origin.
+func Origin(st AllocationStart) AllocationReport {
+	task := st.TaskIndex
+	res := st.Resources
+	return AllocationReport{ID: st.ID, State: "running", OperationID: st.OperationID, TaskIndex: &task, Resources: &res}
 }
 
 // HeartbeatResponse tells the node what to start, preempt and abort.
@@ -488,7 +502,8 @@ type SolveElement struct {
 
 // Health is GET /healthz's answer.
 type Health struct {
-	// Status is "ok", or "stopping" once the server began to shut down.
+	// Status is "ok", "recovering" during a restart's recovery window, or
+	// "stopping" once the server began to shut down.
 	Status string `json:"status"`
 	// Role is the server's part in a group of replicas ("standalone", or
 	// "leader" or "follower" for a replica of fairsched serve --etcd).
@@ -502,6 +517,23 @@ type Health struct {
 	// Quarantined are the operations of the store the server could not
 	// restore.
 	Quarantined []string `json:"quarantined,omitempty"`
+	// Epoch is, for a durable server, how many times its store was opened.
+	Epoch int64 `json:"epoch,omitempty"`
+	// Recovery is, after a restart with state, its recovery window.
+	Recovery *Recovery `json:"recovery,omitempty"`
+}
+
+// Recovery is a restarted server's recovery window (Health.Recovery).
+type Recovery struct {
+	// Active: heartbeats only report until the nodes alive before the stop
+	// reported or recovery_timeout_s passed.
+	Active             bool  `json:"active"`
+	ExpectedNodes      int   `json:"expected_nodes"`
+	ReportedNodes      int   `json:"reported_nodes"`
+	AdoptedAllocations int64 `json:"adopted_allocations"`
+	AbortedAllocations int64 `json:"aborted_allocations"`
+	// RemainingS is, while active, the seconds until the window closes.
+	RemainingS float64 `json:"remaining_s,omitempty"`
 }
 
 // Ready is GET /readyz's answer.

@@ -94,6 +94,9 @@ func TestRestartAdoptsRunningWork(t *testing.T) {
 	if h["status"] != "recovering" || num(rec["expected_nodes"]) != 2 || num(h["epoch"]) != 2 {
 		t.Fatalf("/healthz after the restart: %v, want recovering, 2 expected nodes, epoch 2", h)
 	}
+	if err := loadOpenAPI(t).schema(t, "#/components/schemas/Health").Validate(jsonValue(mustMarshal(h))); err != nil {
+		t.Fatalf("/healthz while recovering does not match the documented schema: %v", err)
+	}
 	if e := b.must(503, "GET", "/readyz", ""); obj(e["error"])["code"] != CodeRecovering {
 		t.Fatalf("/readyz while recovering: %v", e)
 	}
