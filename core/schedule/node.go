@@ -54,7 +54,12 @@ type node struct {
 	hadPreemptive bool
 	// overcommitted: the node's usage exceeds its limits since
 	// overcommitSince (spec.md §5.6).
-	overcommitted  bool
+	overcommitted bool
+	// adopting is set until the end of the first heartbeat after a
+	// registration with NodeRegistration.Adopt: that heartbeat adopts the
+	// running allocations it reports with a seq of at most adoptTo, which
+	// an earlier process handed out (recovery.go).
+	adopting       bool
 	held           [heldWindow / 64]uint64
 	lastHeartbeat  clock.Time
 	lastPreemptive clock.Time
@@ -87,12 +92,7 @@ type node struct {
 	// the seq at which Durable.OnNodeSeqLow is due (past seqEnd once
 	// called).
 	seq, seqEnd, seqLow uint32
-	// adopting is set until the end of the first heartbeat after a
-	// registration with NodeRegistration.Adopt: that heartbeat adopts the
-	// running allocations it reports with a seq of at most adoptTo, which
-	// an earlier process handed out (recovery.go).
-	adopting bool
-	adoptTo  uint32
+	adoptTo             uint32 // see adopting
 	// listed is the set of the allocations (by index in allocs) that the
 	// heartbeat being processed listed running; one it did not list is
 	// finished. A bitmap that follows removals (unlist), cleared by each

@@ -154,10 +154,16 @@ func (s *Scheduler) Recovery(now clock.Time) RecoveryStatus {
 // recovering reports whether the window is open at now, closing it at its
 // deadline. One atomic load outside recovery.
 func (s *Scheduler) recovering(now clock.Time) bool {
-	r := &s.rec
-	if !r.active.Load() {
+	if !s.rec.active.Load() {
 		return false
 	}
+	return s.recoveringAt(now)
+}
+
+// recoveringAt is recovering's slow path (inlined, recovering costs a
+// load on the heartbeat path).
+func (s *Scheduler) recoveringAt(now clock.Time) bool {
+	r := &s.rec
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.active.Load() && now >= r.deadline {

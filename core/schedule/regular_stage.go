@@ -8,7 +8,7 @@ import (
 // canStartMore is CanStartMoreAllocations (spec.md §5.1): the node keeps at
 // least the minimum spare resources after usage less discount.
 func (s *Scheduler) canStartMore(n *node, usage, discount resource.Vec, started int) bool {
-	if m := s.cfg.MaxStartedAllocationsPerHeartbeat; m > 0 && started >= m || len(n.allocs) >= MaxNodeAllocations || n.seq >= n.seqEnd {
+	if m := s.cfg.MaxStartedAllocationsPerHeartbeat; m > 0 && started >= m || len(n.allocs) >= MaxNodeAllocations {
 		return false
 	}
 	return n.limits.Add(discount).Dominates(usage.Add(s.cfg.MinSpareAllocationResources))
@@ -33,6 +33,9 @@ func (s *Scheduler) scheduleRegular(now clock.Time, sh *shard, n *node, snap *Sn
 			break
 		}
 		if s.start(now, sh, n, snap.ops[idx].op, t, resp) == nil {
+			if n.seq >= n.seqEnd {
+				break // its allocation id range is used up (recovery.go)
+			}
 			// Lost a race for the job or a limit: not again in this stage.
 			h.skip(idx)
 			continue
@@ -96,6 +99,9 @@ func victimsOf(victims []victim, o *operation) resource.Vec {
 // start claims one pending job of task t and starts it on n; it returns the
 // new allocation, or nil when the job or a limit was lost to a race.
 func (s *Scheduler) start(now clock.Time, sh *shard, n *node, o *operation, t int, resp *Response) *allocation {
+	if n.seq >= n.seqEnd {
+		return nil // no allocation id left until ExtendNode (recovery.go)
+	}
 	tk := &o.tasks[t]
 	for {
 		p := tk.pending.Load()
