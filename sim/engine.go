@@ -69,6 +69,7 @@ type job struct {
 	alloc     uint64
 	op        *simOp
 	task      int
+	res       resource.Vec // what the start gave it
 	start     clock.Time
 	end       clock.Time // natural completion
 	preempted bool
@@ -87,6 +88,7 @@ type workState struct {
 
 type simOp struct {
 	id         string
+	idBytes    []byte // id, for the reports' origins
 	work       *workState
 	unfinished int64
 	tasks      [][]pendingRun // per task: when its pending jobs became pending, FIFO
@@ -296,7 +298,7 @@ func (e *engine) startOp(t clock.Time, ws *workState) bool {
 	e.rec.count(ws.pool, func(p *poolRec) *int64 { return &p.opsStarted })
 	ws.started++
 	ws.inFlight++
-	o := &simOp{id: id, work: ws, tasks: make([][]pendingRun, len(w.Tasks)), taskHead: make([]int, len(w.Tasks))}
+	o := &simOp{id: id, idBytes: []byte(id), work: ws, tasks: make([][]pendingRun, len(w.Tasks)), taskHead: make([]int, len(w.Tasks))}
 	for i, tk := range w.Tasks {
 		o.tasks[i] = append(o.tasks[i], pendingRun{t: t, n: tk.JobCount})
 		o.unfinished += tk.JobCount
@@ -318,6 +320,7 @@ func (e *engine) heartbeatAll(t clock.Time) {
 func (e *engine) heartbeat(t clock.Time, i int) error {
 	n := &e.nodes[i]
 	reports := e.hb.Allocations[:0]
+	origins := e.hb.AllocationOrigins[:0]
 	kept := n.jobs[:0]
 	finished := e.finished[:0]
 	for _, j := range n.jobs {
@@ -329,11 +332,16 @@ func (e *engine) heartbeat(t clock.Time, i int) error {
 			reports = append(reports, schedule.AllocationReport{ID: j.alloc, State: schedule.AllocAborted})
 			finished = append(finished, j)
 		default:
-			reports = append(reports, schedule.AllocationReport{ID: j.alloc, State: schedule.AllocRunning})
+			// With its origin, as nodes should report it (api.md §7).
+			reports = append(reports, schedule.AllocationReport{ID: j.alloc, State: schedule.AllocRunning, HasOrigin: true})
+			for len(origins) < len(reports)-1 {
+				origins = append(origins, schedule.AllocationOrigin{})
+			}
+			origins = append(origins, schedule.AllocationOrigin{Operation: j.op.idBytes, Task: j.task, Resources: j.res})
 			kept = append(kept, j)
 		}
 	}
-	e.hb = schedule.NodeHeartbeat{Node: n.name, Limits: n.limits, Allocations: reports}
+	e.hb = schedule.NodeHeartbeat{Node: n.name, Limits: n.limits, Allocations: reports, AllocationOrigins: origins}
 	e.resp.Reset()
 	if err := e.sched.Heartbeat(t, &e.hb, &e.resp); err != nil {
 		return fmt.Errorf("sim: heartbeat of %s at %v s: %w", n.name, t.Seconds(), err)
@@ -380,7 +388,7 @@ func (e *engine) heartbeat(t clock.Time, i int) error {
 		}
 		ws := o.work
 		d := drawDuration(&ws.tasks[st.Task], ws.w.Tasks[st.Task].Duration)
-		n.jobs = append(n.jobs, job{alloc: st.Allocation, op: o, task: st.Task, start: t, end: t.Add(d)})
+		n.jobs = append(n.jobs, job{alloc: st.Allocation, op: o, task: st.Task, res: st.Resources, start: t, end: t.Add(d)})
 		since := o.popPending(st.Task)
 		if since < 0 {
 			since = t
