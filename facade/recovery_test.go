@@ -195,3 +195,35 @@ func arr(v any) []any {
 	a, _ := v.([]any)
 	return a
 }
+
+// TestRestartKeepsIntegralVolumes: an integral pool's accumulated volume is
+// checkpointed and restored, so a restart does not empty its burst.
+func TestRestartKeepsIntegralVolumes(t *testing.T) {
+	dir := t.TempDir()
+	mc := &manualClock{}
+	a := startDurable(t, dir, mc, `{"pools": [{"name": "burst", "integral_guarantees": {"guarantee_type": "burst",
+		"resource_flow": {"cpu": 1}, "burst_guarantee_resources": {"cpu": 4}}}]}`, nil)
+	n := &echoNode{name: "n1", limits: `{"cpu": 16, "user_slots": 16, "memory": 68719476736}`}
+	n.heartbeat(a, nil)
+	for range 40 {
+		mc.AdvanceSeconds(1)
+		a.srv.UpdateFairShare()
+	}
+	a.srv.d.c.Commit()
+	vol := func(ts *durableServer) float64 {
+		p := ts.must(200, "GET", "/api/v1/orchid/pools/burst", "")
+		return num(obj(p["accumulated_resource_volume"])["cpu"])
+	}
+	before := vol(a)
+	if before <= 0 {
+		t.Fatalf("the burst pool accumulated no volume in 40 s: %v", before)
+	}
+	a.stop()
+
+	b := startDurable(t, dir, mc, ``, nil)
+	// The checkpoint is at most checkpoint_period_s (5 s) old: at most 5 s
+	// of refill (1 cpu·s per s) is lost.
+	if after := vol(b); after < before-5 || after > before {
+		t.Fatalf("accumulated volume after the restart: %v, before: %v", after, before)
+	}
+}
