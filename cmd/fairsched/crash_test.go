@@ -141,7 +141,12 @@ func (n *crashNode) heartbeat(ctx context.Context, hc *http.Client, base string,
 	var keep []map[string]any
 	for _, a := range n.running {
 		r := map[string]any{"id": a["id"], "state": "running", "operation_id": a["operation_id"], "task_index": a["task_index"], "resources": a["resources"]}
-		if !n.restarted && rng.IntN(8) == 0 {
+		// A job completes once: it is reported completed until a heartbeat
+		// is answered (a node never runs a completed job again).
+		if a["completed"] == nil && !n.restarted && rng.IntN(8) == 0 {
+			a["completed"] = true
+		}
+		if a["completed"] != nil {
 			r["state"] = "completed"
 		} else {
 			keep = append(keep, a)
@@ -176,7 +181,19 @@ func (n *crashNode) heartbeat(ctx context.Context, hc *http.Client, base string,
 			// Only allocations of finished operations may go, and those of
 			// operations whose start was never acknowledged (the kill came
 			// before it was durable).
-			l.violations = append(l.violations, fmt.Sprintf("node %s: allocation %v of operation %s aborted after the restart: %s", n.name, ab["id"], opOf[ab["id"]], reason))
+			detail := ""
+			if r, err := hc.Get(base + "/api/v1/orchid/operations/" + opOf[ab["id"]]); err == nil {
+				var o map[string]any
+				json.NewDecoder(r.Body).Decode(&o)
+				r.Body.Close()
+				detail = fmt.Sprintf(" (now: state %v, pending jobs %v, completed %v, allocations %v, waiting %v)", o["state"], o["pending_job_count"], o["completed_job_count"], o["allocation_counts"], o["waiting_for"])
+			}
+			if r, err := hc.Get(base + "/healthz"); err == nil {
+				b, _ := io.ReadAll(r.Body)
+				r.Body.Close()
+				detail += " healthz " + string(b)
+			}
+			l.violations = append(l.violations, fmt.Sprintf("node %s: allocation %v of operation %s aborted after the restart: %s%s", n.name, ab["id"], opOf[ab["id"]], reason, detail))
 		}
 	}
 	if n.restarted {
