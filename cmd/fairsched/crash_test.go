@@ -120,6 +120,16 @@ type ledger struct {
 	started    chan struct{} // a signal per allocation started (dropped when full)
 }
 
+// newLedger returns an empty ledger with six nodes.
+func newLedger() *ledger {
+	l := &ledger{pools: map[string]float64{}, sentPools: map[string][]float64{}, ops: map[string]string{}, named: map[string]bool{},
+		allocIDs: map[string]string{}, started: make(chan struct{}, 1024)}
+	for i := range 6 {
+		l.nodes = append(l.nodes, &crashNode{name: fmt.Sprintf("node-%d", i)})
+	}
+	return l
+}
+
 // crashNode is a simulated node: it runs what it is told to start until it
 // completes it (each heartbeat completes a running allocation with
 // probability 1/8), and reports its running allocations with their origins.
@@ -421,11 +431,7 @@ func TestCrashRestartKeepsAcknowledged(t *testing.T) {
 		rounds = n
 	}
 	dir := t.TempDir()
-	l := &ledger{pools: map[string]float64{}, sentPools: map[string][]float64{}, ops: map[string]string{}, named: map[string]bool{},
-		allocIDs: map[string]string{}, started: make(chan struct{}, 1024)}
-	for i := range 6 {
-		l.nodes = append(l.nodes, &crashNode{name: fmt.Sprintf("node-%d", i)})
-	}
+	l := newLedger()
 	rng := rand.New(rand.NewPCG(7, 7))
 	for round := range rounds {
 		c := startChild(t, "--data-dir", dir, "--log-level", "error")
