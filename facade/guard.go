@@ -156,6 +156,10 @@ func navigation(ctx *fasthttp.RequestCtx) bool {
 
 // bearer returns the token of the Authorization header ("Bearer <token>",
 // the scheme in any case), or nil.
+// Bearer returns the token of a request's "Authorization: Bearer" header
+// (nil without one), for a front that checks tokens itself (a replica's).
+func Bearer(ctx *fasthttp.RequestCtx) []byte { return bearer(ctx) }
+
 func bearer(ctx *fasthttp.RequestCtx) []byte {
 	h := ctx.Request.Header.Peek(fasthttp.HeaderAuthorization)
 	if len(h) <= len(bearerScheme) || !bytes.EqualFold(h[:len(bearerScheme)], bearerScheme) {

@@ -80,9 +80,10 @@ func newMetrics(s *Server) *metricsSet {
 	for _, code := range errorStatuses {
 		m.errors[code] = errs.WithLabelValues(strconv.Itoa(code))
 	}
-	bi := buildinfo.Get()
-	f.constGauge("fairsched_build_info", "Always 1; the labels name the binary's version, commit and Go version.",
-		prometheus.Labels{"version": bi.Version, "commit": bi.Commit, "go_version": bi.GoVersion}, 1)
+	reg.MustRegister(BuildInfo())
+	for _, c := range s.opts.Collectors {
+		reg.MustRegister(c)
+	}
 	info := cpufeat.Get()
 	f.constGauge("fairsched_cpu_info", "Always 1; the labels name the CPU.",
 		prometheus.Labels{"brand": info.Brand, "x64_level": strconv.Itoa(info.X64Level), "avx2": strconv.FormatBool(info.AVX2)}, 1)
@@ -110,6 +111,16 @@ func (f factory) histogram(name, help string, buckets []float64) prometheus.Hist
 func (f factory) constGauge(name, help string, labels prometheus.Labels, v float64) {
 	f.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels},
 		func() float64 { return v }))
+}
+
+// BuildInfo is the fairsched_build_info gauge: always 1, the labels name
+// the binary's version, commit and Go version.
+func BuildInfo() prometheus.Collector {
+	bi := buildinfo.Get()
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fairsched_build_info",
+		Help:        "Always 1; the labels name the binary's version, commit and Go version.",
+		ConstLabels: prometheus.Labels{"version": bi.Version, "commit": bi.Commit, "go_version": bi.GoVersion}},
+		func() float64 { return 1 })
 }
 
 // label turns a reason sentence into a label value: "ancestor pool

@@ -37,6 +37,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
 	"github.com/fairsched/fairsched/core/clock"
@@ -110,6 +111,8 @@ type Options struct {
 	// Replica, when set, names the server's role and the leader at
 	// /healthz (leader.go); nil is a standalone server.
 	Replica func() ReplicaStatus
+	// Collectors are more metrics for /metrics (a replica's).
+	Collectors []prometheus.Collector
 }
 
 // maxInterned bounds the node names and tags the server interns (so that

@@ -46,6 +46,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
@@ -100,6 +101,8 @@ type Replica struct {
 	terms atomic.Int64
 	// tokensMu guards cfg.Server.Tokens, which SetTokens replaces.
 	tokensMu sync.Mutex
+	// metrics is a follower's /metrics (metrics.go).
+	metrics *prometheus.Registry
 
 	// Test hooks (replica_test.go).
 	// afterCampaign runs when Campaign returned, before the leadership is
@@ -154,6 +157,7 @@ func New(cfg Config) (*Replica, error) {
 	}
 	empty := ""
 	r.hint.Store(&empty)
+	r.metrics = r.followerRegistry()
 	return r, nil
 }
 
@@ -210,6 +214,10 @@ func (r *Replica) Handle(ctx *fasthttp.RequestCtx) {
 		b := append([]byte(`{"status":"ok","role":"`), st.Role...)
 		b = appendLeader(append(b, `","leader":`...), st.Leader)
 		writeJSON(ctx, fasthttp.StatusOK, append(b, `,"store":"etcd"}`+"\n"...))
+		return
+	}
+	if string(ctx.Path()) == "/metrics" && ctx.IsGet() {
+		r.serveMetrics(ctx)
 		return
 	}
 	leader := r.leaderHint()
@@ -356,6 +364,7 @@ func (r *Replica) lead(ctx context.Context, sess *concurrency.Session, e *concur
 		}
 	}
 	opts.Replica = r.Status
+	opts.Collectors = append(opts.Collectors[:len(opts.Collectors):len(opts.Collectors)], collector{r})
 	srv, err := facade.New(opts)
 	if err != nil {
 		r.log.Error("won the election but cannot build the server from the store: resigning", "error", err)

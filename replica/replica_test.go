@@ -219,6 +219,16 @@ func TestFollowerAnswersNotLeader(t *testing.T) {
 	if st, body := do(t, "GET", l.url+"/readyz", ""); st != 200 {
 		t.Errorf("the leader's /readyz: %d %s", st, body)
 	}
+	// /metrics on both says which one leads.
+	for _, c := range []struct {
+		url, want string
+	}{{b.url, "fairsched_replica_leader 0"}, {l.url, "fairsched_replica_leader 1"}} {
+		st, body := do(t, "GET", c.url+"/metrics", "")
+		if st != 200 || !strings.Contains(body, "\n"+c.want+"\n") || !strings.Contains(body, "fairsched_build_info{") ||
+			!strings.Contains(body, "# TYPE fairsched_replica_terms_total counter") {
+			t.Errorf("/metrics of %s: %d, want %q and fairsched_build_info:\n%s", c.url, st, c.want, body)
+		}
+	}
 }
 
 // failover writes acknowledged changes to the leader of a and b, ends it
