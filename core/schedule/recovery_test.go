@@ -359,3 +359,54 @@ func times(v resource.Vec, k int) resource.Vec {
 	}
 	return sum
 }
+
+// TestRecoveryWindowBlocksPreemption: an operation that starves while the
+// window is open preempts nothing until it closes, then it does.
+func TestRecoveryWindowBlocksPreemption(t *testing.T) {
+	cfg := recoveryConfig()
+	cfg.RecoveryTimeout = 60 * clock.Second
+	cfg.FairShareStarvationTimeout = clock.Second
+	cfg.PreemptiveSchedulingBackoff = clock.Second
+	s := durableScheduler(t, cfg,
+		tree.Mutation{Kind: tree.AddPool, Name: "a", Parent: tree.RootName},
+		tree.Mutation{Kind: tree.AddPool, Name: "b", Parent: tree.RootName})
+	for _, op := range []OperationSpec{{ID: "full", Pool: "a", Tasks: tasks(10, job(1, 1))}, {ID: "starved", Pool: "b", Tasks: tasks(10, job(1, 1))}} {
+		if _, _, err := s.StartOperation(0, op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.BeginRecovery(0, []string{"n0", "never"})
+	hb := &NodeHeartbeat{Node: "n0", Limits: smallNode}
+	var held []StartDecision
+	for i := range 10 {
+		held = append(held, StartDecision{Allocation: uint64(i + 1), Operation: "full", Resources: job(1, 1)})
+	}
+	echo(hb, held)
+	heartbeatRegistering(t, s, 0, hb, NodeRegistration{Index: 0, Seq: 100, SeqEnd: 1000, Adopt: true})
+	hb.AllocationOrigins = nil // later heartbeats list them without their origins
+	for i := range hb.Allocations {
+		hb.Allocations[i].HasOrigin = false
+	}
+	preempted := 0
+	for sec := 1; sec <= 70; sec++ {
+		now := clock.FromSeconds(float64(sec))
+		s.UpdateFairShare(now)
+		resp := &Response{}
+		if err := s.Heartbeat(now, hb, resp); err != nil {
+			t.Fatal(err)
+		}
+		if s.Recovery(now).Active {
+			if len(resp.Preempt)+len(resp.Start)+len(resp.Abort) > 0 {
+				t.Fatalf("at %d s, in the window: preempts %v starts %v aborts %v", sec, resp.Preempt, resp.Start, resp.Abort)
+			}
+			if info, _ := s.Operation("starved"); sec > 5 && info.Starvation == 0 {
+				t.Fatalf("at %d s the starved operation is not starving: the test proves nothing", sec)
+			}
+			continue
+		}
+		preempted += len(resp.Preempt)
+	}
+	if preempted == 0 {
+		t.Fatal("no preemption for the starving operation after the window closed")
+	}
+}
