@@ -2,11 +2,14 @@ package facade
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/store"
 )
 
 // echoNode is a node of the durable tests: it keeps what it was told to
@@ -225,5 +228,68 @@ func TestRestartKeepsIntegralVolumes(t *testing.T) {
 	// of refill (1 cpu·s per s) is lost.
 	if after := vol(b); after < before-5 || after > before {
 		t.Fatalf("accumulated volume after the restart: %v, before: %v", after, before)
+	}
+}
+
+// TestConcurrentRegistrations: first heartbeats of the same new nodes sent
+// at once, singly and in batches, register each node once, with one index.
+func TestConcurrentRegistrations(t *testing.T) {
+	dir := t.TempDir()
+	mc := &manualClock{}
+	a := startDurable(t, dir, mc, ``, nil)
+	const nodes = 8
+	var wg sync.WaitGroup
+	errs := make(chan string, 64)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if w%2 == 0 {
+				var entries []string
+				for i := range nodes {
+					entries = append(entries, fmt.Sprintf(`{"node_id": "n%d", "resource_limits": {"cpu": 4}}`, (i+w)%nodes))
+				}
+				if st, body := a.do("POST", "/api/v1/heartbeats", `{"heartbeats": [`+strings.Join(entries, ",")+`]}`); st != 200 || strings.Contains(string(body), `"error"`) {
+					errs <- fmt.Sprintf("batch: %d %s", st, body)
+				}
+				return
+			}
+			for i := range nodes {
+				if st, body := a.do("POST", fmt.Sprintf("/api/v1/nodes/n%d/heartbeat", (i+w)%nodes), `{"resource_limits": {"cpu": 4}}`); st != 200 {
+					errs <- fmt.Sprintf("heartbeat: %d %s", st, body)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	a.stop()
+	st, err := store.OpenBolt(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	indices := map[uint32]string{}
+	if err := st.Scan(store.Nodes, func(k string, v []byte) error {
+		var r nodeRecord
+		if err := json.Unmarshal(v, &r); err != nil {
+			return err
+		}
+		if other, ok := indices[r.Index]; ok {
+			t.Errorf("nodes %s and %s share index %d", k, other, r.Index)
+		}
+		indices[r.Index] = k
+		if r.SeqEnd != nodeSeqBlock {
+			t.Errorf("node %s reserved up to seq %d, want one block (%d): registered more than once", k, r.SeqEnd, nodeSeqBlock)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(indices) != nodes {
+		t.Fatalf("%d nodes registered, want %d", len(indices), nodes)
 	}
 }
