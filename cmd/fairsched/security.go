@@ -104,10 +104,11 @@ func readTokens(file string) (*facade.Tokens, error) {
 	return facade.ParseTokens(data)
 }
 
-// reloadSecurity rereads the token file and the TLS certificate (SIGHUP).
+// reloadSecurity rereads the token file (handed to setTokens) and the TLS
+// certificate (SIGHUP).
 // A file that cannot be read or is not valid keeps the running one; the
 // log says why (never with a token).
-func reloadSecurity(srv *facade.Server, f *serveOptions, sec *security, log *slog.Logger) error {
+func reloadSecurity(setTokens func(*facade.Tokens), f *serveOptions, sec *security, log *slog.Logger) error {
 	var errs []error
 	if f.authTokens != "" {
 		t, err := readTokens(f.authTokens)
@@ -115,7 +116,7 @@ func reloadSecurity(srv *facade.Server, f *serveOptions, sec *security, log *slo
 			log.Error("token reload refused: the running tokens are kept", "file", f.authTokens, "error", err)
 			errs = append(errs, err)
 		} else {
-			srv.SetTokens(t)
+			setTokens(t)
 			log.Info("tokens reloaded", "file", f.authTokens, "users", t.Users(), "caller", "SIGHUP", "result", "ok")
 		}
 	}

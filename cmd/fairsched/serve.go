@@ -335,7 +335,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 			if f.configFile != "" || f.authTokens == "" && f.tlsCert == "" {
 				err = reloadConfig(srv, f.configFile, log)
 			}
-			if terr := reloadSecurity(srv, f, sec, log); err == nil {
+			if terr := reloadSecurity(srv.SetTokens, f, sec, log); err == nil {
 				err = terr
 			}
 			if hooks.reloaded != nil {

@@ -190,25 +190,8 @@ func reloadReplica(r *replica.Replica, f *serveOptions, sec *security, log *slog
 	} else if f.configFile != "" {
 		log.Info("reload: not leading, so the --config file is not applied here: the leader's SIGHUP applies it to the state in etcd")
 	}
-	if f.authTokens != "" {
-		t, err := readTokens(f.authTokens)
-		if err != nil {
-			log.Error("token reload refused: the running tokens are kept", "file", f.authTokens, "error", err)
-			errs = append(errs, err)
-		} else {
-			r.SetTokens(t)
-			log.Info("tokens reloaded", "file", f.authTokens, "users", t.Users(), "caller", "SIGHUP", "result", "ok")
-		}
-	}
-	if sec.cert != nil {
-		cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
-		if err != nil {
-			log.Error("certificate reload refused: the running one is kept", "cert", f.tlsCert, "key", f.tlsKey, "error", err)
-			errs = append(errs, err)
-		} else {
-			sec.cert.Store(&cert)
-			log.Info("certificate reloaded", "cert", f.tlsCert)
-		}
+	if err := reloadSecurity(r.SetTokens, f, sec, log); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -3,7 +3,6 @@ package schedule
 import (
 	"errors"
 	"math"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -315,32 +314,8 @@ func (s *Scheduler) adoptOne(now clock.Time, sh *shard, n *node, o *operation, i
 			break
 		}
 	}
-	res := org.Resources
-	o.recharge(res)
-	a := sh.newAllocation()
-	a.id = id
-	a.op, a.node, a.task, a.resources, a.start = o, n, int32(org.Task), res, now
-	o.addUsage(res, 1)
-	o.running.Add(1)
-	tk.running.Add(1)
-	n.usage = n.usage.Add(res)
-	n.insertAlloc(a)
-	o.pre.mu.Lock()
-	o.pre.add(a)
-	o.pre.mu.Unlock()
-	if o.graceful() {
-		i, _ := slices.BinarySearchFunc(n.graceful, id, func(g gracefulAlloc, id uint64) int {
-			switch {
-			case g.a.id < id:
-				return -1
-			case g.a.id > id:
-				return 1
-			}
-			return 0
-		})
-		n.graceful = slices.Insert(n.graceful, i, gracefulAlloc{a: a, op: o, seq: a.seq})
-	}
-	sh.ops.started(o)
+	o.recharge(org.Resources)
+	s.place(now, sh, n, o, org.Task, id, org.Resources, true)
 	return true
 }
 

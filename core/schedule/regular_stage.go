@@ -1,6 +1,9 @@
 package schedule
 
 import (
+	"cmp"
+	"slices"
+
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 )
@@ -44,6 +47,39 @@ func (s *Scheduler) scheduleRegular(now clock.Time, sh *shard, n *node, snap *Sn
 	}
 	h.restore()
 	return started
+}
+
+// place accounts allocation id of a job of o's task t on n, with res, as
+// running: on the node, the operation, the task and the status lists. A
+// start's id is above every id the node holds; an adopted one (recovery.go)
+// goes to its place in the ID order. The limit counters are the caller's.
+func (s *Scheduler) place(now clock.Time, sh *shard, n *node, o *operation, t int, id uint64, res resource.Vec, adopted bool) *allocation {
+	a := sh.newAllocation()
+	a.id = id
+	a.op, a.node, a.task, a.resources, a.start = o, n, int32(t), res, now
+	o.addUsage(res, 1)
+	o.running.Add(1)
+	o.tasks[t].running.Add(1)
+	n.usage = n.usage.Add(res)
+	if adopted {
+		n.insertAlloc(a)
+	} else {
+		n.addAlloc(a)
+	}
+	o.pre.mu.Lock()
+	o.pre.add(a)
+	o.pre.mu.Unlock()
+	if o.graceful() {
+		g := gracefulAlloc{a: a, op: o, seq: a.seq}
+		if !adopted {
+			n.graceful = append(n.graceful, g) // NB: allocates only to grow
+		} else {
+			i, _ := slices.BinarySearchFunc(n.graceful, id, func(g gracefulAlloc, id uint64) int { return cmp.Compare(g.a.id, id) })
+			n.graceful = slices.Insert(n.graceful, i, g)
+		}
+	}
+	sh.ops.started(o)
+	return a
 }
 
 // bestTarget returns the operation of the given preemption priority with
@@ -126,21 +162,7 @@ func (s *Scheduler) start(now clock.Time, sh *shard, n *node, o *operation, t in
 	if n.seq == n.seqLow && s.dur.OnNodeSeqLow != nil {
 		s.dur.OnNodeSeqLow(n.name, n.index, n.seqEnd) // NB: once per range
 	}
-	a := sh.newAllocation()
-	a.id = uint64(n.index)<<32 | uint64(n.seq)
-	a.op, a.node, a.task, a.resources, a.start = o, n, int32(t), res, now
-	o.addUsage(res, 1)
-	o.running.Add(1)
-	tk.running.Add(1)
-	n.usage = n.usage.Add(res)
-	n.addAlloc(a)
-	o.pre.mu.Lock()
-	o.pre.add(a)
-	o.pre.mu.Unlock()
-	if o.graceful() {
-		n.graceful = append(n.graceful, gracefulAlloc{a: a, op: o, seq: a.seq}) // NB: allocates only to grow
-	}
-	sh.ops.started(o)
+	a := s.place(now, sh, n, o, t, uint64(n.index)<<32|uint64(n.seq), res, false)
 	resp.Start = append(resp.Start, StartDecision{Allocation: a.id, Operation: o.id, Task: t, Resources: res})
 	return a
 }
