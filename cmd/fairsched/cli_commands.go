@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -78,7 +79,62 @@ func init() {
 			flags: noFlags(configValidate), offline: true},
 		{group: "backup", args: "-f FILE", summary: "save a consistent copy of a durable server's store (start a server from it as DIR/fairsched.db)",
 			flags: bodyFlag(backup)},
+		{group: "status", summary: "the server's health: its state, role and leader, store, epoch, the recovery after a restart, and whether it is ready",
+			flags: noFlags(status)},
 	}
+}
+
+// serverStatus is what fairsched status prints.
+type serverStatus struct {
+	*client.Health
+	Ready bool `json:"ready"`
+	// NotReady is why it is not ready (the /readyz error's code).
+	NotReady string `json:"not_ready,omitempty"`
+}
+
+func status(e *cliEnv, args []string) error {
+	if err := wantArgs(args, 0, "no arguments"); err != nil {
+		return err
+	}
+	h, err := e.c.Health(e.ctx)
+	if err != nil {
+		return err
+	}
+	st := serverStatus{Health: h, Ready: true}
+	if err := e.c.Ready(e.ctx); err != nil {
+		var ae *client.Error
+		if !errors.As(err, &ae) {
+			return err
+		}
+		st.Ready, st.NotReady = false, ae.Code
+	}
+	return e.emit(st, func(tw *tabwriter.Writer) {
+		fmt.Fprintf(tw, "status\t%s\n", h.Status)
+		ready := "yes"
+		if !st.Ready {
+			ready = "no (" + st.NotReady + ")"
+		}
+		fmt.Fprintf(tw, "ready\t%s\n", ready)
+		fmt.Fprintf(tw, "role\t%s\n", h.Role)
+		if h.Leader != nil {
+			fmt.Fprintf(tw, "leader\t%s\n", *h.Leader)
+		}
+		fmt.Fprintf(tw, "store\t%s\n", h.Store)
+		if h.Epoch > 0 {
+			fmt.Fprintf(tw, "epoch\t%d\n", h.Epoch)
+		}
+		if r := h.Recovery; r != nil {
+			state := "ended"
+			if r.Active {
+				state = fmt.Sprintf("active, %.1f s left at most", r.RemainingS)
+			}
+			fmt.Fprintf(tw, "recovery\t%s: %d of %d nodes reported, %d allocations adopted, %d aborted\n",
+				state, r.ReportedNodes, r.ExpectedNodes, r.AdoptedAllocations, r.AbortedAllocations)
+		}
+		if len(h.Quarantined) > 0 {
+			fmt.Fprintf(tw, "quarantined\t%s\n", strings.Join(h.Quarantined, ", "))
+		}
+	})
 }
 
 func poolsList(e *cliEnv, args []string) error {

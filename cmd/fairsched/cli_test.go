@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fairsched/fairsched/client"
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/facade"
 	"github.com/fairsched/fairsched/internal/testserver"
 	"github.com/fairsched/fairsched/store"
@@ -315,5 +318,65 @@ func TestBackupCommand(t *testing.T) {
 	defer cp.Close()
 	if _, ok, err := cp.Get(store.Pools, "kept"); !ok || err != nil {
 		t.Fatalf("the backup lacks pool kept: %v %v", ok, err)
+	}
+}
+
+// TestStatusCommand: fairsched status says a server's state, role, store
+// and readiness; after a restart on a data directory, its recovery.
+func TestStatusCommand(t *testing.T) {
+	code, out, errOut := cli(t, testserver.Start(t, "").URL, "", "status")
+	for _, want := range []string{"status  ok", "ready   yes", "role    standalone", "store   memory"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("status of an in-memory server: %d %q %q, want %q", code, out, errOut, want)
+		}
+	}
+
+	dir := t.TempDir()
+	t.Run("before the restart", func(t *testing.T) {
+		st, err := store.OpenBolt(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		ts := testserver.Start(t, "", func(o *facade.Options) { o.Store = st })
+		c, err := client.New(ts.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		if _, err := c.Heartbeat(ctx, "n1", client.Heartbeat{ResourceLimits: client.Resources{CPU: 4}}); err != nil {
+			t.Fatal(err)
+		}
+		ts.Advance(6 * clock.Second)
+		ts.Update() // a checkpoint names n1 alive
+		// A change awaited after it: the checkpoint is on disk too.
+		if _, _, err := c.PutPool(ctx, "p", client.Pool{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	st, err := store.OpenBolt(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ts := testserver.Start(t, "", func(o *facade.Options) { o.Store = st })
+	code, out, errOut = cli(t, ts.URL, "", "status", "-o", "json")
+	var got struct {
+		Status   string `json:"status"`
+		Ready    bool   `json:"ready"`
+		NotReady string `json:"not_ready"`
+		Epoch    int    `json:"epoch"`
+		Recovery struct {
+			Active        bool `json:"active"`
+			ExpectedNodes int  `json:"expected_nodes"`
+		} `json:"recovery"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || got.Status != "recovering" || got.Ready || got.NotReady != "recovering" ||
+		got.Epoch != 2 || !got.Recovery.Active || got.Recovery.ExpectedNodes != 1 {
+		t.Fatalf("status after the restart: %d %s %s", code, out, errOut)
+	}
+	code, out, _ = cli(t, ts.URL, "", "status")
+	if code != 0 || !strings.Contains(out, "recovery  active") || !strings.Contains(out, "0 of 1 nodes reported") {
+		t.Fatalf("status table after the restart: %d %s", code, out)
 	}
 }

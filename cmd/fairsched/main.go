@@ -45,6 +45,8 @@ commands:
   config get|patch|validate              the tree config; validate checks a
                                          --config file without a server
   top                                    a refreshing view of the pool tree
+  status                                 the server's health, role, store and
+                                         recovery, and whether it is ready
                 (these take --server URL, default $FAIRSCHED_SERVER or
                 http://127.0.0.1:8080, and -o table|json; "fairsched pools"
                 lists a group's commands)
