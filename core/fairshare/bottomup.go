@@ -15,22 +15,48 @@ import (
 
 // ---- operations (spec.md §2.1 step 4, §2.8) ----
 
-// updateOperations visits every operation twice. First in ID order, the
+// updateOperations visits the operations twice. First in ID order, the
 // order of the tree's and the attributes' storage: it detects changed inputs
-// and refreshes those operations' attributes (updateOps, on chunks of the
-// operations in parallel). Then in position order, by parent (opSums, a
-// flat pass over the pools in parallel): it marks the functions that need
-// rebuilding (prepareOperations rebuilds them when the parent is prepared,
-// while they are hot in cache) and sums usage and demand into the parents,
-// telling them whether a child's function or weight changed.
+// and refreshes those operations' attributes (updateOps). Then in position
+// order, by parent (opSums, a flat pass over the pools in parallel): it
+// marks the functions that need rebuilding (prepareOperations rebuilds them
+// when the parent is prepared, while they are hot in cache) and sums usage
+// and demand into the parents, telling them whether a child's function or
+// weight changed.
+//
+// The first pass looks at the operations the tree's change log lists since
+// the last update (tree.ChangesSince), the second at their parents only,
+// unless every operation may have changed: after a structural change, when
+// the total or the gang option changed, when the log no longer reaches
+// back, or when it lists many; then both passes look at every operation,
+// on chunks in parallel. An operation the log does not list has the inputs
+// it had, so the two ways give the same state.
 func (u *Updater) updateOperations() {
 	total := u.total
 	stepGang := u.cfg.EnableStepFunctionForGangOperations
 	u.opSameEnv = u.opValid && u.opTotal == total && u.opStepGang == stepGang
 	u.opTotal, u.opStepGang, u.opValid = total, stepGang, true
-	u.run(taskOps, u.opChunks)
+	ids, ok := u.tree.ChangesSince(u.opCursor)
+	u.opCursor = u.tree.ChangeCursor()
+	if !ok || !u.opSameEnv || u.opScanAll || len(ids) > len(u.opIDs)/changedOpsFraction {
+		u.opScanAll, u.opSumsAll = false, true
+		u.run(taskOps, u.opChunks)
+	} else {
+		for _, id := range ids {
+			if u.tree.Kind(id) != tree.KindOperation {
+				continue
+			}
+			u.updateOp(id, total, true)
+			u.pools[u.elems[u.tree.Parent(id)].pool].opsChanged = true
+		}
+	}
 	u.run(taskOpSums, u.poolChunks)
+	u.opSumsAll = false
 }
+
+// changedOpsFraction: when the change log lists more than 1/changedOpsFraction
+// of the operations, updateOperations looks at all of them, in parallel.
+const changedOpsFraction = 16
 
 // updateOps is updateOperations' first pass over the operations
 // u.opIDs[lo:hi].
@@ -38,47 +64,58 @@ func (u *Updater) updateOps(lo, hi int) {
 	total := u.total
 	sameEnv := u.opSameEnv
 	for _, id := range u.opIDs[lo:hi] {
-		raw := &u.opRaw[id]
-		spec := u.tree.Operation(id)
-		demand, usage, nodesGen := u.tree.Demand(id), u.tree.Usage(id), u.tree.NodeLimitsGen(id)
-		if !raw.valid || raw.weight != spec.Weight {
-			raw.weight = spec.Weight
-			u.setWeight(id, spec.Weight.Or(1))
-			u.opIn[u.pos[id]].weightChanged = true
-		}
-		if raw.valid && sameEnv && raw.demand == demand && raw.usage == usage &&
-			raw.limits == spec.ResourceLimits && raw.nodesGen == nodesGen && raw.gang == spec.IsGang {
-			continue
-		}
-		raw.demand, raw.usage, raw.limits, raw.nodesGen, raw.gang, raw.valid = demand, usage, spec.ResourceLimits, nodesGen, spec.IsGang, true
-		in := &u.opIn[u.pos[id]]
-		in.usage, in.demand = usage, demand.Max(usage)
-		in.gang, in.changed = spec.IsGang, true
-		a := &u.attrs[id]
-		nodes := u.tree.NodeLimits(id)
-		a.LimitsShare = limitsShare(spec.ResourceLimits, &nodes, total)
-		a.StrongGuaranteeShare = resource.Share{}
-		if usage.IsZero() {
-			a.DominantResource = resource.DominantResource(in.demand, total)
-		} else {
-			a.DominantResource = resource.DominantResource(usage, total)
-		}
-		a.UsageShare = resource.FromResources(usage, total)
-		a.DemandShare = resource.FromResources(in.demand, total)
-		in.usageShare, in.demandShare, in.limitsShare = a.UsageShare, a.DemandShare, a.LimitsShare
+		u.updateOp(id, total, sameEnv)
 	}
 }
 
+// updateOp refreshes operation id's input and attributes if they changed.
+func (u *Updater) updateOp(id tree.ID, total resource.Vec, sameEnv bool) {
+	raw := &u.opRaw[id]
+	spec := u.tree.Operation(id)
+	demand, usage, nodesGen := u.tree.Demand(id), u.tree.Usage(id), u.tree.NodeLimitsGen(id)
+	if !raw.valid || raw.weight != spec.Weight {
+		raw.weight = spec.Weight
+		u.setWeight(id, spec.Weight.Or(1))
+		u.opIn[u.pos[id]].weightChanged = true
+	}
+	if raw.valid && sameEnv && raw.demand == demand && raw.usage == usage &&
+		raw.limits == spec.ResourceLimits && raw.nodesGen == nodesGen && raw.gang == spec.IsGang {
+		return
+	}
+	raw.demand, raw.usage, raw.limits, raw.nodesGen, raw.gang, raw.valid = demand, usage, spec.ResourceLimits, nodesGen, spec.IsGang, true
+	in := &u.opIn[u.pos[id]]
+	in.usage, in.demand = usage, demand.Max(usage)
+	in.gang, in.changed = spec.IsGang, true
+	a := &u.attrs[id]
+	nodes := u.tree.NodeLimits(id)
+	a.LimitsShare = limitsShare(spec.ResourceLimits, &nodes, total)
+	a.StrongGuaranteeShare = resource.Share{}
+	if usage.IsZero() {
+		a.DominantResource = resource.DominantResource(in.demand, total)
+	} else {
+		a.DominantResource = resource.DominantResource(usage, total)
+	}
+	a.UsageShare = resource.FromResources(usage, total)
+	a.DemandShare = resource.FromResources(in.demand, total)
+	in.usageShare, in.demandShare, in.limitsShare = a.UsageShare, a.DemandShare, a.LimitsShare
+}
+
 // opSums is updateOperations' second pass for the pools u.poolsByID[lo:hi]:
-// each pool's operation children, in position order. It also starts the
-// pool's per-update state: the proposed integral share (set by the
-// integral passes) and the integral volumes' overflow and room
-// (consumeAndRefill).
+// each pool's operation children, in position order, where one may have
+// changed (opsChanged; every pool after a first pass over all operations:
+// opSumsAll). It also starts every pool's per-update state: the
+// proposed integral share (set by the integral passes) and the integral
+// volumes' overflow and room (consumeAndRefill).
 func (u *Updater) opSums(lo, hi int) {
+	all := u.opSumsAll
 	for _, p := range u.poolsByID[lo:hi] {
 		ps := &u.pools[p]
 		u.attrs[ps.id].ProposedIntegralShare = resource.Share{}
 		ps.overflow, ps.acceptable, ps.childOverflow, ps.acceptedFree = [5]float64{}, [5]float64{}, [5]float64{}, [5]float64{}
+		if !all && !ps.opsChanged {
+			continue
+		}
+		ps.opsChanged, ps.fifoCheck = false, true
 		var opUsage, opDemand resource.Vec
 		for pos := u.childStart[ps.id]; pos < u.childEnd[ps.id]; pos++ {
 			e := &u.node[pos]
@@ -175,7 +212,8 @@ func (u *Updater) cumulativePool(p int32) {
 	} else {
 		a.LimitsShare = resource.FromResources(total, total)
 	}
-	if c.Mode == tree.ModeFIFO {
+	if c.Mode == tree.ModeFIFO && ps.fifoCheck {
+		ps.fifoCheck = false
 		u.sortFifo(id)
 	}
 	a.StrongGuaranteeShare = resource.FromResources(ps.inferred, total)
@@ -197,7 +235,10 @@ func (u *Updater) cumulativePool(p int32) {
 }
 
 // sortFifo orders a FIFO pool's children by its fifo_sort_parameters
-// (spec.md §2.14); ties keep tree order.
+// (spec.md §2.14); ties keep tree order. It runs when opSums looked at the
+// pool's children (fifoCheck): the sort keys are the operations' weights,
+// start times and pending job counts, which change only with the children
+// (a layout) or through the setters the tree's change log lists.
 //
 // The order of the last update is kept when it still is that order, which
 // the sort would then give again: sorted by the parameters, ties in tree

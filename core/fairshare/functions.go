@@ -172,11 +172,12 @@ func (u *Updater) prepareFSBFF(w *worker, p int32) {
 			h = mix(h, math.Float64bits(u.weightByPos[pos]))
 		}
 	} else {
-		for pos := u.childStart[id]; pos < u.childEnd[id]; pos++ {
-			if u.node[pos].isOp {
-				continue
-			}
-			h = mix(h, uint64(u.childBuf[pos]))
+		// The pool children, in tree order as by position (the operation
+		// children are kidsDirty's).
+		for _, k := range u.kids(p) {
+			c := u.pools[k].id
+			pos := u.pos[c]
+			h = mix(h, uint64(c))
 			h = mix(h, u.node[pos].fnGen)
 			h = mix(h, math.Float64bits(u.weightByPos[pos]))
 		}
@@ -197,6 +198,9 @@ func (u *Updater) prepareFSBFF(w *worker, p int32) {
 // prepareOperations builds the functions of pool p's operation children that
 // updateOperations marked.
 func (u *Updater) prepareOperations(w *worker, p int32) {
+	if !u.pools[p].kidsDirty {
+		return // opSums marks a pool with a marked child kidsDirty
+	}
 	id := u.pools[p].id
 	for pos := u.childStart[id]; pos < u.childEnd[id]; pos++ {
 		in := &u.opIn[pos]

@@ -272,6 +272,7 @@ func (u *Updater) split() {
 	for i, p := range u.prePools {
 		ps := &u.pools[p]
 		ps.underIntegral = p != root && u.hasIntegralAncestor(ps.id)
+		ps.integral, ps.acceptFree = u.isIntegral(ps.id), u.canAcceptFreeVolume(ps.id)
 		if p != root {
 			parent := &u.pools[u.elems[u.tree.Parent(ps.id)].pool]
 			if !parent.split {

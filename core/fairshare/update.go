@@ -62,6 +62,12 @@ type Updater struct {
 	opTotal    resource.Vec
 	opStepGang bool
 	opValid    bool
+	// updateOperations: the tree's change log read up to opCursor; look at
+	// every operation at the next update (opScanAll: the layout changed, or
+	// Invalidate); this update looked at every operation (opSumsAll).
+	opCursor  uint64
+	opScanAll bool
+	opSumsAll bool
 
 	alerts []string
 
@@ -190,11 +196,13 @@ func (u *Updater) SetAccumulatedVolume(id tree.ID, v [resource.Count]float64) {
 }
 
 // Invalidate makes the next update recompute every element's functions, as
-// the first update does. Updates are otherwise incremental: an element's
-// functions are rebuilt only when their inputs changed, and the top-down pass
-// skips subtrees whose target and functions are unchanged; the results are
-// the same either way.
+// the first update does, and look at every operation's inputs. Updates are
+// otherwise incremental: only the operations the tree's change log lists are
+// looked at, an element's functions are rebuilt only when their inputs
+// changed, and the top-down pass skips subtrees whose target and functions
+// are unchanged; the results are the same either way.
 func (u *Updater) Invalidate() {
+	u.opScanAll = true
 	for i := range u.node {
 		u.node[i].built = false
 		u.node[i].distMode = distNone
