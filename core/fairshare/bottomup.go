@@ -38,8 +38,9 @@ func (u *Updater) updateOperations() {
 	u.opTotal, u.opStepGang, u.opValid = total, stepGang, true
 	ids, ok := u.tree.ChangesSince(u.opCursor)
 	u.opCursor = u.tree.ChangeCursor()
-	if !ok || !u.opSameEnv || u.opScanAll || len(ids) > len(u.opIDs)/changedOpsFraction {
-		u.opScanAll, u.opSumsAll = false, true
+	u.opSumsAll = !ok || !u.opSameEnv || u.opScanAll || len(ids) > len(u.opIDs)/changedOpsFraction
+	if u.opSumsAll {
+		u.opScanAll = false
 		u.run(taskOps, u.opChunks)
 	} else {
 		for _, id := range ids {
@@ -47,11 +48,20 @@ func (u *Updater) updateOperations() {
 				continue
 			}
 			u.updateOp(id, total, true)
-			u.pools[u.elems[u.tree.Parent(id)].pool].opsChanged = true
+			// The parent's sums, and its and its ancestors' subtree
+			// attributes (cumulative).
+			a := u.tree.Parent(id)
+			u.pools[u.elems[a].pool].opsChanged = true
+			for ; a != tree.None; a = u.tree.Parent(a) {
+				ps := &u.pools[u.elems[a].pool]
+				if ps.pathDirty {
+					break // and so are its ancestors
+				}
+				ps.pathDirty = true
+			}
 		}
 	}
 	u.run(taskOpSums, u.poolChunks)
-	u.opSumsAll = false
 }
 
 // changedOpsFraction: when the change log lists more than 1/changedOpsFraction
@@ -162,7 +172,15 @@ func limitsShare(specified tree.PartialVec, nodes *tree.NodeLimits, total resour
 // the root also split their strong guarantees into tiers there (§2.4,
 // guarantees.go): their strong guarantee shares are final once computed
 // here until the adjustment, only the root's changes before it.
+//
+// With the guarantees kept (Updater.keepGuarantees) only the usage and
+// demand of the pools above a changed operation are computed again
+// (cumulativeUsage), from the root down the marked paths (pathDirty).
 func (u *Updater) cumulative() {
+	if u.keepGuarantees {
+		u.cumulativePath(u.elems[tree.Root].pool)
+		return
+	}
 	u.run(taskCumulative, u.allTasks)
 	root := u.elems[tree.Root].pool
 	for i := len(u.splitPre) - 1; i >= 0; i-- {
@@ -184,8 +202,57 @@ func (u *Updater) cumulativeTree(p int32) {
 	u.tiersPool(p)
 }
 
+// cumulativePath computes the usage and demand attributes of pool p and of
+// the pools below it that pathDirty marks.
+func (u *Updater) cumulativePath(p int32) {
+	for _, k := range u.kids(p) {
+		if u.pools[k].pathDirty {
+			u.cumulativePath(k)
+		}
+	}
+	u.cumulativeUsage(p)
+}
+
 // cumulativePool computes pool p's subtree attributes from its children's.
 func (u *Updater) cumulativePool(p int32) {
+	u.cumulativeGuarantees(p)
+	u.cumulativeUsage(p)
+}
+
+// cumulativeUsage computes pool p's usage and demand and their shares from
+// its children's, and orders a FIFO pool's children.
+func (u *Updater) cumulativeUsage(p int32) {
+	ps := &u.pools[p]
+	ps.pathDirty = false
+	id := ps.id
+	a := &u.attrs[id]
+	total := u.total
+	usage, demand := ps.opUsage, ps.opDemand
+	for _, k := range u.kids(p) {
+		ce := &u.pools[k]
+		usage = usage.Add(ce.usage)
+		demand = demand.Add(ce.demand)
+	}
+	ps.usage, ps.demand = usage, demand
+	if ps.fifoCheck {
+		ps.fifoCheck = false
+		if u.tree.Pool(id).Mode == tree.ModeFIFO {
+			u.sortFifo(id)
+		}
+	}
+	if usage.IsZero() {
+		a.DominantResource = resource.DominantResource(demand, total)
+	} else {
+		a.DominantResource = resource.DominantResource(usage, total)
+	}
+	a.UsageShare = resource.FromResources(usage, total)
+	a.DemandShare = resource.FromResources(demand, total)
+}
+
+// cumulativeGuarantees computes what pool p's guarantees are made of, from
+// the tree's configuration, the total and its children's: the integral
+// ratios, the limits share and the unadjusted strong guarantee share.
+func (u *Updater) cumulativeGuarantees(p int32) {
 	ps := &u.pools[p]
 	id := ps.id
 	a := &u.attrs[id]
@@ -197,33 +264,18 @@ func (u *Updater) cumulativePool(p int32) {
 		ps.burstRatio = resource.GetMaxResourceRatio(c.Integral.BurstGuarantee.OrZero(), total)
 	}
 	ps.totalBurstRatio, ps.totalFlowRatio = ps.burstRatio, ps.flowRatio
-	usage, demand := ps.opUsage, ps.opDemand
 	for _, k := range u.kids(p) {
 		ce := &u.pools[k]
 		ps.totalBurstRatio += ce.totalBurstRatio
 		ps.totalFlowRatio += ce.totalFlowRatio
-		usage = usage.Add(ce.usage)
-		demand = demand.Add(ce.demand)
 	}
-	ps.usage, ps.demand = usage, demand
 	if id != tree.Root {
 		nodes := u.tree.NodeLimits(id)
 		a.LimitsShare = limitsShare(c.ResourceLimits, &nodes, total)
 	} else {
 		a.LimitsShare = resource.FromResources(total, total)
 	}
-	if c.Mode == tree.ModeFIFO && ps.fifoCheck {
-		ps.fifoCheck = false
-		u.sortFifo(id)
-	}
 	a.StrongGuaranteeShare = resource.FromResources(ps.inferred, total)
-	if usage.IsZero() {
-		a.DominantResource = resource.DominantResource(demand, total)
-	} else {
-		a.DominantResource = resource.DominantResource(usage, total)
-	}
-	a.UsageShare = resource.FromResources(usage, total)
-	a.DemandShare = resource.FromResources(demand, total)
 	if id == tree.Root {
 		// Σ children's strong guarantee shares; operations have none.
 		var s resource.Share

@@ -92,7 +92,9 @@ type poolState struct {
 	kidsDirty bool
 	// opsChanged: updateOperations found an operation child changed (opSums).
 	// fifoCheck: a FIFO pool whose order sortFifo checks next.
-	opsChanged, fifoCheck bool
+	// pathDirty: an operation below changed (cumulativePath); the pool's
+	// ancestors are marked too.
+	opsChanged, fifoCheck, pathDirty bool
 
 	opUsage, opDemand resource.Vec // sums over the operation children
 	usage, demand     resource.Vec // absolute, whole subtree

@@ -74,8 +74,10 @@ type Tree struct {
 
 	structVersion uint64
 	nodesSeq      uint64 // last opState.nodesGen handed out
-	dirty         []ID
-	isDirty       []bool
+	// poolNodesVersion counts the changes of the pools' node limits.
+	poolNodesVersion uint64
+	dirty            []ID
+	isDirty          []bool
 	// The change log (ChangesSince): every change markDirty records, in
 	// order; changeBase is the cursor of changeLog[0], changeRead the
 	// furthest cursor a reader has been handed.
@@ -211,11 +213,15 @@ func (t *Tree) NodeLimits(id ID) NodeLimits {
 }
 
 // SetNodeLimits sets an element's node limits; an operation whose limits
-// change is marked dirty. The root's are ignored by the fair-share update
-// (the total is the root's limit).
+// change is marked dirty, a pool's change moves PoolNodeLimitsVersion. The
+// root's are ignored by the fair-share update (the total is the root's
+// limit).
 func (t *Tree) SetNodeLimits(id ID, l NodeLimits) {
 	if t.kind[id] != KindOperation {
-		t.poolNodes[t.slot[id]] = l
+		if s := t.slot[id]; t.poolNodes[s] != l {
+			t.poolNodes[s] = l
+			t.poolNodesVersion++
+		}
 		return
 	}
 	s := t.slot[id]
@@ -226,6 +232,10 @@ func (t *Tree) SetNodeLimits(id ID, l NodeLimits) {
 		t.markDirty(id)
 	}
 }
+
+// PoolNodeLimitsVersion changes whenever the node limits of a pool (or the
+// root) do.
+func (t *Tree) PoolNodeLimitsVersion() uint64 { return t.poolNodesVersion }
 
 // NodeLimitsGen returns a number that changes whenever operation id's node
 // limits do, so that a reader can tell without comparing them.
