@@ -2,6 +2,7 @@ package fairshare
 
 import (
 	"math"
+	"runtime"
 
 	"github.com/fairsched/fairsched/core/plf"
 	"github.com/fairsched/fairsched/core/resource"
@@ -98,6 +99,10 @@ func (u *Updater) prepareAll() {
 	u.runWhile(taskPrepare, u.plainTasks, u.integralPasses)
 	u.run(taskPrepare, u.intAffected)
 	w := u.worker0()
+	// The other workers are idle now: a large split pool's sweep takes a
+	// second goroutine (sweepSlopePiped).
+	w.piped = runtime.GOMAXPROCS(0) >= 2
+	defer func() { w.piped = false }()
 	for i := len(u.prePools) - 1; i >= 0; i-- {
 		if p := u.prePools[i]; u.pools[p].split {
 			u.preparePool(w, p)
