@@ -15,22 +15,58 @@ import (
 
 // ---- operations (spec.md §2.1 step 4, §2.8) ----
 
-// updateOperations visits every operation twice. First in ID order, the
+// updateOperations visits the operations twice. First in ID order, the
 // order of the tree's and the attributes' storage: it detects changed inputs
-// and refreshes those operations' attributes (updateOps, on chunks of the
-// operations in parallel). Then in position order, by parent (opSums, a
-// flat pass over the pools in parallel): it marks the functions that need
-// rebuilding (prepareOperations rebuilds them when the parent is prepared,
-// while they are hot in cache) and sums usage and demand into the parents,
-// telling them whether a child's function or weight changed.
+// and refreshes those operations' attributes (updateOps). Then in position
+// order, by parent (opSums, a flat pass over the pools in parallel): it
+// marks the functions that need rebuilding (prepareOperations rebuilds them
+// when the parent is prepared, while they are hot in cache) and sums usage
+// and demand into the parents, telling them whether a child's function or
+// weight changed.
+//
+// The first pass looks at the operations the tree's change log lists since
+// the last update (tree.ChangesSince), the second at their parents only,
+// unless every operation may have changed: after a structural change, when
+// the total or the gang option changed, when the log no longer reaches
+// back, or when it lists many; then both passes look at every operation,
+// on chunks in parallel. An operation the log does not list has the inputs
+// it had, so the two ways give the same state.
 func (u *Updater) updateOperations() {
 	total := u.total
 	stepGang := u.cfg.EnableStepFunctionForGangOperations
 	u.opSameEnv = u.opValid && u.opTotal == total && u.opStepGang == stepGang
 	u.opTotal, u.opStepGang, u.opValid = total, stepGang, true
-	u.run(taskOps, u.opChunks)
+	ids, ok := u.tree.ChangesSince(u.opCursor)
+	u.opCursor = u.tree.ChangeCursor()
+	u.opSumsAll = !ok || !u.opSameEnv || u.opScanAll || len(ids) > len(u.opIDs)/changedOpsFraction
+	if u.opSumsAll {
+		u.opScanAll = false
+		u.run(taskOps, u.opChunks)
+	} else {
+		for _, id := range ids {
+			if u.tree.Kind(id) != tree.KindOperation {
+				continue
+			}
+			u.updateOp(id, total, true)
+			// The parent's sums, and its and its ancestors' subtree
+			// attributes (cumulative).
+			a := u.tree.Parent(id)
+			u.pools[u.elems[a].pool].opsChanged = true
+			for ; a != tree.None; a = u.tree.Parent(a) {
+				ps := &u.pools[u.elems[a].pool]
+				if ps.pathDirty {
+					break // and so are its ancestors
+				}
+				ps.pathDirty = true
+			}
+		}
+	}
 	u.run(taskOpSums, u.poolChunks)
 }
+
+// changedOpsFraction: when the change log lists more than 1/changedOpsFraction
+// of the operations, updateOperations looks at all of them, in parallel.
+const changedOpsFraction = 16
 
 // updateOps is updateOperations' first pass over the operations
 // u.opIDs[lo:hi].
@@ -38,47 +74,58 @@ func (u *Updater) updateOps(lo, hi int) {
 	total := u.total
 	sameEnv := u.opSameEnv
 	for _, id := range u.opIDs[lo:hi] {
-		raw := &u.opRaw[id]
-		spec := u.tree.Operation(id)
-		demand, usage, nodesGen := u.tree.Demand(id), u.tree.Usage(id), u.tree.NodeLimitsGen(id)
-		if !raw.valid || raw.weight != spec.Weight {
-			raw.weight = spec.Weight
-			u.setWeight(id, spec.Weight.Or(1))
-			u.opIn[u.pos[id]].weightChanged = true
-		}
-		if raw.valid && sameEnv && raw.demand == demand && raw.usage == usage &&
-			raw.limits == spec.ResourceLimits && raw.nodesGen == nodesGen && raw.gang == spec.IsGang {
-			continue
-		}
-		raw.demand, raw.usage, raw.limits, raw.nodesGen, raw.gang, raw.valid = demand, usage, spec.ResourceLimits, nodesGen, spec.IsGang, true
-		in := &u.opIn[u.pos[id]]
-		in.usage, in.demand = usage, demand.Max(usage)
-		in.gang, in.changed = spec.IsGang, true
-		a := &u.attrs[id]
-		nodes := u.tree.NodeLimits(id)
-		a.LimitsShare = limitsShare(spec.ResourceLimits, &nodes, total)
-		a.StrongGuaranteeShare = resource.Share{}
-		if usage.IsZero() {
-			a.DominantResource = resource.DominantResource(in.demand, total)
-		} else {
-			a.DominantResource = resource.DominantResource(usage, total)
-		}
-		a.UsageShare = resource.FromResources(usage, total)
-		a.DemandShare = resource.FromResources(in.demand, total)
-		in.usageShare, in.demandShare, in.limitsShare = a.UsageShare, a.DemandShare, a.LimitsShare
+		u.updateOp(id, total, sameEnv)
 	}
 }
 
+// updateOp refreshes operation id's input and attributes if they changed.
+func (u *Updater) updateOp(id tree.ID, total resource.Vec, sameEnv bool) {
+	raw := &u.opRaw[id]
+	spec := u.tree.Operation(id)
+	demand, usage, nodesGen := u.tree.Demand(id), u.tree.Usage(id), u.tree.NodeLimitsGen(id)
+	if !raw.valid || raw.weight != spec.Weight {
+		raw.weight = spec.Weight
+		u.setWeight(id, spec.Weight.Or(1))
+		u.opIn[u.pos[id]].weightChanged = true
+	}
+	if raw.valid && sameEnv && raw.demand == demand && raw.usage == usage &&
+		raw.limits == spec.ResourceLimits && raw.nodesGen == nodesGen && raw.gang == spec.IsGang {
+		return
+	}
+	raw.demand, raw.usage, raw.limits, raw.nodesGen, raw.gang, raw.valid = demand, usage, spec.ResourceLimits, nodesGen, spec.IsGang, true
+	in := &u.opIn[u.pos[id]]
+	in.usage, in.demand = usage, demand.Max(usage)
+	in.gang, in.changed = spec.IsGang, true
+	a := &u.attrs[id]
+	nodes := u.tree.NodeLimits(id)
+	a.LimitsShare = limitsShare(spec.ResourceLimits, &nodes, total)
+	a.StrongGuaranteeShare = resource.Share{}
+	if usage.IsZero() {
+		a.DominantResource = resource.DominantResource(in.demand, total)
+	} else {
+		a.DominantResource = resource.DominantResource(usage, total)
+	}
+	a.UsageShare = resource.FromResources(usage, total)
+	a.DemandShare = resource.FromResources(in.demand, total)
+	in.usageShare, in.demandShare, in.limitsShare = a.UsageShare, a.DemandShare, a.LimitsShare
+}
+
 // opSums is updateOperations' second pass for the pools u.poolsByID[lo:hi]:
-// each pool's operation children, in position order. It also starts the
-// pool's per-update state: the proposed integral share (set by the
-// integral passes) and the integral volumes' overflow and room
-// (consumeAndRefill).
+// each pool's operation children, in position order, where one may have
+// changed (opsChanged; every pool after a first pass over all operations:
+// opSumsAll). It also starts every pool's per-update state: the
+// proposed integral share (set by the integral passes) and the integral
+// volumes' overflow and room (consumeAndRefill).
 func (u *Updater) opSums(lo, hi int) {
+	all := u.opSumsAll
 	for _, p := range u.poolsByID[lo:hi] {
 		ps := &u.pools[p]
 		u.attrs[ps.id].ProposedIntegralShare = resource.Share{}
 		ps.overflow, ps.acceptable, ps.childOverflow, ps.acceptedFree = [5]float64{}, [5]float64{}, [5]float64{}, [5]float64{}
+		if !all && !ps.opsChanged {
+			continue
+		}
+		ps.opsChanged, ps.fifoCheck = false, true
 		var opUsage, opDemand resource.Vec
 		for pos := u.childStart[ps.id]; pos < u.childEnd[ps.id]; pos++ {
 			e := &u.node[pos]
@@ -125,7 +172,15 @@ func limitsShare(specified tree.PartialVec, nodes *tree.NodeLimits, total resour
 // the root also split their strong guarantees into tiers there (§2.4,
 // guarantees.go): their strong guarantee shares are final once computed
 // here until the adjustment, only the root's changes before it.
+//
+// With the guarantees kept (Updater.keepGuarantees) only the usage and
+// demand of the pools above a changed operation are computed again
+// (cumulativeUsage), from the root down the marked paths (pathDirty).
 func (u *Updater) cumulative() {
+	if u.keepGuarantees {
+		u.cumulativePath(u.elems[tree.Root].pool)
+		return
+	}
 	u.run(taskCumulative, u.allTasks)
 	root := u.elems[tree.Root].pool
 	for i := len(u.splitPre) - 1; i >= 0; i-- {
@@ -147,8 +202,57 @@ func (u *Updater) cumulativeTree(p int32) {
 	u.tiersPool(p)
 }
 
+// cumulativePath computes the usage and demand attributes of pool p and of
+// the pools below it that pathDirty marks.
+func (u *Updater) cumulativePath(p int32) {
+	for _, k := range u.kids(p) {
+		if u.pools[k].pathDirty {
+			u.cumulativePath(k)
+		}
+	}
+	u.cumulativeUsage(p)
+}
+
 // cumulativePool computes pool p's subtree attributes from its children's.
 func (u *Updater) cumulativePool(p int32) {
+	u.cumulativeGuarantees(p)
+	u.cumulativeUsage(p)
+}
+
+// cumulativeUsage computes pool p's usage and demand and their shares from
+// its children's, and orders a FIFO pool's children.
+func (u *Updater) cumulativeUsage(p int32) {
+	ps := &u.pools[p]
+	ps.pathDirty = false
+	id := ps.id
+	a := &u.attrs[id]
+	total := u.total
+	usage, demand := ps.opUsage, ps.opDemand
+	for _, k := range u.kids(p) {
+		ce := &u.pools[k]
+		usage = usage.Add(ce.usage)
+		demand = demand.Add(ce.demand)
+	}
+	ps.usage, ps.demand = usage, demand
+	if ps.fifoCheck {
+		ps.fifoCheck = false
+		if u.tree.Pool(id).Mode == tree.ModeFIFO {
+			u.sortFifo(id)
+		}
+	}
+	if usage.IsZero() {
+		a.DominantResource = resource.DominantResource(demand, total)
+	} else {
+		a.DominantResource = resource.DominantResource(usage, total)
+	}
+	a.UsageShare = resource.FromResources(usage, total)
+	a.DemandShare = resource.FromResources(demand, total)
+}
+
+// cumulativeGuarantees computes what pool p's guarantees are made of, from
+// the tree's configuration, the total and its children's: the integral
+// ratios, the limits share and the unadjusted strong guarantee share.
+func (u *Updater) cumulativeGuarantees(p int32) {
 	ps := &u.pools[p]
 	id := ps.id
 	a := &u.attrs[id]
@@ -160,32 +264,18 @@ func (u *Updater) cumulativePool(p int32) {
 		ps.burstRatio = resource.GetMaxResourceRatio(c.Integral.BurstGuarantee.OrZero(), total)
 	}
 	ps.totalBurstRatio, ps.totalFlowRatio = ps.burstRatio, ps.flowRatio
-	usage, demand := ps.opUsage, ps.opDemand
 	for _, k := range u.kids(p) {
 		ce := &u.pools[k]
 		ps.totalBurstRatio += ce.totalBurstRatio
 		ps.totalFlowRatio += ce.totalFlowRatio
-		usage = usage.Add(ce.usage)
-		demand = demand.Add(ce.demand)
 	}
-	ps.usage, ps.demand = usage, demand
 	if id != tree.Root {
 		nodes := u.tree.NodeLimits(id)
 		a.LimitsShare = limitsShare(c.ResourceLimits, &nodes, total)
 	} else {
 		a.LimitsShare = resource.FromResources(total, total)
 	}
-	if c.Mode == tree.ModeFIFO {
-		u.sortFifo(id)
-	}
 	a.StrongGuaranteeShare = resource.FromResources(ps.inferred, total)
-	if usage.IsZero() {
-		a.DominantResource = resource.DominantResource(demand, total)
-	} else {
-		a.DominantResource = resource.DominantResource(usage, total)
-	}
-	a.UsageShare = resource.FromResources(usage, total)
-	a.DemandShare = resource.FromResources(demand, total)
 	if id == tree.Root {
 		// Σ children's strong guarantee shares; operations have none.
 		var s resource.Share
@@ -197,7 +287,10 @@ func (u *Updater) cumulativePool(p int32) {
 }
 
 // sortFifo orders a FIFO pool's children by its fifo_sort_parameters
-// (spec.md §2.14); ties keep tree order.
+// (spec.md §2.14); ties keep tree order. It runs when opSums looked at the
+// pool's children (fifoCheck): the sort keys are the operations' weights,
+// start times and pending job counts, which change only with the children
+// (a layout) or through the setters the tree's change log lists.
 //
 // The order of the last update is kept when it still is that order, which
 // the sort would then give again: sorted by the parameters, ties in tree

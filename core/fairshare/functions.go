@@ -2,6 +2,7 @@ package fairshare
 
 import (
 	"math"
+	"runtime"
 
 	"github.com/fairsched/fairsched/core/plf"
 	"github.com/fairsched/fairsched/core/resource"
@@ -98,6 +99,10 @@ func (u *Updater) prepareAll() {
 	u.runWhile(taskPrepare, u.plainTasks, u.integralPasses)
 	u.run(taskPrepare, u.intAffected)
 	w := u.worker0()
+	// The other workers are idle now: a large split pool's sweep takes a
+	// second goroutine (sweepSlopePiped).
+	w.piped = runtime.GOMAXPROCS(0) >= 2
+	defer func() { w.piped = false }()
 	for i := len(u.prePools) - 1; i >= 0; i-- {
 		if p := u.prePools[i]; u.pools[p].split {
 			u.preparePool(w, p)
@@ -172,11 +177,12 @@ func (u *Updater) prepareFSBFF(w *worker, p int32) {
 			h = mix(h, math.Float64bits(u.weightByPos[pos]))
 		}
 	} else {
-		for pos := u.childStart[id]; pos < u.childEnd[id]; pos++ {
-			if u.node[pos].isOp {
-				continue
-			}
-			h = mix(h, uint64(u.childBuf[pos]))
+		// The pool children, in tree order as by position (the operation
+		// children are kidsDirty's).
+		for _, k := range u.kids(p) {
+			c := u.pools[k].id
+			pos := u.pos[c]
+			h = mix(h, uint64(c))
 			h = mix(h, u.node[pos].fnGen)
 			h = mix(h, math.Float64bits(u.weightByPos[pos]))
 		}
@@ -197,6 +203,9 @@ func (u *Updater) prepareFSBFF(w *worker, p int32) {
 // prepareOperations builds the functions of pool p's operation children that
 // updateOperations marked.
 func (u *Updater) prepareOperations(w *worker, p int32) {
+	if !u.pools[p].kidsDirty {
+		return // opSums marks a pool with a marked child kidsDirty
+	}
 	id := u.pools[p].id
 	for pos := u.childStart[id]; pos < u.childEnd[id]; pos++ {
 		in := &u.opIn[pos]

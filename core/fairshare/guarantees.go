@@ -72,7 +72,22 @@ func (u *Updater) inferKids(p int32) {
 
 // ---- guarantee adjustment (spec.md §2.3–2.4) ----
 
+// adjustGuarantees adjusts the strong guarantees (spec.md §2.3–2.4) and sets
+// the pools' weights (§2.13), raising the overcommit alerts. With the
+// guarantees kept (Updater.keepGuarantees) it only raises the alerts it
+// raised when it computed them.
 func (u *Updater) adjustGuarantees() {
+	if u.keepGuarantees {
+		u.alerts = append(u.alerts, u.guaranteeAlerts...)
+		return
+	}
+	start := len(u.alerts)
+	u.adjustAll()
+	u.guaranteeAlerts = append(u.guaranteeAlerts[:0], u.alerts[start:]...)
+}
+
+// adjustAll is adjustGuarantees computing the guarantees.
+func (u *Updater) adjustAll() {
 	rootSlot := u.elems[tree.Root].pool
 	root := &u.pools[rootSlot]
 	ra := &u.attrs[tree.Root]

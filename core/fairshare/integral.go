@@ -81,7 +81,7 @@ func (u *Updater) refill(id tree.ID) {
 	dt := u.now.Sub(u.prev).Seconds()
 	capacity := u.capacity(e)
 	old := e.volume
-	accept := u.canAcceptFreeVolume(id)
+	accept := e.acceptFree
 	for r := range resource.Count {
 		t := float64(u.total[r]) * dt
 		v := e.volume[r] + t*e.flowRatio
@@ -103,7 +103,7 @@ func (u *Updater) isIntegral(id tree.ID) bool {
 // overflowAndAcceptable sums the overflow and room of p's subtree up to p,
 // stopping at integral pools.
 func (u *Updater) overflowAndAcceptable(p int32) {
-	if u.isIntegral(u.pools[p].id) {
+	if u.pools[p].integral {
 		return
 	}
 	for _, c := range u.kids(p) {
@@ -116,7 +116,7 @@ func (u *Updater) overflowAndAcceptable(p int32) {
 // children's (an integral pool keeps refill's).
 func (u *Updater) overflowAndAcceptablePool(p int32) {
 	e := &u.pools[p]
-	if u.isIntegral(e.id) {
+	if e.integral {
 		return
 	}
 	var childAcceptable [resource.Count]float64
@@ -127,7 +127,7 @@ func (u *Updater) overflowAndAcceptablePool(p int32) {
 			childAcceptable[r] += ce.acceptable[r]
 		}
 	}
-	accept := u.canAcceptFreeVolume(e.id)
+	accept := e.acceptFree
 	for r := range resource.Count {
 		diff := e.childOverflow[r] - childAcceptable[r]
 		if diff > 0 {
@@ -168,7 +168,7 @@ func (u *Updater) distributeFreeVolume(w *worker, p int32) {
 func (u *Updater) distributeFreeVolumePool(w *worker, p int32) (integral bool) {
 	e := &u.pools[p]
 	free := e.acceptedFree
-	if u.isIntegral(e.id) {
+	if e.integral {
 		for r := range resource.Count {
 			e.volume[r] += free[r]
 		}
@@ -362,7 +362,7 @@ func (u *Updater) integralAttributesOf(lo, hi int) {
 		e := &u.pools[p]
 		id := e.id
 		ia := &u.attrs[id].Integral
-		if !u.isIntegral(id) {
+		if !e.integral {
 			*ia = IntegralAttributes{}
 			continue
 		}

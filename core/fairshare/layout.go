@@ -135,6 +135,7 @@ func (u *Updater) layout() {
 		}
 	}
 	u.split()
+	u.opScanAll = true
 	u.layoutVersion = u.tree.StructureVersion()
 	u.layoutValid = true
 }

@@ -60,6 +60,11 @@ type worker struct {
 	piece      []pieceVals // fitFactorFor's piece, for pieceSum and pieceShares
 	order      []int32     // distributeFreeVolumePool
 	opDirty    []uint64    // setOpShare: the operations whose fair share is in Updater.opShare, by ID
+	// piped: sweep large pools on two goroutines (sweepSlopePiped), set by
+	// prepareAll for the split pools; pipe and pipeSlopes are its state.
+	piped      bool
+	pipe       sweepPipe
+	pipeSlopes []resource.Share
 }
 
 // nextGen returns a generation no worker has drawn before.
@@ -272,6 +277,7 @@ func (u *Updater) split() {
 	for i, p := range u.prePools {
 		ps := &u.pools[p]
 		ps.underIntegral = p != root && u.hasIntegralAncestor(ps.id)
+		ps.integral, ps.acceptFree = u.isIntegral(ps.id), u.canAcceptFreeVolume(ps.id)
 		if p != root {
 			parent := &u.pools[u.elems[u.tree.Parent(ps.id)].pool]
 			if !parent.split {

@@ -83,9 +83,18 @@ type poolState struct {
 	// underIntegral: an integral pool is above this one (the volume
 	// passes skip its subtree).
 	underIntegral bool
+	// From the pool's configuration (set by layout, which a configuration
+	// change runs): the pool is integral (isIntegral), and it can accept
+	// free volume (canAcceptFreeVolume).
+	integral, acceptFree bool
 	// kidsDirty: an operation child's function or weight, or the list of
 	// children, changed since fsbff was built.
 	kidsDirty bool
+	// opsChanged: updateOperations found an operation child changed (opSums).
+	// fifoCheck: a FIFO pool whose order sortFifo checks next.
+	// pathDirty: an operation below changed (cumulativePath); the pool's
+	// ancestors are marked too.
+	opsChanged, fifoCheck, pathDirty bool
 
 	opUsage, opDemand resource.Vec // sums over the operation children
 	usage, demand     resource.Vec // absolute, whole subtree

@@ -197,6 +197,9 @@ func (ss *slopeSum) at(k int) float64 { return ss.sum[k] + ss.comp[k] }
 // points with equal arguments are merged, every child switches there, and
 // points beyond 1 are dropped.
 //
+// With w.piped (a split pool, the other workers idle) a large pool is swept
+// on two goroutines (sweepSlopePiped, pipe.go), with the same result.
+//
 // Sampling every child at every critical point (the reference's way, exact
 // sums) costs O(P·C): 65 million child evaluations per update of the
 // 100,000-operation benchmark tree against 0.7 million critical points.
@@ -204,6 +207,9 @@ func (w *worker) sweepFSBFF(f *plf.Vec, kids []plf.Vec, weights []float64, wmin 
 	sum := w.startSweep(kids, weights, wmin)
 	if len(kids) <= exactChildren {
 		return w.sweepExact(f, sum, improved, critSuggestion, critOwner)
+	}
+	if w.piped {
+		return w.sweepSlopePiped(f, sum, improved, critSuggestion, critOwner)
 	}
 	return w.sweepSlope(f, sum, improved, critSuggestion, critOwner)
 }

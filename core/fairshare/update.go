@@ -62,8 +62,27 @@ type Updater struct {
 	opTotal    resource.Vec
 	opStepGang bool
 	opValid    bool
+	// updateOperations: the tree's change log read up to opCursor; look at
+	// every operation at the next update (opScanAll: the layout changed, or
+	// Invalidate); this update looked at every operation (opSumsAll).
+	opCursor  uint64
+	opScanAll bool
+	opSumsAll bool
 
 	alerts []string
+
+	// The guarantees (strong guarantee inference, the pools' integral
+	// ratios, limits shares, tiers and adjusted strong guarantee shares,
+	// and the weights) depend only on the tree's structure and
+	// configuration, the pools' node limits, the total and the Config. When
+	// none changed since the last update, which computed them, they are
+	// kept (keepGuarantees), with the alerts their adjustment raised
+	// (guaranteeAlerts); what they were computed with is in guarantee*.
+	keepGuarantees     bool
+	guaranteeAlerts    []string
+	guaranteeCfg       Config
+	guaranteePoolNodes uint64
+	guaranteeValid     bool
 
 	// The parallel phases (parallel.go): the workers' scratch, the running
 	// phase, and the cut of the tree into split pools and tasks (by layout).
@@ -118,13 +137,18 @@ func (u *Updater) Update(total resource.Vec, now clock.Time) {
 	// The steps of spec.md §2.1, each in the file named.
 	// 1. Configuration alerts (validate.go).
 	u.validatePoolConfigs()
+	// The operations' inputs first (bottomup.go): which changed decides
+	// whether the guarantees are kept (keepGuarantees). The pools'
+	// per-update state starts here too (opSums): the proposed integral
+	// shares and the integral overflow are zeroed.
+	u.updateOperations()
+	u.keepGuarantees = u.guaranteesUnchanged()
 	// 2. Strong guarantee inference (guarantees.go).
-	u.inferStrongGuarantees()
+	if !u.keepGuarantees {
+		u.inferStrongGuarantees()
+	}
 	// 3. The burst and relaxed pool lists: kept by layout (layout.go).
 	// 4. Per-element attributes bottom-up (bottomup.go).
-	// The pools' per-update state starts here too (opSums): the proposed
-	// integral shares and the integral overflow are zeroed.
-	u.updateOperations()
 	u.cumulative()
 	// 5. Integral volumes consumed, refilled and overflowing (integral.go).
 	u.consumeAndRefill()
@@ -153,6 +177,19 @@ func (u *Updater) Update(total resource.Vec, now clock.Time) {
 	if invariants.Enabled {
 		u.checkFairShares() // invariants.go
 	}
+}
+
+// guaranteesUnchanged reports whether the guarantees the last update
+// computed hold for this one (see keepGuarantees) and records what this
+// update computes them with. updateOperations has run: it took its
+// incremental way only when the layout (the tree's structure and the pools'
+// configuration), the total and the gang option are as before and nothing
+// was invalidated.
+func (u *Updater) guaranteesUnchanged() bool {
+	nodes := u.tree.PoolNodeLimitsVersion()
+	keep := u.guaranteeValid && !u.opSumsAll && u.guaranteeCfg == u.cfg && u.guaranteePoolNodes == nodes
+	u.guaranteeCfg, u.guaranteePoolNodes, u.guaranteeValid = u.cfg, nodes, true
+	return keep
 }
 
 // Config returns the configuration.
@@ -190,11 +227,13 @@ func (u *Updater) SetAccumulatedVolume(id tree.ID, v [resource.Count]float64) {
 }
 
 // Invalidate makes the next update recompute every element's functions, as
-// the first update does. Updates are otherwise incremental: an element's
-// functions are rebuilt only when their inputs changed, and the top-down pass
-// skips subtrees whose target and functions are unchanged; the results are
-// the same either way.
+// the first update does, and look at every operation's inputs. Updates are
+// otherwise incremental: only the operations the tree's change log lists are
+// looked at, an element's functions are rebuilt only when their inputs
+// changed, and the top-down pass skips subtrees whose target and functions
+// are unchanged; the results are the same either way.
 func (u *Updater) Invalidate() {
+	u.opScanAll = true
 	for i := range u.node {
 		u.node[i].built = false
 		u.node[i].distMode = distNone

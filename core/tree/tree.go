@@ -74,8 +74,16 @@ type Tree struct {
 
 	structVersion uint64
 	nodesSeq      uint64 // last opState.nodesGen handed out
-	dirty         []ID
-	isDirty       []bool
+	// poolNodesVersion counts the changes of the pools' node limits.
+	poolNodesVersion uint64
+	dirty            []ID
+	isDirty          []bool
+	// The change log (ChangesSince): every change markDirty records, in
+	// order; changeBase is the cursor of changeLog[0], changeRead the
+	// furthest cursor a reader has been handed.
+	changeLog  []ID
+	changeBase uint64
+	changeRead uint64
 }
 
 type opState struct {
@@ -205,11 +213,15 @@ func (t *Tree) NodeLimits(id ID) NodeLimits {
 }
 
 // SetNodeLimits sets an element's node limits; an operation whose limits
-// change is marked dirty. The root's are ignored by the fair-share update
-// (the total is the root's limit).
+// change is marked dirty, a pool's change moves PoolNodeLimitsVersion. The
+// root's are ignored by the fair-share update (the total is the root's
+// limit).
 func (t *Tree) SetNodeLimits(id ID, l NodeLimits) {
 	if t.kind[id] != KindOperation {
-		t.poolNodes[t.slot[id]] = l
+		if s := t.slot[id]; t.poolNodes[s] != l {
+			t.poolNodes[s] = l
+			t.poolNodesVersion++
+		}
 		return
 	}
 	s := t.slot[id]
@@ -220,6 +232,10 @@ func (t *Tree) SetNodeLimits(id ID, l NodeLimits) {
 		t.markDirty(id)
 	}
 }
+
+// PoolNodeLimitsVersion changes whenever the node limits of a pool (or the
+// root) do.
+func (t *Tree) PoolNodeLimitsVersion() uint64 { return t.poolNodesVersion }
 
 // NodeLimitsGen returns a number that changes whenever operation id's node
 // limits do, so that a reader can tell without comparing them.
@@ -274,6 +290,52 @@ func (t *Tree) markDirty(id ID) {
 		t.isDirty[id] = true
 		t.dirty = append(t.dirty, id)
 	}
+	n := len(t.changeLog)
+	if n > 0 && t.changeLog[n-1] == id && t.changeBase+uint64(n) > t.changeRead {
+		// The same operation's next setter (demand, pending, node
+		// limits), and no reader has seen the last entry yet.
+		return
+	}
+	if n >= max(minChangeLog, changeLogPerElement*len(t.kind)) {
+		// Readers more than this far behind look at every operation.
+		t.changeBase += uint64(n)
+		t.changeLog = t.changeLog[:0]
+	}
+	t.changeLog = append(t.changeLog, id)
+}
+
+// The change log keeps at most changeLogPerElement entries per element (and
+// at least minChangeLog) before it starts afresh.
+const (
+	changeLogPerElement = 2
+	minChangeLog        = 1024
+)
+
+// ChangeCursor returns the position after the last change recorded so far,
+// for ChangesSince.
+func (t *Tree) ChangeCursor() uint64 { return t.changeBase + uint64(len(t.changeLog)) }
+
+// ChangesSince returns the operations changed since cursor c (a
+// ChangeCursor): those whose demand, usage, pending job count, node limits,
+// weight or resource limits a setter changed, in the order of the changes,
+// an operation possibly more than once. ok is false when the log no longer
+// reaches back to c (it holds about two changes per element): the reader
+// must then look at every operation. Structural changes (Apply) are not
+// logged; StructureVersion tells them. The slice is owned by the tree and
+// valid until the next change.
+//
+// Any number of readers may follow the log, each with its own cursor; it is
+// what lets the fair-share update look at the changed operations only
+// instead of at all of them. (The log notes how far readers have read, so
+// that consecutive changes of one operation take one entry only while no
+// reader has seen it.)
+func (t *Tree) ChangesSince(c uint64) (ids []ID, ok bool) {
+	end := t.ChangeCursor()
+	t.changeRead = end
+	if c < t.changeBase || c > end {
+		return nil, false
+	}
+	return t.changeLog[c-t.changeBase:], true
 }
 
 // Walk calls fn for every element in pre-order (children in order), starting

@@ -555,3 +555,51 @@ func TestSeparateNamespaces(t *testing.T) {
 		}
 	}
 }
+
+// TestChangesSince checks the change log: each reader gets the changes
+// after its cursor, in order; a change of the last logged operation takes
+// no entry until a reader has seen it; a reader the log no longer reaches
+// back to is told so.
+func TestChangesSince(t *testing.T) {
+	tr := New(PoolConfig{})
+	mustApply(t, tr, mkPool("p", RootName, PoolConfig{}), mkOp("x", "p"), mkOp("y", "p"))
+	x, _ := tr.LookupOperation("x")
+	y, _ := tr.LookupOperation("y")
+	d := func(n int64) resource.Vec { return resource.Vec{0, n, 0, 1 << 20, 0} }
+	f := func(c uint64, want ...ID) uint64 {
+		t.Helper()
+		ids, ok := tr.ChangesSince(c)
+		if !ok || !slices.Equal(ids, want) {
+			t.Fatalf("ChangesSince(%d) = %v, %v; want %v, true", c, ids, ok, want)
+		}
+		return tr.ChangeCursor()
+	}
+	a := f(tr.ChangeCursor())
+	tr.SetDemandUsage(x, d(200), resource.Vec{})
+	tr.SetPendingJobCount(x, 3)                  // x again, unseen: no entry
+	tr.SetDemandUsage(x, d(200), resource.Vec{}) // no change
+	b := f(a, x)
+	tr.SetPendingJobCount(x, 4) // seen by b's reader: a new entry
+	tr.SetNodeLimits(y, NodeLimits{HasBestAllocationShare: true})
+	if err := tr.SetOperationWeight(x, Some(2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.SetOperationLimits(y, onlyRes(resource.CPU, 100)); err != nil {
+		t.Fatal(err)
+	}
+	f(b, x, y, x, y)
+	f(a, x, x, y, x, y)
+	// The log starts afresh beyond minChangeLog entries: old cursors are
+	// refused, and the reader looks at everything.
+	c := tr.ChangeCursor()
+	for i := range minChangeLog {
+		tr.SetPendingJobCount([]ID{x, y}[i%2], int64(10+i))
+	}
+	if ids, ok := tr.ChangesSince(c); ok {
+		t.Fatalf("ChangesSince(%d) after %d changes = %d entries, true; want false", c, minChangeLog, len(ids))
+	}
+	if _, ok := tr.ChangesSince(tr.ChangeCursor() + 1); ok {
+		t.Fatal("ChangesSince(a cursor ahead of the log) is ok")
+	}
+	f(tr.ChangeCursor())
+}
