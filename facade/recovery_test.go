@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/store"
@@ -291,5 +292,44 @@ func TestConcurrentRegistrations(t *testing.T) {
 	}
 	if len(indices) != nodes {
 		t.Fatalf("%d nodes registered, want %d", len(indices), nodes)
+	}
+}
+
+// TestCompletionWrittenAtOnce: an operation whose last job completes in a
+// heartbeat is written completed without waiting for a janitor pass, and
+// stays completed after a restart.
+func TestCompletionWrittenAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	mc := &manualClock{}
+	a := startDurable(t, dir, mc, ``, nil)
+	a.must(201, "POST", "/api/v1/operations", `{"id": "one", "tasks": [{"name": "t", "job_count": 1, "resources": {"cpu": 1}}]}`)
+	n := &echoNode{name: "n1", limits: `{"cpu": 4, "user_slots": 10, "memory": 17179869184}`}
+	n.heartbeat(a, nil)
+	a.srv.UpdateFairShare()
+	n.heartbeat(a, nil)
+	if len(n.allocs) != 1 {
+		t.Fatalf("n1 runs %d allocations, want 1", len(n.allocs))
+	}
+	n.heartbeat(a, map[string]string{n.allocs[0]["id"].(string): "completed"})
+	// No fair-share update (no janitor pass) from here on.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		v, ok, err := a.st.Get(store.OperationStates, "one")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st operationState
+		if ok && json.Unmarshal(v, &st) == nil && st.State == "completed" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("operation_states/one is %s 10 s after its last job completed, want completed", v)
+		}
+		time.Sleep(time.Millisecond) // NB: polls the store with a deadline; the write is the server's own goroutine's
+	}
+	a.stop()
+	b := startDurable(t, dir, mc, ``, nil)
+	if op := b.must(200, "GET", "/api/v1/operations/one", ""); op["state"] != "completed" {
+		t.Fatalf("after the restart: %v, want completed", op["state"])
 	}
 }
