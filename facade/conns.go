@@ -9,7 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// connTracker keeps the server's open connections, so that Shutdown can
+// ConnTracker keeps a server's open connections, so that Shutdown can
 // end the ones that are not inside a request: fasthttp's own shutdown
 // waits for a connection that never sends a byte until its read timeout
 // (issue 14: SIGTERM with one silent client took the whole grace period and
@@ -17,7 +17,7 @@ import (
 // until its answer is written (fasthttp's StateIdle); Shutdown ends every
 // read of the others at once, and of the busy ones once their answer is
 // out, so that a request that was read is still answered.
-type connTracker struct {
+type ConnTracker struct {
 	mu       sync.Mutex
 	conns    map[*trackedConn]struct{}
 	stopping atomic.Bool
@@ -26,17 +26,17 @@ type connTracker struct {
 // trackedConn is a connection of the tracker.
 type trackedConn struct {
 	net.Conn
-	t    *connTracker
+	t    *ConnTracker
 	busy atomic.Bool
 	once sync.Once
 }
 
-// listener returns ln with its connections tracked.
-func (t *connTracker) listener(ln net.Listener) net.Listener { return &trackingListener{ln, t} }
+// Listener returns ln with its connections tracked.
+func (t *ConnTracker) Listener(ln net.Listener) net.Listener { return &trackingListener{ln, t} }
 
 type trackingListener struct {
 	net.Listener
-	t *connTracker
+	t *ConnTracker
 }
 
 func (l *trackingListener) Accept() (net.Conn, error) {
@@ -82,16 +82,16 @@ func (c *trackedConn) SetDeadline(d time.Time) error {
 	return c.SetReadDeadline(d)
 }
 
-// handling marks the connection of ctx busy (Handle calls it).
-func (t *connTracker) handling(ctx *fasthttp.RequestCtx) {
+// Handling marks the connection of ctx busy (Server.Handle calls it).
+func (t *ConnTracker) Handling(ctx *fasthttp.RequestCtx) {
 	if c, ok := ctx.Conn().(*trackedConn); ok {
 		c.busy.Store(true)
 	}
 }
 
-// state is fasthttp's ConnState hook: an answered request leaves its
+// State is fasthttp's ConnState hook: an answered request leaves its
 // connection idle, and a stopping server ends its reads.
-func (t *connTracker) state(nc net.Conn, st fasthttp.ConnState) {
+func (t *ConnTracker) State(nc net.Conn, st fasthttp.ConnState) {
 	c, ok := nc.(*trackedConn)
 	if !ok || st != fasthttp.StateIdle && st != fasthttp.StateClosed {
 		return
@@ -102,9 +102,9 @@ func (t *connTracker) state(nc net.Conn, st fasthttp.ConnState) {
 	}
 }
 
-// stopReading ends every read of the connections not inside a request,
+// StopReading ends every read of the connections not inside a request,
 // now and from now on.
-func (t *connTracker) stopReading() {
+func (t *ConnTracker) StopReading() {
 	t.stopping.Store(true)
 	t.mu.Lock()
 	defer t.mu.Unlock()

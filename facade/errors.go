@@ -134,6 +134,10 @@ func (s *Server) methodNotAllowed(ctx *fasthttp.RequestCtx, allow string) {
 // "100 Continue" before its body gets it only when its token is known and
 // its declared body within the limit; otherwise the final answer (401,
 // 413) comes at once and the body is never read.
+// ExpectContinue is expectContinue, for a front door that hands the
+// server its requests (a replica's).
+func (s *Server) ExpectContinue(ctx *fasthttp.RequestCtx) int { return s.expectContinue(ctx) }
+
 func (s *Server) expectContinue(ctx *fasthttp.RequestCtx) int {
 	if t := s.tokens.Load(); t != nil && t.Lookup(bearer(ctx)) == nil {
 		s.unauthenticated(ctx)

@@ -29,7 +29,7 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	if h := s.panicHook.Load(); h != nil {
 		(*h)(ctx.Path())
 	}
-	s.conns.handling(ctx)
+	s.conns.Handling(ctx)
 	if !s.guard(ctx) {
 		return
 	}

@@ -185,7 +185,7 @@ type Server struct {
 	tokens atomic.Pointer[Tokens]
 	acl    atomic.Pointer[aclIndex]
 	// conns are the open connections (Shutdown closes the silent ones).
-	conns connTracker
+	conns ConnTracker
 	// demand is the declared demand of the operations that have not
 	// finished (opRecord.demand), bounded by maxLiveDemand; under mu.
 	demand resource.Vec
@@ -329,7 +329,7 @@ func New(opts Options) (*Server, error) {
 		Handler:              s.Handle,
 		ErrorHandler:         s.handleServerError,
 		ExpectHandler:        s.expectContinue,
-		ConnState:            s.conns.state,
+		ConnState:            s.conns.State,
 		Name:                 "fairsched",
 		MaxRequestBodySize:   opts.MaxBodySize,
 		ReadTimeout:          30 * time.Second,
@@ -380,7 +380,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	if s.opts.TLS != nil {
 		ln = tls.NewListener(ln, s.opts.TLS)
 	}
-	l := &onceCloseListener{Listener: s.conns.listener(ln)}
+	l := &onceCloseListener{Listener: s.conns.Listener(ln)}
 	s.lnMu.Lock()
 	select {
 	case <-s.stop:
@@ -415,7 +415,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.lnMu.Unlock()
 	// A connection that sends nothing would hold fasthttp's shutdown until
 	// its read timeout: every read not inside a request is ended now.
-	s.conns.stopReading()
+	s.conns.StopReading()
 	err := s.http.ShutdownWithContext(ctx)
 	s.done.Wait()
 	if s.d != nil {

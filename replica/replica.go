@@ -103,6 +103,9 @@ type Replica struct {
 	tokensMu sync.Mutex
 	// metrics is a follower's /metrics (metrics.go).
 	metrics *prometheus.Registry
+	// conns are the front door's connections, so that Shutdown ends the
+	// silent ones at once.
+	conns facade.ConnTracker
 
 	// Test hooks (replica_test.go).
 	// afterCampaign runs when Campaign returned, before the leadership is
@@ -145,6 +148,8 @@ func New(cfg Config) (*Replica, error) {
 	r.http = &fasthttp.Server{
 		Handler:                      r.Handle,
 		ErrorHandler:                 r.serverError,
+		ExpectHandler:                r.expectContinue,
+		ConnState:                    r.conns.State,
 		Name:                         "fairsched",
 		MaxRequestBodySize:           maxBody,
 		ReadTimeout:                  30 * time.Second,
@@ -205,6 +210,7 @@ func (r *Replica) leaderHint() string {
 // Handle is the replica's fasthttp.RequestHandler. See the package
 // documentation.
 func (r *Replica) Handle(ctx *fasthttp.RequestCtx) {
+	r.conns.Handling(ctx)
 	if t := r.term.Load(); t != nil {
 		t.srv.Handle(ctx)
 		return
@@ -220,6 +226,25 @@ func (r *Replica) Handle(ctx *fasthttp.RequestCtx) {
 		r.serveMetrics(ctx)
 		return
 	}
+	r.notLeader(ctx)
+}
+
+// expectContinue is the front door's answer to "Expect: 100-continue": the
+// leader's Server's (a token and the body's size checked before the body
+// is read), and a follower's not_leader without reading the body.
+func (r *Replica) expectContinue(ctx *fasthttp.RequestCtx) int {
+	if t := r.term.Load(); t != nil {
+		return t.srv.ExpectContinue(ctx)
+	}
+	if p := string(ctx.Path()); p == "/healthz" || p == "/metrics" {
+		return fasthttp.StatusContinue
+	}
+	r.notLeader(ctx)
+	return fasthttp.StatusServiceUnavailable
+}
+
+// notLeader answers a follower's 503 not_leader, naming the leader.
+func (r *Replica) notLeader(ctx *fasthttp.RequestCtx) {
 	leader := r.leaderHint()
 	msg := "cannot serve this request: this replica is a follower; send it to the leader at " + leader
 	if leader == "" {
@@ -261,13 +286,16 @@ func (r *Replica) Serve(ln net.Listener) error {
 	if r.cfg.Server.TLS != nil {
 		ln = tls.NewListener(ln, r.cfg.Server.TLS)
 	}
-	return r.http.Serve(ln)
+	return r.http.Serve(r.conns.Listener(ln))
 }
 
 // Shutdown stops serving HTTP: it stops accepting connections and waits
 // for the requests in flight until ctx ends. Run must have returned (or
 // not be running) for the term to have ended.
-func (r *Replica) Shutdown(ctx context.Context) error { return r.http.ShutdownWithContext(ctx) }
+func (r *Replica) Shutdown(ctx context.Context) error {
+	r.conns.StopReading() // a connection that sends nothing does not hold the shutdown
+	return r.http.ShutdownWithContext(ctx)
+}
 
 // ttl is the lease TTL in seconds.
 func (r *Replica) ttl() int { return int(r.cfg.LeaseTTL / time.Second) }

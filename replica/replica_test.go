@@ -488,3 +488,44 @@ func TestHALoop(t *testing.T) {
 		}
 	}
 }
+
+// TestFrontDoorStopsWithSilentClients: a connection that sends nothing
+// does not hold a replica's shutdown, and a follower answers a request
+// that expects 100-continue with not_leader before reading its body.
+func TestFrontDoorStopsWithSilentClients(t *testing.T) {
+	cl := newCluster(t, time.Second)
+	a := cl.start("a", nil)
+	l := leader(t, 10*time.Second, a)
+	b := cl.start("b", nil)
+	waitFor(t, "b names the leader", 5*time.Second, func() bool { return b.r.Status().Leader == l.url })
+
+	conn, err := net.Dial("tcp", strings.TrimPrefix(b.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /api/v1/pools/x HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 100000\r\nExpect: 100-continue\r\n\r\n", strings.TrimPrefix(b.url, "http://"))
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 4096)
+	n, err := conn.Read(buf)
+	if err != nil || !strings.HasPrefix(string(buf[:n]), "HTTP/1.1 503") || !strings.Contains(string(buf[:n]), "not_leader") {
+		t.Fatalf("a follower's answer to Expect: 100-continue: %q, %v; want 503 not_leader without the body", buf[:n], err)
+	}
+
+	silent, err := net.Dial("tcp", strings.TrimPrefix(b.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	b.cancel()
+	<-b.ran
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := b.r.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with a silent client: %v after %v", err, time.Since(start))
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("Shutdown with a silent client took %v", took)
+	}
+}
