@@ -170,6 +170,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("loadgen: cannot use %d pipelined connections: want 0 (off) to --connections (%d)", c.Pipeline, c.Connections)
 	case c.Pipeline > 0 && c.InProcess:
 		return fmt.Errorf("loadgen: cannot use --pipeline %d in process: it shapes HTTP connections", c.Pipeline)
+	case c.Pipeline > 0 && len(c.Replicas) > 0:
+		return fmt.Errorf("loadgen: cannot use --pipeline %d with --replicas: pipelined connections stay on --target and do not follow the leader (use --batch)", c.Pipeline)
 	case c.Batch < 0 || c.Batch > MaxBatch:
 		return fmt.Errorf("loadgen: cannot use batches of %d heartbeats: want 0 (one heartbeat per request) to %d", c.Batch, MaxBatch)
 	case c.PipelineDelay < 0 || c.PipelineDelay > time.Second:

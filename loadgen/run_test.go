@@ -75,4 +75,6 @@ func TestConfigValidate(t *testing.T) {
 	f(func(c *Config) { c.Batch = MaxBatch + 1 }, false)
 	f(func(c *Config) { c.Pipeline, c.PipelineDelay = 4, -time.Millisecond }, false)
 	f(func(c *Config) { c.Pipeline, c.PipelineDelay = 4, 2*time.Second }, false)
+	f(func(c *Config) { c.Replicas = []string{"http://127.0.0.1:8081"} }, true)
+	f(func(c *Config) { c.Replicas, c.Pipeline = []string{"http://127.0.0.1:8081"}, 4 }, false)
 }
