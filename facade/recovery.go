@@ -284,7 +284,7 @@ func (s *Server) checkpoint(now clock.Time) {
 	if len(ws) == 0 {
 		return
 	}
-	p := s.submit(ws...)
+	p := s.d.c.SubmitChunked(ws...) // a replica's etcd takes at most 128 writes per transaction
 	go func() {
 		if err := p.Wait(); err != nil {
 			s.storeFailed(err)
@@ -414,8 +414,10 @@ func (s *Server) beginDurable(l *loaded) error {
 		if len(l.badCheckpoints) > 0 {
 			s.log.Warn("checkpoints that cannot be read are left out: their work runs again", "keys", l.badCheckpoints)
 		}
-		if err := s.d.c.Commit(ws...); len(ws) > 0 && err != nil {
-			return fmt.Errorf("writing the store: %w", err)
+		if len(ws) > 0 {
+			if err := s.d.c.SubmitChunked(ws...).Wait(); err != nil {
+				return fmt.Errorf("writing the store: %w", err)
+			}
 		}
 		s.sched.BeginRecovery(now, l.aliveNodes)
 		s.d.recovering = true

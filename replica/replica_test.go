@@ -529,3 +529,62 @@ func TestFrontDoorStopsWithSilentClients(t *testing.T) {
 		t.Fatalf("Shutdown with a silent client took %v", took)
 	}
 }
+
+// TestLargeCheckpointOnEtcd: a checkpoint with more records than one etcd
+// transaction takes (128) is written in pieces: the leader keeps leading.
+func TestLargeCheckpointOnEtcd(t *testing.T) {
+	cl := newCluster(t, 2*time.Second)
+	a := cl.start("a", nil)
+	l := leader(t, 10*time.Second, a)
+	if st, body := do(t, "PATCH", l.url+"/api/v1/config", `{"checkpoint_period_s": 0.1, "max_running_operation_count": 1000}`); st != 200 {
+		t.Fatalf("PATCH config: %d %s", st, body)
+	}
+	const ops = 200
+	for i := range ops {
+		if st, body := do(t, "POST", l.url+"/api/v1/operations", fmt.Sprintf(`{"id": "o%d", "tasks": [{"name": "t", "job_count": 2, "resources": {"cpu": 1}}]}`, i)); st != 201 {
+			t.Fatalf("start o%d: %d %s", i, st, body)
+		}
+	}
+	hb := func(allocs string) map[string]any {
+		st, body := do(t, "POST", l.url+"/api/v1/nodes/n1/heartbeat", `{"resource_limits": {"cpu": 1000, "user_slots": 1000, "memory": 1099511627776}, "allocations": [`+allocs+`]}`)
+		if st != 200 {
+			t.Fatalf("heartbeat: %d %s", st, body)
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(body), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	hb("")
+	var started []any
+	waitFor(t, "allocations start", 10*time.Second, func() bool {
+		var reports []string
+		for _, s := range started {
+			reports = append(reports, fmt.Sprintf(`{"id": %q, "state": "running"}`, s.(map[string]any)["id"]))
+		}
+		for _, s := range hb(strings.Join(reports, ","))["allocations_to_start"].([]any) {
+			started = append(started, s)
+		}
+		return len(started) >= ops
+	})
+	// One job of each operation completes.
+	done := map[string]bool{}
+	var reports []string
+	for _, s := range started {
+		m := s.(map[string]any)
+		st := "running"
+		if op := m["operation_id"].(string); !done[op] {
+			done[op], st = true, "completed"
+		}
+		reports = append(reports, fmt.Sprintf(`{"id": %q, "state": %q}`, m["id"], st))
+	}
+	hb(strings.Join(reports, ","))
+	waitFor(t, "the checkpoint is in etcd", 10*time.Second, func() bool {
+		resp, err := cl.admin.Get(context.Background(), cl.prefix+"/checkpoints/op/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		return err == nil && resp.Count >= ops
+	})
+	if a.r.Leading() == nil || a.r.Terms() != 1 {
+		t.Fatalf("after a checkpoint of %d operations: leading %v, terms %d; want the first term still", ops, a.r.Leading() != nil, a.r.Terms())
+	}
+}

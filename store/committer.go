@@ -179,6 +179,32 @@ func (c *Committer) writer() {
 // transaction takes: all of them without a Limiter, else as many as stay
 // within its limits, and at least one (a Commit larger than the limits
 // alone is the backend's to refuse).
+// SubmitChunked is Submit for writes that need not be one transaction (a
+// checkpoint's): they are submitted, in order, in pieces that fit the
+// backend's limits (Limiter). Wait on the result returns when every piece
+// is durable: the pieces are written in order, and a failed one fails
+// every later one.
+func (c *Committer) SubmitChunked(ws ...Write) Pending {
+	if c.maxWrites <= 0 && c.maxBytes <= 0 {
+		return c.Submit(ws...)
+	}
+	p := Pending{err: c.Err()}
+	for len(ws) > 0 {
+		n, bytes := 0, 0
+		for n < len(ws) {
+			b := len(ws[n].Bucket) + len(ws[n].Key) + len(ws[n].Value)
+			if n > 0 && (c.maxWrites > 0 && n+1 > c.maxWrites || c.maxBytes > 0 && bytes+b > c.maxBytes) {
+				break
+			}
+			bytes += b
+			n++
+		}
+		p = c.Submit(ws[:n]...)
+		ws = ws[n:]
+	}
+	return p
+}
+
 func (c *Committer) fits(queue []*commit) int {
 	if c.maxWrites <= 0 && c.maxBytes <= 0 {
 		return len(queue)

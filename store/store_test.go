@@ -377,3 +377,40 @@ func TestCommitterLimits(t *testing.T) {
 	// Each write is 6+2+10 = 18 bytes or more ("pools", "cI-J", 10).
 	f(0, 40, []int{1, 1, 1, 1}, []int{2, 2})
 }
+
+// TestSubmitChunked: writes that need not be one transaction are written
+// in pieces within the backend's limits, in order.
+func TestSubmitChunked(t *testing.T) {
+	b, _ := openTemp(t)
+	l := &limited{Backend: b, writes: 4, block: make(chan struct{})}
+	close(l.block)
+	c := NewCommitter(l)
+	defer c.Close()
+	var ws []Write
+	for i := range 10 {
+		ws = append(ws, Put(Pools, fmt.Sprintf("k%02d", i), []byte("v")))
+	}
+	ws = append(ws, Put(Pools, "k00", []byte("last"))) // a later write of a key wins
+	if err := c.SubmitChunked(ws...).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	sizes := slices.Clone(l.sizes)
+	l.mu.Unlock()
+	total := 0
+	for _, n := range sizes {
+		if n > 4 {
+			t.Fatalf("a transaction of %d writes, over the limit of 4: %v", n, sizes)
+		}
+		total += n
+	}
+	if total != 11 {
+		t.Fatalf("%d writes applied, want 11: %v", total, sizes)
+	}
+	if v, _, _ := b.Get(Pools, "k00"); string(v) != "last" {
+		t.Fatalf("k00 = %q, want the later write", v)
+	}
+	if v, ok, _ := b.Get(Pools, "k09"); !ok || string(v) != "v" {
+		t.Fatalf("k09 = %q %v", v, ok)
+	}
+}
