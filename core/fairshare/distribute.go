@@ -323,6 +323,7 @@ func (u *Updater) fitFactorFor(w *worker, id tree.ID, target resource.Share) (ff
 			prefix = prefix.Add(u.fsbs(c).ValueAt(1))
 		}
 		fk := u.fsbs(kids[lo])
+		cand = fifoCandidate(fk, prefix, bound, k, cand)
 		return plf.Refine(k, k+1, cand, func(ff float64) bool {
 			s := prefix
 			switch sat := int(ff); {
@@ -336,6 +337,38 @@ func (u *Updater) fitFactorFor(w *worker, id tree.ID, target resource.Share) (ff
 	}
 	w.piece = u.pieceLimits(id, lo)
 	return plf.Refine(k, k+1, cand, func(ff float64) bool { return bound.Dominates(w.pieceSum(k, ff)) }), lo
+}
+
+// fifoCandidate returns a fit factor in [k, k+1] close to the largest at
+// which a FIFO pool's children fit into bound, child k at suggestion ff − k
+// after children at suggestion 1 that sum to prefix: the linear solution on
+// the segment of fk (child k's fair share by suggestion) where the sum first
+// exceeds bound, or cand when no point of fk does. It is only Refine's
+// starting point: Refine returns the same double from any (its predicate is
+// monotone), at a cost that grows with the distance in ulps. The linear
+// estimate over the whole piece (cand) is off by up to the piece's width,
+// since fk has several segments in it: about 100 predicate calls, each a
+// search in fk.
+func fifoCandidate(fk *plf.Vec, prefix, bound resource.Share, k, cand float64) float64 {
+	for i := range fk.X {
+		v := prefix.Add(fk.V[i])
+		if bound.Dominates(v) {
+			continue
+		}
+		if i == 0 {
+			return k
+		}
+		p := prefix.Add(fk.V[i-1])
+		t := 1.0
+		for r := range resource.Count {
+			if d := v[r] - p[r]; d > 0 && bound[r] < v[r] {
+				t = min(t, (bound[r]-p[r])/d)
+			}
+		}
+		x0, x1 := fk.X[i-1], fk.X[i]
+		return k + x0 + (x1-x0)*max(t, 0)
+	}
+	return cand
 }
 
 // fitCache is what fitFactorFor keeps of a pool's fair share by fit factor
@@ -429,9 +462,12 @@ func (w *worker) pieceSum(k, ff float64) resource.Share {
 			s = s.Add(w.piece[i].to)
 		}
 	default:
+		// plf.Interpolate(k, k+1, from, to, ff) per child, its argument
+		// ratio computed once (it is the same for every child).
+		t := (ff - k) / (k + 1 - k)
 		for i := range w.piece {
 			pv := &w.piece[i]
-			s = s.Add(plf.Interpolate(k, k+1, pv.from, pv.to, ff))
+			s = s.Add(plf.Lerp(&pv.from, &pv.to, t))
 		}
 	}
 	return s
@@ -451,9 +487,10 @@ func (w *worker) pieceShares(k, ff float64, dst []resource.Share) []resource.Sha
 			dst = append(dst, w.piece[i].to)
 		}
 	default:
+		t := (ff - k) / (k + 1 - k) // as in pieceSum
 		for i := range w.piece {
 			pv := &w.piece[i]
-			dst = append(dst, plf.Interpolate(k, k+1, pv.from, pv.to, ff))
+			dst = append(dst, plf.Lerp(&pv.from, &pv.to, t))
 		}
 	}
 	return dst
@@ -520,7 +557,7 @@ func (u *Updater) opAttrs(lo, hi int) {
 		for bits != 0 {
 			b := bits & -bits
 			id := tree.ID(i*64 + bitIndex(b))
-			u.setDetailed(id, u.opShare[id], regular)
+			u.setOpDetailed(id, u.opShare[id])
 			bits ^= b
 		}
 	}
