@@ -255,8 +255,18 @@ func (u *Updater) fitFactorFor(w *worker, id tree.ID, target resource.Share) (ff
 	f := &ps.fsbff
 	c := &ps.fit
 	if c.gen != ps.fsbffGen {
+		// The last piece stays a candidate for the new function (checked
+		// below as for the same function): a rebuilt function moves little.
+		hint := c.lo
 		*c = fitCache{gen: ps.fsbffGen, hi: f.RightBound(), v0: f.V[0], lo: -1, pieceLo: -1}
 		c.top = f.ValueAt(c.hi)
+		if hint >= 0 && int(hint) < int(c.hi) {
+			k := float64(hint)
+			c.lo = hint
+			c.fk = f.ValueAt(k)
+			_, c.a = f.LeftRightLimitAt(k)
+			c.b = f.ValueAt(k + 1)
+		}
 	}
 	hi := c.hi
 	fifo := u.tree.Pool(id).Mode == tree.ModeFIFO
@@ -374,9 +384,9 @@ func fifoCandidate(fk *plf.Vec, prefix, bound resource.Share, k, cand float64) f
 // fitCache is what fitFactorFor keeps of a pool's fair share by fit factor
 // between updates, valid while the function is (gen): its domain's right
 // end and the values there and at 0, and the piece [lo, lo+1] of the last
-// result (lo ≥ 0): the values at its ends (fk, b) and the right limit at lo
-// (a). pieceLo is the piece whose children's limits Updater.pieceByPos holds
-// (-1: none).
+// result (lo ≥ 0; after a rebuild, the last function's, as a candidate):
+// the values at its ends (fk, b) and the right limit at lo (a). pieceLo is
+// the piece whose children's limits Updater.pieceByPos holds (-1: none).
 type fitCache struct {
 	gen         uint64
 	hi          float64
