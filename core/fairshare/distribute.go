@@ -255,8 +255,18 @@ func (u *Updater) fitFactorFor(w *worker, id tree.ID, target resource.Share) (ff
 	f := &ps.fsbff
 	c := &ps.fit
 	if c.gen != ps.fsbffGen {
+		// The last piece stays a candidate for the new function (checked
+		// below as for the same function): a rebuilt function moves little.
+		hint := c.lo
 		*c = fitCache{gen: ps.fsbffGen, hi: f.RightBound(), v0: f.V[0], lo: -1, pieceLo: -1}
 		c.top = f.ValueAt(c.hi)
+		if hint >= 0 && int(hint) < int(c.hi) {
+			k := float64(hint)
+			c.lo = hint
+			c.fk = f.ValueAt(k)
+			_, c.a = f.LeftRightLimitAt(k)
+			c.b = f.ValueAt(k + 1)
+		}
 	}
 	hi := c.hi
 	fifo := u.tree.Pool(id).Mode == tree.ModeFIFO
@@ -323,6 +333,7 @@ func (u *Updater) fitFactorFor(w *worker, id tree.ID, target resource.Share) (ff
 			prefix = prefix.Add(u.fsbs(c).ValueAt(1))
 		}
 		fk := u.fsbs(kids[lo])
+		cand = fifoCandidate(fk, prefix, bound, k, cand)
 		return plf.Refine(k, k+1, cand, func(ff float64) bool {
 			s := prefix
 			switch sat := int(ff); {
@@ -338,12 +349,44 @@ func (u *Updater) fitFactorFor(w *worker, id tree.ID, target resource.Share) (ff
 	return plf.Refine(k, k+1, cand, func(ff float64) bool { return bound.Dominates(w.pieceSum(k, ff)) }), lo
 }
 
+// fifoCandidate returns a fit factor in [k, k+1] close to the largest at
+// which a FIFO pool's children fit into bound, child k at suggestion ff − k
+// after children at suggestion 1 that sum to prefix: the linear solution on
+// the segment of fk (child k's fair share by suggestion) where the sum first
+// exceeds bound, or cand when no point of fk does. It is only Refine's
+// starting point: Refine returns the same double from any (its predicate is
+// monotone), at a cost that grows with the distance in ulps. The linear
+// estimate over the whole piece (cand) is off by up to the piece's width,
+// since fk has several segments in it: about 100 predicate calls, each a
+// search in fk.
+func fifoCandidate(fk *plf.Vec, prefix, bound resource.Share, k, cand float64) float64 {
+	for i := range fk.X {
+		v := prefix.Add(fk.V[i])
+		if bound.Dominates(v) {
+			continue
+		}
+		if i == 0 {
+			return k
+		}
+		p := prefix.Add(fk.V[i-1])
+		t := 1.0
+		for r := range resource.Count {
+			if d := v[r] - p[r]; d > 0 && bound[r] < v[r] {
+				t = min(t, (bound[r]-p[r])/d)
+			}
+		}
+		x0, x1 := fk.X[i-1], fk.X[i]
+		return k + x0 + (x1-x0)*max(t, 0)
+	}
+	return cand
+}
+
 // fitCache is what fitFactorFor keeps of a pool's fair share by fit factor
 // between updates, valid while the function is (gen): its domain's right
 // end and the values there and at 0, and the piece [lo, lo+1] of the last
-// result (lo ≥ 0): the values at its ends (fk, b) and the right limit at lo
-// (a). pieceLo is the piece whose children's limits Updater.pieceByPos holds
-// (-1: none).
+// result (lo ≥ 0; after a rebuild, the last function's, as a candidate):
+// the values at its ends (fk, b) and the right limit at lo (a). pieceLo is
+// the piece whose children's limits Updater.pieceByPos holds (-1: none).
 type fitCache struct {
 	gen         uint64
 	hi          float64
@@ -429,9 +472,12 @@ func (w *worker) pieceSum(k, ff float64) resource.Share {
 			s = s.Add(w.piece[i].to)
 		}
 	default:
+		// plf.Interpolate(k, k+1, from, to, ff) per child, its argument
+		// ratio computed once (it is the same for every child).
+		t := (ff - k) / (k + 1 - k)
 		for i := range w.piece {
 			pv := &w.piece[i]
-			s = s.Add(plf.Interpolate(k, k+1, pv.from, pv.to, ff))
+			s = s.Add(plf.Lerp(&pv.from, &pv.to, t))
 		}
 	}
 	return s
@@ -451,9 +497,10 @@ func (w *worker) pieceShares(k, ff float64, dst []resource.Share) []resource.Sha
 			dst = append(dst, w.piece[i].to)
 		}
 	default:
+		t := (ff - k) / (k + 1 - k) // as in pieceSum
 		for i := range w.piece {
 			pv := &w.piece[i]
-			dst = append(dst, plf.Interpolate(k, k+1, pv.from, pv.to, ff))
+			dst = append(dst, plf.Lerp(&pv.from, &pv.to, t))
 		}
 	}
 	return dst
@@ -520,7 +567,7 @@ func (u *Updater) opAttrs(lo, hi int) {
 		for bits != 0 {
 			b := bits & -bits
 			id := tree.ID(i*64 + bitIndex(b))
-			u.setDetailed(id, u.opShare[id], regular)
+			u.setOpDetailed(id, u.opShare[id])
 			bits ^= b
 		}
 	}
