@@ -420,8 +420,8 @@ func (s *Server) beginDurable(l *loaded) error {
 			}
 		}
 		s.sched.BeginRecovery(now, l.aliveNodes)
-		s.d.recovering = true
 		st := s.sched.Recovery(now)
+		s.d.recovering = st.Active // watchRecovery logs its end
 		s.log.Info("recovery: adopting the running allocations that nodes report", "epoch", epoch+1,
 			"expected_nodes", st.ExpectedNodes, "timeout", s.sched.Config().RecoveryTimeout.Seconds(), "active", st.Active)
 	}
