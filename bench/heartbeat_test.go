@@ -343,19 +343,9 @@ func newStandardLoad(tb testing.TB) *standardLoad {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var root tree.PoolConfig
-	var ms []tree.Mutation
-	for i := range sc.Pools {
-		p := &sc.Pools[i]
-		if p.Name == tree.RootName {
-			root = p.Config
-			continue
-		}
-		parent := p.Parent
-		if parent == tree.RootName {
-			parent = ""
-		}
-		ms = append(ms, tree.Mutation{Kind: tree.AddPool, Name: p.Name, Parent: parent, Pool: p.Config})
+	root, ms, _, werr := sc.Tree()
+	if werr != nil {
+		tb.Fatal(werr)
 	}
 	for i := range w.Pools {
 		p := &w.Pools[i]

@@ -279,27 +279,9 @@ func New(opts Options) (*Server, error) {
 	s.setPeriod(sc.Scheduler.FairShareUpdatePeriod)
 	s.storeMaxBatch(sc.Scheduler.MaxHeartbeatsPerBatch)
 
-	root := sc.Root
-	var ms []tree.Mutation
-	var paths []string
-	for i := range sc.Pools {
-		b := &sc.Pools[i]
-		if b.Name == tree.RootName {
-			if b.HasParent && b.Parent != tree.RootName {
-				return nil, &wire.Error{Code: tree.CodeInvalidValue, Path: sc.PoolPaths[i] + ".parent", Message: "cannot give the root pool a parent"}
-			}
-			root = b.Config
-			continue
-		}
-		parent := b.Parent
-		if parent == tree.RootName {
-			parent = ""
-		}
-		ms = append(ms, tree.Mutation{Kind: tree.AddPool, Name: b.Name, Parent: parent, Pool: b.Config})
-		paths = append(paths, sc.PoolPaths[i])
-	}
-	if root.Mode == tree.ModeFIFO {
-		return nil, &wire.Error{Code: tree.CodeInvalidValue, Path: "$.pools", Message: "cannot make the root pool fifo: the root is always fair_share"}
+	root, ms, paths, werr := sc.Tree()
+	if werr != nil {
+		return nil, werr
 	}
 	s.sched = schedule.New(tree.New(root), sc.Scheduler)
 	if len(ms) > 0 {

@@ -46,19 +46,9 @@ func (p *inProcess) setup(context.Context) error {
 	if err != nil {
 		return fmt.Errorf("loadgen: cannot decode the embedded serve config: %w", err)
 	}
-	var root tree.PoolConfig
-	var ms []tree.Mutation
-	for i := range sc.Pools {
-		b := &sc.Pools[i]
-		if b.Name == tree.RootName {
-			root = b.Config
-			continue
-		}
-		parent := b.Parent
-		if parent == tree.RootName {
-			parent = ""
-		}
-		ms = append(ms, tree.Mutation{Kind: tree.AddPool, Name: b.Name, Parent: parent, Pool: b.Config})
+	root, ms, _, werr := sc.Tree()
+	if werr != nil {
+		return fmt.Errorf("loadgen: the embedded serve config: %w", werr)
 	}
 	for i := range p.w.Pools {
 		pl := &p.w.Pools[i]

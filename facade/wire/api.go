@@ -517,6 +517,34 @@ type ServeConfig struct {
 	PoolPaths []string
 }
 
+// Tree returns the root pool's configuration and the mutations that add
+// the other pools, parents first, with the JSON path of each (for the
+// errors of applying them). A root entry with another parent, or a fifo
+// root, is an error.
+func (sc *ServeConfig) Tree() (root tree.PoolConfig, ms []tree.Mutation, paths []string, err *Error) {
+	root = sc.Root
+	for i := range sc.Pools {
+		b := &sc.Pools[i]
+		if b.Name == tree.RootName {
+			if b.HasParent && b.Parent != tree.RootName {
+				return root, nil, nil, &Error{Code: tree.CodeInvalidValue, Path: sc.PoolPaths[i] + ".parent", Message: "cannot give the root pool a parent"}
+			}
+			root = b.Config
+			continue
+		}
+		parent := b.Parent
+		if parent == tree.RootName {
+			parent = ""
+		}
+		ms = append(ms, tree.Mutation{Kind: tree.AddPool, Name: b.Name, Parent: parent, Pool: b.Config})
+		paths = append(paths, sc.PoolPaths[i])
+	}
+	if root.Mode == tree.ModeFIFO {
+		return root, nil, nil, &Error{Code: tree.CodeInvalidValue, Path: "$.pools", Message: "cannot make the root pool fifo: the root is always fair_share"}
+	}
+	return root, ms, paths, nil
+}
+
 var serveKeys = []string{"config", "pools"}
 
 // DecodeServeConfig decodes a serve configuration:
