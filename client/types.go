@@ -381,18 +381,10 @@ type AllocationReport struct {
 	ResourceUsage *Resources `json:"resource_usage,omitempty"`
 	// OperationID, TaskIndex and Resources are the allocation's origin,
 	// as AllocationStart gave them (all three or none): a restarted server
-	// adopts a running allocation by them. Origin fills them.
+	// adopts a running allocation by them.
 	OperationID string     `json:"operation_id,omitempty"`
 	TaskIndex   *int       `json:"task_index,omitempty"`
 	Resources   *Resources `json:"resources,omitempty"`
-}
-
-// Origin returns the report of a running allocation started by st, with
-// its origin.
-func Origin(st AllocationStart) AllocationReport {
-	task := st.TaskIndex
-	res := st.Resources
-	return AllocationReport{ID: st.ID, State: "running", OperationID: st.OperationID, TaskIndex: &task, Resources: &res}
 }
 
 // HeartbeatResponse tells the node what to start, preempt and abort.

@@ -125,7 +125,6 @@ func (s *Server) registerNodes(ctx *fasthttp.RequestCtx, names []string) bool {
 				ok = s.await(ctx, t.p) // answers 503, fail-stop
 			}
 		} else {
-			s.sched.KnowNode(t.r.Index, t.r.Name)
 			s.sched.RegisterNode(now, t.r)
 		}
 		reg.mu.Lock()

@@ -93,6 +93,20 @@ type task struct {
 	completed atomic.Int64
 }
 
+// claim takes one pending job of the task, if it has one (heartbeats of
+// every shard claim concurrently).
+func (tk *task) claim() bool {
+	for {
+		p := tk.pending.Load()
+		if p <= 0 {
+			return false
+		}
+		if tk.pending.CompareAndSwap(p, p-1) {
+			return true
+		}
+	}
+}
+
 // operation is the live state of one operation.
 type operation struct {
 	id     string

@@ -304,15 +304,8 @@ func (s *Scheduler) adoptOne(now clock.Time, sh *shard, n *node, o *operation, i
 	if o.State() != StateRunning || org.Task < 0 || org.Task >= len(o.tasks) {
 		return false
 	}
-	tk := &o.tasks[org.Task]
-	for {
-		p := tk.pending.Load()
-		if p <= 0 {
-			return false
-		}
-		if tk.pending.CompareAndSwap(p, p-1) {
-			break
-		}
+	if !o.tasks[org.Task].claim() {
+		return false
 	}
 	o.recharge(org.Resources)
 	s.place(now, sh, n, o, org.Task, id, org.Resources, true)

@@ -139,14 +139,8 @@ func (s *Scheduler) start(now clock.Time, sh *shard, n *node, o *operation, t in
 		return nil // no allocation id left until ExtendNode (recovery.go)
 	}
 	tk := &o.tasks[t]
-	for {
-		p := tk.pending.Load()
-		if p <= 0 {
-			return nil
-		}
-		if tk.pending.CompareAndSwap(p, p-1) {
-			break
-		}
+	if !tk.claim() {
+		return nil
 	}
 	res := tk.spec.Resources
 	if !o.charge(res) {
