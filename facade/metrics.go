@@ -1,6 +1,7 @@
 package facade
 
 import (
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -182,17 +183,21 @@ func (m *metricsSet) observeBatch(t *tally, n int, start time.Time) {
 }
 
 // serveMetrics answers GET /metrics in the Prometheus text format.
-func (s *Server) serveMetrics(ctx *fasthttp.RequestCtx) {
-	mfs, err := s.m.reg.Gather()
+func (s *Server) serveMetrics(ctx *fasthttp.RequestCtx) { WriteMetrics(ctx, s.m.reg, s.log) }
+
+// WriteMetrics answers a request with what g gathers, in the Prometheus
+// text format (a Server's /metrics, a follower replica's).
+func WriteMetrics(ctx *fasthttp.RequestCtx, g prometheus.Gatherer, log *slog.Logger) {
+	mfs, err := g.Gather()
 	if err != nil {
-		s.log.Error("gathering the metrics", "error", err)
+		log.Error("gathering the metrics", "error", err)
 	}
 	format := expfmt.NewFormat(expfmt.TypeTextPlain)
 	ctx.SetContentType(string(format))
 	enc := expfmt.NewEncoder(ctx.Response.BodyWriter(), format)
 	for _, mf := range mfs {
 		if err := enc.Encode(mf); err != nil {
-			s.log.Error("writing the metrics", "error", err)
+			log.Error("writing the metrics", "error", err)
 			return
 		}
 	}

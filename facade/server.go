@@ -307,27 +307,36 @@ func New(opts Options) (*Server, error) {
 	}
 	s.rebuildACL()
 	s.tags.init()
-	s.http = &fasthttp.Server{
-		Handler:              s.Handle,
-		ErrorHandler:         s.handleServerError,
-		ExpectHandler:        s.expectContinue,
-		ConnState:            s.conns.State,
+	s.http = NewHTTPServer(s.Handle, s.handleServerError, s.expectContinue, &s.conns, opts.MaxBodySize, s.log)
+	return s, nil
+}
+
+// NewHTTPServer returns the fasthttp server of a Server, or of a front door
+// that hands a Server its requests (a replica's): its timeouts, body limit
+// and the settings that keep a request's secrets out of fasthttp's logs,
+// with the connections tracked by conns (its Shutdown calls
+// conns.StopReading first).
+func NewHTTPServer(handler fasthttp.RequestHandler, onError func(*fasthttp.RequestCtx, error),
+	expect func(*fasthttp.RequestCtx) int, conns *ConnTracker, maxBody int, log *slog.Logger) *fasthttp.Server {
+	return &fasthttp.Server{
+		Handler:              handler,
+		ErrorHandler:         onError,
+		ExpectHandler:        expect,
+		ConnState:            conns.State,
 		Name:                 "fairsched",
-		MaxRequestBodySize:   opts.MaxBodySize,
+		MaxRequestBodySize:   maxBody,
 		ReadTimeout:          30 * time.Second,
 		WriteTimeout:         30 * time.Second,
 		IdleTimeout:          2 * time.Minute,
 		NoDefaultContentType: true,
 		// Bodies are JSON: a form is refused (415), never parsed.
 		DisablePreParseMultipartForm: true,
-		// fasthttp's errors (logged, and answered by handleServerError) must
-		// not quote the request: it may hold a token.
+		// fasthttp's errors (logged, and answered by the error handler)
+		// must not quote the request: it may hold a token.
 		SecureErrorLogMessage: true,
-		NoDefaultServerHeader: false,
 		CloseOnShutdown:       true,
-		Logger:                fasthttpLogger{s.log},
+		Logger:                fasthttpLogger{log},
 	}
-	return s, nil
 }
 
 // Scheduler returns the scheduling core the Server drives.

@@ -2,7 +2,6 @@ package replica
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/expfmt"
 	"github.com/valyala/fasthttp"
 
 	"github.com/fairsched/fairsched/facade"
@@ -55,17 +54,5 @@ func (r *Replica) serveMetrics(ctx *fasthttp.RequestCtx) {
 		writeJSON(ctx, fasthttp.StatusUnauthorized, []byte(`{"error":{"code":"unauthenticated","message":"cannot serve the metrics: want a valid token in an Authorization: Bearer header","path":"$"}}`+"\n"))
 		return
 	}
-	mfs, err := r.metrics.Gather()
-	if err != nil {
-		r.log.Error("gathering the metrics", "error", err)
-	}
-	format := expfmt.NewFormat(expfmt.TypeTextPlain)
-	ctx.SetContentType(string(format))
-	enc := expfmt.NewEncoder(ctx.Response.BodyWriter(), format)
-	for _, mf := range mfs {
-		if err := enc.Encode(mf); err != nil {
-			r.log.Error("writing the metrics", "error", err)
-			return
-		}
-	}
+	facade.WriteMetrics(ctx, r.metrics, r.log)
 }

@@ -145,21 +145,7 @@ func New(cfg Config) (*Replica, error) {
 	if maxBody <= 0 {
 		maxBody = facade.DefaultMaxBodySize
 	}
-	r.http = &fasthttp.Server{
-		Handler:                      r.Handle,
-		ErrorHandler:                 r.serverError,
-		ExpectHandler:                r.expectContinue,
-		ConnState:                    r.conns.State,
-		Name:                         "fairsched",
-		MaxRequestBodySize:           maxBody,
-		ReadTimeout:                  30 * time.Second,
-		WriteTimeout:                 30 * time.Second,
-		IdleTimeout:                  2 * time.Minute,
-		NoDefaultContentType:         true,
-		DisablePreParseMultipartForm: true,
-		SecureErrorLogMessage:        true,
-		CloseOnShutdown:              true,
-	}
+	r.http = facade.NewHTTPServer(r.Handle, r.serverError, r.expectContinue, &r.conns, maxBody, r.log)
 	empty := ""
 	r.hint.Store(&empty)
 	r.metrics = r.followerRegistry()
