@@ -344,9 +344,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 		}
 	}
 	log.Info("shutting down: waiting for requests in flight (at most 10 s)")
+	return stopServing(srv.Shutdown, errc, stderr, log)
+}
+
+// stopServing shuts a server down within 10 s and waits for its Serve,
+// whose error errc delivers; it returns the exit status.
+func stopServing(shutdown func(context.Context) error, errc <-chan error, stderr io.Writer, log *slog.Logger) int {
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
+	if err := shutdown(sctx); err != nil {
 		fmt.Fprintf(stderr, "fairsched serve: cannot shut down gracefully: %v\n", err)
 		return 1
 	}

@@ -164,18 +164,7 @@ func serveReplica(ctx context.Context, f *serveOptions, eps []string, opts facad
 	log.Info("shutting down: handing over the leadership, if held")
 	stopRun()
 	<-ran
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := r.Shutdown(sctx); err != nil {
-		fmt.Fprintf(stderr, "fairsched serve: cannot shut down gracefully: %v\n", err)
-		return 1
-	}
-	if err := <-errc; err != nil {
-		fmt.Fprintf(stderr, "fairsched serve: %v\n", err)
-		return 1
-	}
-	log.Info("stopped")
-	return 0
+	return stopServing(r.Shutdown, errc, stderr, log)
 }
 
 // reloadReplica is SIGHUP for a replica: the --config file is applied by
