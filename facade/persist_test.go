@@ -1,20 +1,15 @@
 package facade
 
 import (
-	"context"
 	"errors"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/fairsched/fairsched/core/clock"
-	"github.com/fairsched/fairsched/facade/wire"
 	"github.com/fairsched/fairsched/store"
 )
 
@@ -36,13 +31,7 @@ func startDurable(t *testing.T, dir string, mc *manualClock, config string, wrap
 	if wrap != nil {
 		backend = wrap(st)
 	}
-	var sc *wire.ServeConfig
-	if config != "" {
-		if sc, err = wire.DecodeServeConfig([]byte(config)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	o := Options{Config: sc, Clock: mc, ManualUpdates: true, Logger: quietLogger(t), Store: backend}
+	o := Options{Config: testConfig(t, config), Clock: mc, ManualUpdates: true, Logger: quietLogger(t), Store: backend}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -51,25 +40,11 @@ func startDurable(t *testing.T, dir string, mc *manualClock, config string, wrap
 		st.Close()
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	ts := &testServer{t: t, srv: srv, clock: mc, base: "http://" + ln.Addr().String(),
-		hc: &http.Client{Timeout: 10 * time.Second}}
+	ts, stopServing := serveForTest(t, srv, mc)
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
-			ts.hc.CloseIdleConnections()
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := srv.Shutdown(ctx); err != nil {
-				t.Errorf("shutdown: %v", err)
-			}
-			<-done
-			ts.hc.CloseIdleConnections()
+			stopServing()
 			st.Close()
 		})
 	}

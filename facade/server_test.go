@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -44,16 +45,9 @@ type testServer struct {
 
 func startServer(t *testing.T, config string, opt func(*Options)) *testServer {
 	t.Helper()
-	var sc *wire.ServeConfig
-	if config != "" {
-		var err error
-		if sc, err = wire.DecodeServeConfig([]byte(config)); err != nil {
-			t.Fatalf("config: %v", err)
-		}
-	}
 	mc := &manualClock{}
 	mc.set(clock.Time(1_000_000))
-	opts := Options{Config: sc, Clock: mc, ManualUpdates: true, Logger: quietLogger(t)}
+	opts := Options{Config: testConfig(t, config), Clock: mc, ManualUpdates: true, Logger: quietLogger(t)}
 	if opt != nil {
 		opt(&opts)
 	}
@@ -61,6 +55,28 @@ func startServer(t *testing.T, config string, opt func(*Options)) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ts, stop := serveForTest(t, srv, mc)
+	t.Cleanup(stop)
+	return ts
+}
+
+// testConfig decodes a serve config (nil for "").
+func testConfig(t *testing.T, config string) *wire.ServeConfig {
+	t.Helper()
+	if config == "" {
+		return nil
+	}
+	sc, err := wire.DecodeServeConfig([]byte(config))
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	return sc
+}
+
+// serveForTest serves srv on a free loopback port; stop (which may be
+// called more than once) shuts it down and checks that Serve ended well.
+func serveForTest(t *testing.T, srv *Server, mc *manualClock) (*testServer, func()) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -69,18 +85,21 @@ func startServer(t *testing.T, config string, opt func(*Options)) *testServer {
 	go func() { done <- srv.Serve(ln) }()
 	ts := &testServer{t: t, srv: srv, clock: mc, base: "http://" + ln.Addr().String(),
 		hc: &http.Client{Timeout: 10 * time.Second}}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		if err := <-done; err != nil {
-			t.Errorf("Serve returned %v after Shutdown", err)
-		}
-		ts.hc.CloseIdleConnections()
-	})
-	return ts
+	var once sync.Once
+	return ts, func() {
+		once.Do(func() {
+			ts.hc.CloseIdleConnections()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := srv.Shutdown(ctx); err != nil {
+				t.Errorf("shutdown: %v", err)
+			}
+			if err := <-done; err != nil {
+				t.Errorf("Serve returned %v after Shutdown", err)
+			}
+			ts.hc.CloseIdleConnections()
+		})
+	}
 }
 
 // do sends a request and returns the status and body.

@@ -11,8 +11,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
-	"io"
-	"log/slog"
 	"math/big"
 	"net"
 	"os"
@@ -21,6 +19,7 @@ import (
 	"time"
 
 	"github.com/fairsched/fairsched/facade"
+	"github.com/fairsched/fairsched/internal/testserver"
 	"github.com/fairsched/fairsched/loadgen"
 )
 
@@ -38,24 +37,11 @@ func TestEndToEndWithTokenOverTLS(t *testing.T) {
 	if err := os.WriteFile(ca, certPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := facade.New(facade.Options{Tokens: tokens, TLS: cfg, Pprof: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		<-done
-	})
+	target := testserver.Start(t, "", testserver.WallClock, func(o *facade.Options) {
+		o.Tokens, o.TLS, o.Pprof = tokens, cfg, true
+	}).URL
 	report := filepath.Join(t.TempDir(), "load.json")
-	args := []string{"--target", "https://" + ln.Addr().String(), "--ca", ca, "--nodes", "10", "--pools", "2", "--operations", "4",
+	args := []string{"--target", target, "--ca", ca, "--nodes", "10", "--pools", "2", "--operations", "4",
 		"--duration", "3s", "--max-heartbeats", "500", "--connections", "2", "--heartbeat-period", "20ms",
 		"--job-duration", "uniform:0.05:0.2", "--min-jobs", "2", "--max-jobs", "10", "--report", report, "--quiet"}
 	var stdout, stderr bytes.Buffer

@@ -4,44 +4,22 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/fairsched/fairsched/facade"
+	"github.com/fairsched/fairsched/internal/testserver"
 	"github.com/fairsched/fairsched/loadgen"
 )
 
-// startFacade serves the real facade in process on 127.0.0.1:0.
+// startFacade serves the real facade in process on 127.0.0.1:0, on the
+// wall clock.
 func startFacade(t *testing.T) string {
 	t.Helper()
-	srv, err := facade.New(facade.Options{Pprof: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	return "http://" + ln.Addr().String()
+	return testserver.Start(t, "", testserver.WallClock, func(o *facade.Options) { o.Pprof = true }).URL
 }
 
 // TestEndToEnd runs a tiny bounded load through the command against the

@@ -21,7 +21,8 @@ import (
 // Server is a running test server.
 type Server struct {
 	*facade.Server
-	// URL is the server's base URL, "http://127.0.0.1:<port>".
+	// URL is the server's base URL, "http://127.0.0.1:<port>" ("https://"
+	// with Options.TLS).
 	URL string
 	us  atomic.Int64
 }
@@ -37,6 +38,10 @@ func (s *Server) Update() {
 	s.Advance(200 * clock.Millisecond)
 	s.UpdateFairShare()
 }
+
+// WallClock is an option of Start: the server runs on the wall clock with
+// its own fair-share updater, as fairsched serve does (for a load).
+func WallClock(o *facade.Options) { o.Clock, o.ManualUpdates = nil, false }
 
 // Start starts a server with the serve config (the JSON of
 // `fairsched serve --config`; empty: no pools) and opts applied to its
@@ -65,7 +70,11 @@ func Start(t testing.TB, config string, opts ...func(*facade.Options)) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Server, s.URL = srv, "http://"+ln.Addr().String()
+	scheme := "http://"
+	if o.TLS != nil {
+		scheme = "https://"
+	}
+	s.Server, s.URL = srv, scheme+ln.Addr().String()
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	t.Cleanup(func() {
