@@ -3,17 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -22,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fairsched/fairsched/internal/testserver"
 )
 
 // Tokens of the end-to-end test's token file.
@@ -385,26 +381,10 @@ func TestServeSIGTERMWithASilentClient(t *testing.T) {
 // and returns their files and a pool that trusts it.
 func selfSigned(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "fairsched test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile = writeTemp(t, "cert.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
-	keyFile = writeTemp(t, "key.pem", string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})))
-	cert, _ := x509.ParseCertificate(der)
+	certPEM, keyPEM, _ := testserver.SelfSigned(t)
+	certFile = writeTemp(t, "cert.pem", string(certPEM))
+	keyFile = writeTemp(t, "key.pem", string(keyPEM))
 	pool = x509.NewCertPool()
-	pool.AddCert(cert)
+	pool.AppendCertsFromPEM(certPEM)
 	return certFile, keyFile, pool
 }

@@ -3,20 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/fairsched/fairsched/facade"
 	"github.com/fairsched/fairsched/internal/testserver"
@@ -32,7 +22,7 @@ func TestEndToEndWithTokenOverTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	certPEM, cfg := testCert(t)
+	certPEM, _, cfg := testserver.SelfSigned(t)
 	ca := filepath.Join(t.TempDir(), "ca.pem")
 	if err := os.WriteFile(ca, certPEM, 0o600); err != nil {
 		t.Fatal(err)
@@ -68,24 +58,4 @@ func TestEndToEndWithTokenOverTLS(t *testing.T) {
 	if !bytes.Contains(stderr.Bytes(), []byte("401")) {
 		t.Errorf("without a token: %s", stderr.String())
 	}
-}
-
-// testCert is a self-signed certificate for 127.0.0.1: its PEM and a
-// server configuration that serves it.
-func testCert(t *testing.T) ([]byte, *tls.Config) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "loadgen test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		&tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
 }
