@@ -121,6 +121,29 @@ func TestIncrementalEqualsFull(t *testing.T) {
 // incCheckSequence runs one random sequence of steps updates.
 func incCheckSequence(t *testing.T, seed uint64, steps int) {
 	t.Helper()
+	seq := newIncSequence(seed)
+	for step := range steps {
+		what, elapsed := seq.step(step)
+		seq.log = append(seq.log, fmt.Sprintf("step %d: %s", step, what))
+		fail := func(format string, args ...any) {
+			t.Helper()
+			t.Fatalf("seed %d, step %d (improved=%v, elapsed %v): %s\nchanges:\n  %s", seed, step, seq.cfg.EnableImprovedFitFactor, elapsed,
+				fmt.Sprintf(format, args...), strings.Join(seq.log, "\n  "))
+		}
+		seq.tr.Walk(func(id tree.ID) {
+			if d := attrDiff(reflect.ValueOf(*seq.inc.Attributes(id)), reflect.ValueOf(*seq.full.Attributes(id)), ""); d != "" {
+				fail("%s: %s", seq.tr.Name(id), d)
+			}
+		})
+		if a, b := seq.inc.Alerts(), seq.full.Alerts(); !slices.Equal(a, b) {
+			fail("alerts differ: incremental %q, full %q", a, b)
+		}
+	}
+}
+
+// newIncSequence draws a random tree and config for seed, with an
+// incremental Updater and one that recomputes everything at every step.
+func newIncSequence(seed uint64) *incSequence {
 	r := rand.New(rand.NewPCG(seed, 7))
 	tr, pools, ops := randomTree(r, 4+r.IntN(12), 5+r.IntN(30))
 	seq := &incSequence{r: r, tr: tr, pools: pools, ops: ops}
@@ -131,57 +154,48 @@ func incCheckSequence(t *testing.T, seed uint64, steps int) {
 	if r.IntN(3) == 0 {
 		cfg.InferWeightFromGuaranteesShareMultiplier = tree.Some(float64(1 + r.IntN(3)))
 	}
-	inc, full := fairshare.New(tr, cfg), fairshare.New(tr, cfg)
+	seq.cfg = cfg
+	seq.inc, seq.full = fairshare.New(tr, cfg), fairshare.New(tr, cfg)
 	// Accumulated volumes as a snapshot restores them (snapshot.Build).
 	for _, p := range pools {
 		id, _ := tr.Lookup(p)
 		if tr.Pool(id).Integral.Type != tree.GuaranteeNone && r.IntN(3) > 0 {
 			var v [resource.Count]float64
 			v[resource.CPU] = float64(resource.Cores(float64(r.IntN(20000))))
-			inc.SetAccumulatedVolume(id, v)
-			full.SetAccumulatedVolume(id, v)
+			seq.inc.SetAccumulatedVolume(id, v)
+			seq.full.SetAccumulatedVolume(id, v)
 		}
 	}
-	total := resource.Vec{200, resource.Cores(200), 0, 400 << 30, 0}
-	now := 0.0
-	for step := range steps {
-		what := "first update"
-		if step > 0 {
-			what = seq.change(&cfg, &total)
-		}
-		seq.log = append(seq.log, fmt.Sprintf("step %d: %s", step, what))
-		elapsed := -1.0 // elapsed_s null
-		if step > 0 && r.IntN(4) > 0 {
-			elapsed = 0.2 + float64(r.IntN(200))
-		}
-		for _, u := range []*fairshare.Updater{inc, full} {
-			u.SetConfig(cfg)
-			if elapsed >= 0 {
-				u.SetPreviousUpdate(clock.FromSeconds(now))
-			} else {
-				u.ForgetPreviousUpdate()
-			}
-		}
+	seq.total = resource.Vec{200, resource.Cores(200), 0, 400 << 30, 0}
+	return seq
+}
+
+// step draws step's change (none for the first update) and how much
+// virtual time passed (-1: elapsed_s null), and runs both Updaters.
+func (seq *incSequence) step(step int) (what string, elapsed float64) {
+	what = "first update"
+	if step > 0 {
+		what = seq.change(&seq.cfg, &seq.total)
+	}
+	elapsed = -1
+	if step > 0 && seq.r.IntN(4) > 0 {
+		elapsed = 0.2 + float64(seq.r.IntN(200))
+	}
+	for _, u := range []*fairshare.Updater{seq.inc, seq.full} {
+		u.SetConfig(seq.cfg)
 		if elapsed >= 0 {
-			now += elapsed
-		}
-		inc.Update(total, clock.FromSeconds(now))
-		full.Invalidate()
-		full.Update(total, clock.FromSeconds(now))
-		fail := func(format string, args ...any) {
-			t.Helper()
-			t.Fatalf("seed %d, step %d (improved=%v, elapsed %v): %s\nchanges:\n  %s", seed, step, cfg.EnableImprovedFitFactor, elapsed,
-				fmt.Sprintf(format, args...), strings.Join(seq.log, "\n  "))
-		}
-		tr.Walk(func(id tree.ID) {
-			if d := attrDiff(reflect.ValueOf(*inc.Attributes(id)), reflect.ValueOf(*full.Attributes(id)), ""); d != "" {
-				fail("%s: %s", tr.Name(id), d)
-			}
-		})
-		if a, b := inc.Alerts(), full.Alerts(); !slices.Equal(a, b) {
-			fail("alerts differ: incremental %q, full %q", a, b)
+			u.SetPreviousUpdate(clock.FromSeconds(seq.now))
+		} else {
+			u.ForgetPreviousUpdate()
 		}
 	}
+	if elapsed >= 0 {
+		seq.now += elapsed
+	}
+	seq.inc.Update(seq.total, clock.FromSeconds(seq.now))
+	seq.full.Invalidate()
+	seq.full.Update(seq.total, clock.FromSeconds(seq.now))
+	return what, elapsed
 }
 
 // incSequence draws the changes of one random sequence.
@@ -192,6 +206,11 @@ type incSequence struct {
 	ops   []string // the operations, removed ones included
 	log   []string // every step's changes, for the failure message
 	added int
+
+	cfg       fairshare.Config
+	inc, full *fairshare.Updater
+	total     resource.Vec
+	now       float64 // virtual seconds
 }
 
 // change applies one to three random changes before an update and describes

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -425,57 +424,16 @@ func TestIncrementalEqualsFullAnyProcs(t *testing.T) {
 // attributes after every update.
 func procsSequence(t *testing.T, seed uint64, steps int) *run {
 	t.Helper()
-	r := rand.New(rand.NewPCG(seed, 7))
-	tr, pools, ops := randomTree(r, 4+r.IntN(12), 5+r.IntN(30))
-	seq := &incSequence{r: r, tr: tr, pools: pools, ops: ops}
-	cfg := fairshare.DefaultConfig()
-	cfg.EnableImprovedFitFactor = r.IntN(2) == 0
-	cfg.EnableStepFunctionForGangOperations = r.IntN(3) == 0
-	cfg.ShouldDistributeFreeVolumeAmongChildren = r.IntN(2) == 0
-	if r.IntN(3) == 0 {
-		cfg.InferWeightFromGuaranteesShareMultiplier = tree.Some(float64(1 + r.IntN(3)))
-	}
-	inc, full := fairshare.New(tr, cfg), fairshare.New(tr, cfg)
-	for _, p := range pools {
-		id, _ := tr.Lookup(p)
-		if tr.Pool(id).Integral.Type != tree.GuaranteeNone && r.IntN(3) > 0 {
-			var v [resource.Count]float64
-			v[resource.CPU] = float64(resource.Cores(float64(r.IntN(20000))))
-			inc.SetAccumulatedVolume(id, v)
-			full.SetAccumulatedVolume(id, v)
-		}
-	}
-	total := resource.Vec{200, resource.Cores(200), 0, 400 << 30, 0}
-	now := 0.0
+	seq := newIncSequence(seed)
 	res := &run{}
 	for step := range steps {
-		if step > 0 {
-			seq.change(&cfg, &total)
-		}
-		elapsed := -1.0
-		if step > 0 && r.IntN(4) > 0 {
-			elapsed = 0.2 + float64(r.IntN(200))
-		}
-		for _, u := range []*fairshare.Updater{inc, full} {
-			u.SetConfig(cfg)
-			if elapsed >= 0 {
-				u.SetPreviousUpdate(clock.FromSeconds(now))
-			} else {
-				u.ForgetPreviousUpdate()
-			}
-		}
-		if elapsed >= 0 {
-			now += elapsed
-		}
-		inc.Update(total, clock.FromSeconds(now))
-		full.Invalidate()
-		full.Update(total, clock.FromSeconds(now))
-		tr.Walk(func(id tree.ID) {
-			if d := attrDiff(reflect.ValueOf(*inc.Attributes(id)), reflect.ValueOf(*full.Attributes(id)), ""); d != "" {
-				t.Fatalf("seed %d, step %d: %s: %s", seed, step, tr.Name(id), d)
+		seq.step(step)
+		seq.tr.Walk(func(id tree.ID) {
+			if d := attrDiff(reflect.ValueOf(*seq.inc.Attributes(id)), reflect.ValueOf(*seq.full.Attributes(id)), ""); d != "" {
+				t.Fatalf("seed %d, step %d: %s: %s", seed, step, seq.tr.Name(id), d)
 			}
 		})
-		res.add(inc)
+		res.add(seq.inc)
 	}
 	return res
 }
