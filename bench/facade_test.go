@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"runtime"
 	"strings"
@@ -20,6 +18,7 @@ import (
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/facade"
 	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/internal/testserver"
 )
 
 // facadeNodes is the number of simulated nodes of BenchmarkFacadeHeartbeat.
@@ -60,23 +59,10 @@ func BenchmarkFacadeHeartbeat(b *testing.B) {
 		runHeartbeats(b, ln.Addr().String(), bodies)
 	})
 	b.Run("scheduler", func(b *testing.B) {
-		sc, err := wire.DecodeServeConfig([]byte(`{"pools": [{"name": "prod"}, {"name": "research"}]}`))
-		if err != nil {
-			b.Fatal(err)
-		}
-		srv, err := facade.New(facade.Options{Config: sc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ln := listen(b)
-		go func() { _ = srv.Serve(ln) }()
-		defer func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(ctx)
-		}()
-		bodies := fillCluster(b, srv, ln.Addr().String())
-		runHeartbeats(b, ln.Addr().String(), bodies)
+		ts := testserver.Start(b, `{"pools": [{"name": "prod"}, {"name": "research"}]}`, testserver.WallClock)
+		srv, addr := ts.Server, strings.TrimPrefix(ts.URL, "http://")
+		bodies := fillCluster(b, srv, addr)
+		runHeartbeats(b, addr, bodies)
 	})
 }
 
@@ -134,6 +120,7 @@ func fillCluster(b *testing.B, srv *facade.Server, addr string) []string {
 		defer fasthttp.ReleaseRequest(req)
 		defer fasthttp.ReleaseResponse(resp)
 		req.Header.SetMethod("POST")
+		req.Header.SetContentType("application/json")
 		req.SetRequestURI("http://" + addr + path)
 		req.SetBodyString(body)
 		if err := hc.Do(req, resp); err != nil || resp.StatusCode()/100 != 2 {
@@ -241,23 +228,10 @@ func runHeartbeats(b *testing.B, addr string, bodies []string) {
 func BenchmarkHeartbeatBatch(b *testing.B) {
 	const nodes, batch = 10000, 64
 	b.Run(fmt.Sprintf("nodes=%d/batch=%d", nodes, batch), func(b *testing.B) {
-		sc, err := wire.DecodeServeConfig([]byte(`{"pools": [{"name": "prod"}, {"name": "research"}]}`))
-		if err != nil {
-			b.Fatal(err)
-		}
-		srv, err := facade.New(facade.Options{Config: sc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ln := listen(b)
-		go func() { _ = srv.Serve(ln) }()
-		defer func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(ctx)
-		}()
-		bodies := fillClusterBatched(b, srv, ln.Addr().String(), nodes, batch)
-		runBatches(b, ln.Addr().String(), bodies, nodes)
+		ts := testserver.Start(b, `{"pools": [{"name": "prod"}, {"name": "research"}]}`, testserver.WallClock)
+		srv, addr := ts.Server, strings.TrimPrefix(ts.URL, "http://")
+		bodies := fillClusterBatched(b, srv, addr, nodes, batch)
+		runBatches(b, addr, bodies, nodes)
 	})
 }
 
@@ -292,6 +266,7 @@ func fillClusterBatched(b *testing.B, srv *facade.Server, addr string, count, ba
 		defer fasthttp.ReleaseRequest(req)
 		defer fasthttp.ReleaseResponse(resp)
 		req.Header.SetMethod("POST")
+		req.Header.SetContentType("application/json")
 		req.SetRequestURI("http://" + addr + path)
 		req.SetBodyString(body)
 		if err := hc.DoTimeout(req, resp, time.Minute); err != nil || resp.StatusCode()/100 != 2 {
