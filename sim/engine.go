@@ -38,10 +38,9 @@ type engine struct {
 	sched *schedule.Scheduler
 	end   clock.Time
 
-	nodes   []simNode
-	phase   []clock.Duration // heartbeat phase of each node within a period
-	hbNext  int              // index of the next heartbeat: node hbNext%len, period hbNext/len
-	hbStart clock.Time
+	nodes  []simNode
+	phase  []clock.Duration // heartbeat phase of each node within a period
+	hbNext int              // index of the next heartbeat: node hbNext%len, period hbNext/len
 
 	works  []workState
 	ops    map[string]*simOp

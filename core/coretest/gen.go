@@ -55,7 +55,6 @@ type genPool struct {
 	fifo       bool
 	integral   tree.GuaranteeType
 	integralIn bool // an integral pool is this one or below it
-	weight     float64
 	cfg        tree.PoolConfig
 }
 

@@ -270,11 +270,6 @@ func (r *registry) name(index uint32) (string, bool) {
 // was issued by.
 func allocationNode(id uint64) uint32 { return uint32(id >> 32) }
 
-func (s *Scheduler) shardOf(name string) *shard {
-	sh, _ := s.shardAndHash(name)
-	return sh
-}
-
 // shardAndHash returns the shard of a node name and the name's hash in its
 // shard's nodeTable.
 func (s *Scheduler) shardAndHash(name string) (*shard, uint64) {

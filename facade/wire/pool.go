@@ -36,8 +36,6 @@ var (
 		"pending_job_count": tree.FifoPendingJobCount, "pending_allocation_count": tree.FifoPendingJobCount}
 	preemptionModes = map[string]schedule.PreemptionMode{
 		"normal": schedule.PreemptionNormal, "graceful": schedule.PreemptionGraceful}
-	priorityScopes = map[string]schedule.PreemptionPriorityScope{
-		"operation_and_ancestors": schedule.ScopeOperationAndAncestors, "operation_only": schedule.ScopeOperationOnly}
 )
 
 // poolAttr returns a pointer to the field of c that pool attribute k sets,
