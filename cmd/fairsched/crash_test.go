@@ -121,6 +121,58 @@ type ledger struct {
 	started    chan struct{} // a signal per allocation started (dropped when full)
 }
 
+// loadThenKill runs the nodes and the crash load of round against the
+// server at base until acks changes were acknowledged and then starts
+// allocations started, kills it with kill while requests are in flight,
+// and waits for the load to stop; the nodes' next heartbeat is then their
+// first to a restarted server.
+func (l *ledger) loadThenKill(t *testing.T, base string, round, acks, starts int, kill func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	acked := make(chan struct{}, 1024)
+	loadDone, nodesDone := make(chan struct{}), make(chan struct{})
+	go func() { runNodes(ctx, base, l, uint64(round)); close(nodesDone) }()
+	go func() { crashLoad(ctx, base, l, round, uint64(round), acked); close(loadDone) }()
+	for range acks {
+		<-acked
+	}
+	// Allocations started after those (the fair-share update runs every
+	// 0.2 s).
+	for len(l.started) > 0 {
+		<-l.started
+	}
+	timeout := time.After(30 * time.Second)
+	for range starts {
+		select {
+		case <-l.started:
+		case <-timeout:
+			cancel()
+			t.Fatalf("round %d: no allocation started within 30 s", round)
+		}
+	}
+	kill()
+	cancel()
+	<-loadDone
+	<-nodesDone
+	for _, n := range l.nodes {
+		n.restarted = true
+	}
+}
+
+// reportOnce sends one heartbeat of every node to the server at base,
+// which adopts what they run.
+func (l *ledger) reportOnce(t *testing.T, base string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	hc := &http.Client{Timeout: 5 * time.Second}
+	for i, n := range l.nodes {
+		if !n.heartbeat(ctx, hc, base, l, rand.New(rand.NewPCG(1, uint64(i)))) {
+			t.Fatalf("node %s: no answer from %s", n.name, base)
+		}
+	}
+}
+
 // newLedger returns an empty ledger with six nodes.
 func newLedger() *ledger {
 	l := &ledger{pools: map[string]float64{}, sentPools: map[string][]float64{}, ops: map[string]string{}, named: map[string]bool{},
@@ -450,48 +502,10 @@ func TestCrashRestartKeepsAcknowledged(t *testing.T) {
 				t.Fatalf("after kill %d", round)
 			}
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		acked := make(chan struct{}, 1024)
-		nodesDone := make(chan struct{})
-		go func() { runNodes(ctx, c.base, l, uint64(round)); close(nodesDone) }()
-		go func() { crashLoad(ctx, c.base, l, round, uint64(round), acked); close(done) }()
-		// Kill while requests are in flight, after a random number of
-		// acknowledged ones.
-		for range 20 + rng.IntN(200) {
-			<-acked
-		}
-		// ... and after allocations started (the fair-share update runs
-		// every 0.2 s).
-		for len(l.started) > 0 {
-			<-l.started
-		}
-		timeout := time.After(30 * time.Second)
-		for range 1 + rng.IntN(40) {
-			select {
-			case <-l.started:
-			case <-timeout:
-				t.Fatalf("round %d: no allocation started within 30 s", round)
-			}
-		}
-		c.kill9(t)
-		cancel()
-		<-done
-		<-nodesDone
-		for _, n := range l.nodes {
-			n.restarted = true
-		}
+		l.loadThenKill(t, c.base, round, 20+rng.IntN(200), 1+rng.IntN(40), func() { c.kill9(t) })
 	}
 	c := startChild(t, "--data-dir", dir, "--log-level", "error")
-	// The nodes report once: what they run is adopted.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	hc := &http.Client{Timeout: 5 * time.Second}
-	for i, n := range l.nodes {
-		if !n.heartbeat(ctx, hc, c.base, l, rand.New(rand.NewPCG(1, uint64(i)))) {
-			t.Fatalf("node %s: no answer from the restarted server", n.name)
-		}
-	}
+	l.reportOnce(t, c.base)
 	l.check(t, c.base)
 	l.mu.Lock()
 	t.Logf("%d kills: %d pools, %d operations (%d server-named) acknowledged and found; %d allocations handed out, %d kept over restarts, %d second allocations of a job not adopted",

@@ -209,39 +209,10 @@ func TestReplicasKill9UnderLoad(t *testing.T) {
 	l := newLedger()
 	rng := rand.New(rand.NewPCG(11, 11))
 	_, nl, took := h.takeover(cs, func(leader *child) {
-		ctx, cancel := context.WithCancel(context.Background())
-		acked := make(chan struct{}, 1024)
-		loadDone, nodesDone := make(chan struct{}), make(chan struct{})
-		go func() { runNodes(ctx, leader.base, l, 1); close(nodesDone) }()
-		go func() { crashLoad(ctx, leader.base, l, 0, 1, acked); close(loadDone) }()
-		for range 50 + rng.IntN(200) {
-			<-acked
-		}
-		timeout := time.After(30 * time.Second)
-		for range 10 + rng.IntN(40) {
-			select {
-			case <-l.started:
-			case <-timeout:
-				t.Fatal("no allocation started within 30 s")
-			}
-		}
-		leader.kill9(t)
-		cancel()
-		<-loadDone
-		<-nodesDone
+		l.loadThenKill(t, leader.base, 0, 50+rng.IntN(200), 10+rng.IntN(40), func() { leader.kill9(t) })
 	})
 	t.Logf("kill -9 of the leader under load: the next one serves after %v (lease TTL %v)", took, h.ttl)
-	for _, n := range l.nodes {
-		n.restarted = true
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	hc := &http.Client{Timeout: 5 * time.Second}
-	for i, n := range l.nodes {
-		if !n.heartbeat(ctx, hc, nl.base, l, rand.New(rand.NewPCG(2, uint64(i)))) {
-			t.Fatalf("node %s: no answer from the new leader", n.name)
-		}
-	}
+	l.reportOnce(t, nl.base)
 	l.check(t, nl.base)
 	l.mu.Lock()
 	defer l.mu.Unlock()
