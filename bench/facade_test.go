@@ -110,24 +110,29 @@ func ceilingHandler() fasthttp.RequestHandler {
 	}
 }
 
-// fillCluster registers the nodes, starts an operation larger than the
-// cluster and heartbeats until every node is full; it returns each node's
-// steady heartbeat body.
-func fillCluster(b *testing.B, srv *facade.Server, addr string) []string {
-	hc := &fasthttp.HostClient{Addr: addr}
-	post := func(path, body string) []byte {
+// poster returns a function that POSTs a JSON body to a path of hc's
+// server and returns the answer's body, failing b on anything but a 2xx.
+func poster(b *testing.B, hc *fasthttp.HostClient) func(path, body string) []byte {
+	return func(path, body string) []byte {
 		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 		defer fasthttp.ReleaseRequest(req)
 		defer fasthttp.ReleaseResponse(resp)
 		req.Header.SetMethod("POST")
 		req.Header.SetContentType("application/json")
-		req.SetRequestURI("http://" + addr + path)
+		req.SetRequestURI("http://" + hc.Addr + path)
 		req.SetBodyString(body)
-		if err := hc.Do(req, resp); err != nil || resp.StatusCode()/100 != 2 {
-			b.Fatalf("POST %s: %v %d %s", path, err, resp.StatusCode(), resp.Body())
+		if err := hc.DoTimeout(req, resp, time.Minute); err != nil || resp.StatusCode()/100 != 2 {
+			b.Fatalf("POST %s: %v %d %.300s", path, err, resp.StatusCode(), resp.Body())
 		}
 		return append([]byte(nil), resp.Body()...)
 	}
+}
+
+// fillCluster registers the nodes, starts an operation larger than the
+// cluster and heartbeats until every node is full; it returns each node's
+// steady heartbeat body.
+func fillCluster(b *testing.B, srv *facade.Server, addr string) []string {
+	post := poster(b, &fasthttp.HostClient{Addr: addr})
 	running := make([][]string, facadeNodes)
 	heartbeat := func(i int) int {
 		var r struct {
@@ -260,20 +265,7 @@ func (n *batchNode) entry() string {
 // the cluster and sends batches until every node is full; it returns the
 // steady batch bodies, batch nodes each (the last fewer).
 func fillClusterBatched(b *testing.B, srv *facade.Server, addr string, count, batch int) []string {
-	hc := &fasthttp.HostClient{Addr: addr, ReadBufferSize: 64 << 10}
-	post := func(path, body string) []byte {
-		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-		defer fasthttp.ReleaseRequest(req)
-		defer fasthttp.ReleaseResponse(resp)
-		req.Header.SetMethod("POST")
-		req.Header.SetContentType("application/json")
-		req.SetRequestURI("http://" + addr + path)
-		req.SetBodyString(body)
-		if err := hc.DoTimeout(req, resp, time.Minute); err != nil || resp.StatusCode()/100 != 2 {
-			b.Fatalf("POST %s: %v %d %.300s", path, err, resp.StatusCode(), resp.Body())
-		}
-		return append([]byte(nil), resp.Body()...)
-	}
+	post := poster(b, &fasthttp.HostClient{Addr: addr, ReadBufferSize: 64 << 10})
 	ns := make([]*batchNode, count)
 	for i := range ns {
 		ns[i] = &batchNode{name: fmt.Sprintf("node-%05d", i)}
