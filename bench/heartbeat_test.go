@@ -43,12 +43,9 @@ var benchJob = resource.Vec{resource.UserSlots: 1, resource.CPU: resource.Cores(
 // heartbeatLimits are the resources of every node of the cluster.
 var heartbeatLimits = resource.Vec{resource.UserSlots: 32, resource.CPU: resource.Cores(32), resource.Memory: 128 * gib}
 
-func newHeartbeatCluster(b *testing.B, nodes, pools, ops int, cfg schedule.Config) *heartbeatCluster {
-	b.Helper()
-	// 10,000 running operations need more than the default root limits.
-	cfg.Limits.MaxOperationCount = 1 << 20
-	cfg.Limits.MaxRunningOperationCount = 1 << 20
-	s := schedule.New(tree.New(tree.PoolConfig{}), cfg)
+// benchPools are the pools of the heartbeat and memory benchmarks: 20 at
+// the top, the others under them, none with operation limits to speak of.
+func benchPools(pools int) []tree.Mutation {
 	var ms []tree.Mutation
 	for i := range pools {
 		parent := ""
@@ -58,7 +55,16 @@ func newHeartbeatCluster(b *testing.B, nodes, pools, ops int, cfg schedule.Confi
 		ms = append(ms, tree.Mutation{Kind: tree.AddPool, Name: fmt.Sprintf("pool%d", i), Parent: parent,
 			Pool: tree.PoolConfig{MaxOperationCount: tree.SomeInt(1 << 20), MaxRunningOperationCount: tree.SomeInt(1 << 20)}})
 	}
-	if _, err := s.ApplyPools(ms...); err != nil {
+	return ms
+}
+
+func newHeartbeatCluster(b *testing.B, nodes, pools, ops int, cfg schedule.Config) *heartbeatCluster {
+	b.Helper()
+	// 10,000 running operations need more than the default root limits.
+	cfg.Limits.MaxOperationCount = 1 << 20
+	cfg.Limits.MaxRunningOperationCount = 1 << 20
+	s := schedule.New(tree.New(tree.PoolConfig{}), cfg)
+	if _, err := s.ApplyPools(benchPools(pools)...); err != nil {
 		b.Fatal(err)
 	}
 	for i := range ops {

@@ -52,19 +52,9 @@ func measureHeap(tb testing.TB, nodes, pools, ops int) heapFigures {
 	}
 	h0 := liveHeap()
 	s := schedule.New(tree.New(tree.PoolConfig{}), cfg)
-	var ms []tree.Mutation
-	for i := range pools {
-		parent := ""
-		if i >= 20 {
-			parent = fmt.Sprintf("pool%d", i%20)
-		}
-		ms = append(ms, tree.Mutation{Kind: tree.AddPool, Name: fmt.Sprintf("pool%d", i), Parent: parent,
-			Pool: tree.PoolConfig{MaxOperationCount: tree.SomeInt(1 << 20), MaxRunningOperationCount: tree.SomeInt(1 << 20)}})
-	}
-	if _, err := s.ApplyPools(ms...); err != nil {
+	if _, err := s.ApplyPools(benchPools(pools)...); err != nil {
 		tb.Fatal(err)
 	}
-	ms = nil
 	var resp schedule.Response
 	heartbeat := func(i int, now clock.Time, limits resource.Vec) {
 		resp.Reset()
