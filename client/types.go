@@ -218,6 +218,22 @@ type OperationPatch struct {
 	Weight         float64          `json:"weight,omitempty"`
 	Pool           string           `json:"pool,omitempty"`
 	ResourceLimits Optional[Limits] `json:"resource_limits,omitzero"`
+	// Tasks changes the tasks' job counts: entry i changes task i, and
+	// entries past the operation's last task append new tasks. Tasks are
+	// never removed (a job count may go down to 0).
+	Tasks []TaskPatch `json:"tasks,omitempty"`
+}
+
+// TaskPatch is one entry of OperationPatch.Tasks. For an existing task,
+// JobCount is its new job count (nil: unchanged) and Name and Resources,
+// when given, must equal the task's (resources are immutable). For a new
+// task (an entry past the last one), JobCount and Resources are required,
+// as at a start.
+type TaskPatch struct {
+	Name          string     `json:"name,omitempty"`
+	JobCount      *int64     `json:"job_count,omitempty"`
+	Resources     *Resources `json:"resources,omitempty"`
+	DurationHintS float64    `json:"duration_hint_s,omitempty"`
 }
 
 // Operation is an operation's state, demand, usage and shares as of the
@@ -371,14 +387,32 @@ type Heartbeat struct {
 	ResourceUsage  *Resources         `json:"resource_usage,omitempty"`
 	Tags           []string           `json:"tags,omitempty"`
 	Allocations    []AllocationReport `json:"allocations,omitempty"`
+	// Schedulable false cordons the node: nothing new starts there, its
+	// allocations keep running (nil: true).
+	Schedulable *bool `json:"schedulable,omitempty"`
 }
 
-// AllocationReport is one allocation of a heartbeat: running, or how it
-// ended.
+// The states of an AllocationReport.
+const (
+	AllocationRunning   = "running"
+	AllocationCompleted = "completed"
+	AllocationFailed    = "failed"
+	AllocationAborted   = "aborted"
+	// AllocationRefused is an allocation of allocations_to_start the node
+	// did not start: its job returns to pending, and its operation is not
+	// offered the node again for refused_allocation_backoff_s.
+	AllocationRefused = "refused"
+)
+
+// AllocationReport is one allocation of a heartbeat: running, how it
+// ended, or refused.
 type AllocationReport struct {
 	ID            string     `json:"id"`
 	State         string     `json:"state"`
 	ResourceUsage *Resources `json:"resource_usage,omitempty"`
+	// Reason says why a refused allocation was refused (State
+	// AllocationRefused only).
+	Reason string `json:"reason,omitempty"`
 	// OperationID, TaskIndex and Resources are the allocation's origin,
 	// as AllocationStart gave them (all three or none): a restarted server
 	// adopts a running allocation by them.
@@ -419,12 +453,14 @@ type AllocationAbort struct {
 
 // NodeOrchid is a node's resources and allocations.
 type NodeOrchid struct {
-	ID             string           `json:"id"`
-	ResourceLimits Resources        `json:"resource_limits"`
-	ResourceUsage  Resources        `json:"resource_usage"`
-	LastHeartbeatS float64          `json:"last_heartbeat_s"`
-	Tags           []string         `json:"tags"`
-	Allocations    []NodeAllocation `json:"allocations"`
+	ID             string    `json:"id"`
+	ResourceLimits Resources `json:"resource_limits"`
+	ResourceUsage  Resources `json:"resource_usage"`
+	LastHeartbeatS float64   `json:"last_heartbeat_s"`
+	Tags           []string  `json:"tags"`
+	// Schedulable is false while the node is cordoned.
+	Schedulable bool             `json:"schedulable"`
+	Allocations []NodeAllocation `json:"allocations"`
 }
 
 // NodeAllocation is one of a node's allocations.
@@ -596,6 +632,8 @@ type NodeSummary struct {
 	AllocationCount   int64     `json:"allocation_count"`
 	LastHeartbeatS    float64   `json:"last_heartbeat_s"`
 	LastHeartbeatAgeS float64   `json:"last_heartbeat_age_s"`
+	// Schedulable is false while the node is cordoned.
+	Schedulable bool `json:"schedulable"`
 }
 
 // NodePage is one page of GET /api/v1/nodes.

@@ -68,8 +68,12 @@ type Config struct {
 	PreemptionSatisfactionThreshold           float64        // 1.0
 	AggressivePreemptionSatisfactionThreshold float64        // 0.2
 	PreemptiveSchedulingBackoff               clock.Duration // 5 s
-	AllocationPreemptionTimeout               clock.Duration // 10 s
-	AllocationGracefulPreemptionTimeout       clock.Duration // 60 s
+	// RefusedAllocationBackoff is how long an operation is not offered a
+	// node that refused one of its allocations (10 s; 0: offered again at
+	// once).
+	RefusedAllocationBackoff            clock.Duration
+	AllocationPreemptionTimeout         clock.Duration // 10 s
+	AllocationGracefulPreemptionTimeout clock.Duration // 60 s
 
 	// NonPreemptibleResourceUsageThreshold is the tree default of
 	// non_preemptible_resource_usage_threshold (spec.md §4): while an
