@@ -363,6 +363,11 @@ func (s *Server) startOperation(ctx *fasthttp.RequestCtx) {
 // is a part of it, so none can leave the fixed-point range of 2^53.
 const maxLiveDemand = resource.MaxAmount
 
+// testHookPatchOperation, when set (by tests), runs in patchOperation after
+// the request is checked and before the core applies it: where a fair-share
+// update may retire the operation.
+var testHookPatchOperation func(id string)
+
 // demandError is the 409 of an operation whose demand would take the live
 // demand past maxLiveDemand (nil when it would not). The caller holds s.mu.
 func (s *Server) demandError(d resource.Vec) *wire.Error {
@@ -499,15 +504,12 @@ func (s *Server) getOperation(ctx *fasthttp.RequestCtx, id string, detailed bool
 	})
 }
 
-// limitsSetter is the core entry point PATCH needs for resource_limits.
-type limitsSetter interface {
-	SetOperationResourceLimits(id string, l tree.PartialVec) error
-}
-
-// patchOperation changes an operation's runtime parameters (api.md §3):
-// weight, pool (a move, re-checked against the new ancestors' limits) and
-// resource_limits. Everything is validated before the first change; a move
-// refused by the limits changes nothing.
+// patchOperation changes an operation's runtime parameters (docs/api.md):
+// weight, pool (a move, re-checked against the new ancestors' limits),
+// resource_limits and tasks, all or nothing: one core call under one core
+// lock (a fair-share update that retires the operation comes before or
+// after it, never between its parts), then one durable write before the
+// answer.
 func (s *Server) patchOperation(ctx *fasthttp.RequestCtx, id string) {
 	if !s.checkName(ctx, id, "an operation id", "$.url.id", false) {
 		return
@@ -530,51 +532,42 @@ func (s *Server) patchOperation(ctx *fasthttp.RequestCtx, id string) {
 	if p.HasPool && !s.mayPool(ctx, tree.PermUse, p.Pool, "$.pool", "move operation "+strconv.Quote(id)+" into pool "+strconv.Quote(parentName(p.Pool))) {
 		return
 	}
-	if cur.State.Final() && (p.HasPool || p.Weight.Set || p.HasResourceLimits) {
-		s.writeError(ctx, fasthttp.StatusConflict, &wire.Error{Code: schedule.CodeFinished, Path: "$.url.id",
-			Message: "cannot change operation " + strconv.Quote(id) + ": it is " + cur.State.String()})
+	if !p.Changes() {
+		s.getOperation(ctx, id, false)
 		return
 	}
-	ls, canLimit := any(s.sched).(limitsSetter)
-	if p.HasResourceLimits && !canLimit {
-		s.writeError(ctx, fasthttp.StatusConflict, &wire.Error{Code: CodeNotSupported, Path: "$.resource_limits",
-			Message: "cannot change an operation's resource_limits at run time: this scheduling core takes them at start only"})
-		return
-	}
-	if p.HasPool {
-		if p.Pool != "" {
-			if _, err := s.sched.Pool(p.Pool); err != nil {
-				s.writeError(ctx, fasthttp.StatusBadRequest, &wire.Error{Code: tree.CodeUnknownPool, Path: "$.pool",
-					Message: "cannot move operation " + strconv.Quote(id) + " to pool " + strconv.Quote(p.Pool) + ": there is no such pool"})
+	r := s.ops[id]
+	var tasks []schedule.TaskSpec
+	var demand resource.Vec
+	if len(p.Tasks) > 0 && r != nil {
+		// The declared demand follows the job counts: a rise is bounded
+		// as a start's (demand_overflow).
+		if tasks, err = schedule.PatchedTasks(id, r.tasks, p.Tasks); err != nil {
+			s.fail(ctx, err, "$")
+			return
+		}
+		demand = wire.Demand(&schedule.OperationSpec{Tasks: tasks})
+		if !r.released {
+			if e := s.demandError(demand.Sub(r.demand).Max(resource.Vec{})); e != nil {
+				s.writeError(ctx, fasthttp.StatusConflict, e)
 				return
 			}
 		}
-		if err := s.sched.MoveOperation(id, p.Pool); err != nil {
-			s.fail(ctx, err, "$")
-			return
-		}
 	}
-	if p.Weight.Set {
-		if err := s.sched.SetOperationWeight(id, p.Weight.V); err != nil {
-			if p.HasPool {
-				// Undo the move: the request changes all or nothing.
-				back := cur.Pool
-				if back == tree.RootName {
-					back = ""
-				}
-				_ = s.sched.MoveOperation(id, back)
-			}
-			s.fail(ctx, err, "$")
-			return
-		}
+	if testHookPatchOperation != nil {
+		testHookPatchOperation(id)
 	}
-	if p.HasResourceLimits {
-		if err := ls.SetOperationResourceLimits(id, p.ResourceLimits); err != nil {
-			s.fail(ctx, err, "$")
-			return
-		}
+	if _, err := s.sched.PatchOperation(id, p.OperationPatch); err != nil {
+		s.fail(ctx, err, "$")
+		return
 	}
-	if r := s.ops[id]; r != nil && s.d != nil {
+	if tasks != nil {
+		if !r.released {
+			s.demand = s.demand.Add(demand.Sub(r.demand))
+		}
+		r.tasks, r.demand = tasks, demand
+	}
+	if r != nil && s.d != nil {
 		if p.HasPool {
 			pool := p.Pool
 			if pool == "" {
@@ -589,13 +582,16 @@ func (s *Server) patchOperation(ctx *fasthttp.RequestCtx, id string) {
 		if p.HasResourceLimits {
 			r.state.ResourceLimits = wire.AppendPartialResources(nil, &p.ResourceLimits)
 		}
+		if tasks != nil {
+			r.state.Tasks = wire.AppendTasks(nil, tasks)
+		}
 		r.durable = s.submit(s.operationStateWrite(id, &r.state))
 		if !s.await(ctx, r.durable) {
 			return
 		}
 	}
 	s.logChange(ctx, "operation changed", "operation", id, "pool_changed", p.HasPool, "weight_changed", p.Weight.Set,
-		"limits_changed", p.HasResourceLimits)
+		"limits_changed", p.HasResourceLimits, "tasks_changed", len(p.Tasks) > 0)
 	s.getOperation(ctx, id, false)
 }
 

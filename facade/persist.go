@@ -30,7 +30,7 @@ import (
 //	config/tree          the tree config as GET /api/v1/config writes it
 //	pools/<name>         the pool as GET /api/v1/pools/{name} writes it
 //	operations/<id>      {"seq", "start_unix_us", "body"}: the start, written once
-//	operation_states/<id> {"pool", "weight", "resource_limits", "state", "finish_unix_us"}
+//	operation_states/<id> {"pool", "weight", "resource_limits", "tasks", "state", "finish_unix_us"}
 //	counters/operation_id, counters/start_seq
 //
 // A change is submitted to the store's Committer under s.mu, in the order
@@ -155,6 +155,9 @@ type operationState struct {
 	Pool           *string         `json:"pool,omitempty"`
 	Weight         *float64        `json:"weight,omitempty"`
 	ResourceLimits json.RawMessage `json:"resource_limits,omitempty"`
+	// Tasks are the operation's tasks when a PATCH changed them: every
+	// task with its job count, as the orchid writes them.
+	Tasks json.RawMessage `json:"tasks,omitempty"`
 	// State is "completed" or "aborted" once it finished, else "live".
 	State        string `json:"state"`
 	FinishUnixUS int64  `json:"finish_unix_us,omitempty"`
@@ -393,6 +396,19 @@ func (s *Server) restoreOperation(op *loadedOp) error {
 	}
 	if _, _, err := s.sched.StartOperation(s.serverTime(op.rec.StartUnixUS), spec); err != nil {
 		return fmt.Errorf("operations/%s: %w", op.id, err)
+	}
+	if st.Tasks != nil {
+		// The job counts and tasks of its PATCHes.
+		p, err := wire.DecodeOperationPatch(append(append([]byte(`{"tasks":`), st.Tasks...), '}'))
+		if err == nil {
+			spec.Tasks, err = schedule.PatchedTasks(op.id, spec.Tasks, p.Tasks)
+		}
+		if err == nil && st.State == "live" {
+			_, err = s.sched.PatchOperation(op.id, p.OperationPatch)
+		}
+		if err != nil {
+			return fmt.Errorf("operation_states/%s: tasks: %w", op.id, err)
+		}
 	}
 	r := &opRecord{seq: op.rec.Seq, state: *st, owner: op.rec.Owner, demand: wire.Demand(&spec), tasks: slices.Clone(spec.Tasks)}
 	s.demand = s.demand.Add(r.demand)

@@ -590,17 +590,7 @@ func (s *Scheduler) release(sh *shard, n *node, a *allocation, completed bool) {
 	}
 	o.addUsage(a.resources, -1)
 	o.running.Add(-1)
-	t := &o.tasks[a.task]
-	t.running.Add(-1)
-	if completed {
-		t.completed.Add(1)
-		if o.unfinished.Add(-1) == 0 && o.state.CompareAndSwap(uint32(StateRunning), uint32(StateCompleted)) {
-			s.finishEpoch.Add(1) // after the state: see Heartbeat
-			s.operationFinishedByHeartbeat(o)
-		}
-	} else if !o.State().Final() {
-		t.pending.Add(1)
-	}
+	s.endJob(o, &o.tasks[a.task], completed)
 	if o.graceful() && !a.preempted {
 		n.dropGraceful(a)
 	}

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/fairsched/fairsched/core/clock"
@@ -87,10 +88,15 @@ type OperationSpec struct {
 // task is the live state of one task. pending is claimed by heartbeats with
 // compare-and-swap; the counts are shared between shards.
 type task struct {
-	spec      TaskSpec
+	spec      TaskSpec // JobCount is the current one (PatchOperation)
 	pending   atomic.Int64
 	running   atomic.Int64
 	completed atomic.Int64
+	// excess counts running jobs beyond the job count, after the count
+	// went below the completed and running jobs (setJobCount): while it
+	// is positive no job is pending, and a job that ends does not return
+	// to pending (endJob).
+	excess atomic.Int64
 }
 
 // claim takes one pending job of the task, if it has one (heartbeats of
@@ -118,7 +124,10 @@ type operation struct {
 	state      atomic.Uint32 // OperationState
 	usage      [resource.Count]atomic.Int64
 	running    atomic.Int64 // allocations
-	unfinished atomic.Int64 // jobs not completed
+	unfinished atomic.Int64 // jobs pending or running
+	// jobsMu serialises the ends of jobs of tasks with excess jobs
+	// (endExcessJob); a leaf.
+	jobsMu sync.Mutex
 	// retired is set by the control plane when it removed the operation
 	// from the tree and the limits.
 	retired bool

@@ -320,9 +320,10 @@ func TestRestoreCompletedJobs(t *testing.T) {
 		err       bool
 	}{
 		{"a", []int64{1, 2}, false, false},
-		{"a", []int64{1, 0}, false, true}, // restored already
-		{"b", []int64{4, 0}, false, true}, // beyond the task's jobs
-		{"b", []int64{1}, false, true},    // a count per task
+		{"a", []int64{1, 0}, false, true},         // restored already
+		{"b", []int64{1<<40 + 1, 0}, false, true}, // beyond any task's jobs
+		{"b", []int64{-1, 0}, false, true},
+		{"b", []int64{1}, false, true}, // a count per task
 		{"b", []int64{3, 2}, true, false},
 		{"nope", []int64{0}, false, true},
 	} {

@@ -63,18 +63,18 @@ func (s *Scheduler) RestoreCompletedJobs(id string, completed []int64) (finished
 	}
 	for i, c := range completed {
 		tk := &o.tasks[i]
-		if c < 0 || c > tk.spec.JobCount || tk.completed.Load() != 0 {
-			return false, errorf(CodeInvalidValue, "completed["+strconv.Itoa(i)+"]", "cannot restore %d completed jobs of task %d of operation %q: it has %d jobs", c, i, id, tk.spec.JobCount)
+		if c < 0 || c > MaxJobCount || tk.completed.Load() != 0 {
+			return false, errorf(CodeInvalidValue, "completed["+strconv.Itoa(i)+"]", "cannot restore %d completed jobs of task %d of operation %q: want 0 to 2^40, once", c, i, id)
 		}
 	}
-	var total int64
+	s.lockShards() // as PatchOperation: no heartbeat counts jobs meanwhile
 	for i, c := range completed {
 		tk := &o.tasks[i]
 		tk.completed.Store(c)
-		tk.pending.Add(-c)
-		total += c
+		o.unfinished.Add(tk.setJobCount(tk.spec.JobCount))
 	}
-	if o.unfinished.Add(-total) > 0 {
+	s.unlockShards()
+	if o.unfinished.Load() > 0 {
 		return false, nil
 	}
 	if o.state.CompareAndSwap(uint32(o.State()), uint32(StateCompleted)) {

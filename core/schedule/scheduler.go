@@ -24,6 +24,7 @@ const (
 	CodeInvalidValue      = apierr.CodeInvalidValue
 	CodeForeignAllocation = "foreign_allocation"
 	CodeFinished          = "operation_finished"
+	CodeMissingAttribute  = "missing_attribute"
 )
 
 // errorf returns a rejected request: Path is field, the offending field
@@ -576,39 +577,20 @@ func (s *Scheduler) liveOperation(id, verb string) (*operation, error) {
 	return o, nil
 }
 
-// SetOperationWeight changes an operation's runtime weight.
+// SetOperationWeight changes an operation's runtime weight
+// (PatchOperation with the weight alone).
 func (s *Scheduler) SetOperationWeight(id string, w float64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	o, err := s.liveOperation(id, "change")
-	if err != nil {
-		return err
-	}
-	if err := s.tree.SetOperationWeight(o.treeID, tree.Some(w)); err != nil {
-		return err
-	}
-	o.spec.Weight = tree.Some(w)
-	return nil
+	_, err := s.PatchOperation(id, OperationPatch{Weight: tree.Some(w)})
+	return err
 }
 
 // SetOperationResourceLimits changes an operation's runtime resource limits
-// (api.md §3 PATCH). Allocations already running are not preempted here; the
-// next heartbeats' limit-violation preemption brings usage under the limits.
+// (PatchOperation with the limits alone). Allocations already running are
+// not preempted here; the next heartbeats' limit-violation preemption
+// brings usage under the limits.
 func (s *Scheduler) SetOperationResourceLimits(id string, l tree.PartialVec) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	o, err := s.liveOperation(id, "change")
-	if err != nil {
-		return err
-	}
-	if err := s.tree.SetOperationLimits(o.treeID, l); err != nil {
-		return err
-	}
-	s.lockShards()
-	o.spec.ResourceLimits = l
-	s.setLimited(o)
-	s.unlockShards()
-	return nil
+	_, err := s.PatchOperation(id, OperationPatch{ResourceLimits: l, HasResourceLimits: true})
+	return err
 }
 
 // SetConfig replaces the scheduler's configuration (PATCH /config). The
@@ -638,34 +620,8 @@ func (s *Scheduler) SetConfig(cfg Config) error {
 // MoveOperation moves an operation to another pool, re-validating the
 // operation limits of the new ancestors (spec.md §6.2).
 func (s *Scheduler) MoveOperation(id, pool string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	o, err := s.liveOperation(id, "move")
-	if err != nil {
-		return err
-	}
-	p := tree.Root
-	if pool != "" {
-		pid, ok := s.tree.Lookup(pool)
-		if !ok || s.tree.IsOperation(pid) {
-			return errorf(tree.CodeUnknownPool, "pool", "cannot find pool %q", pool)
-		}
-		p = pid
-	}
-	activated, err := s.limits.Move(o.treeID, p, s.scratchIDs[:0])
-	if err != nil {
-		return err
-	}
-	s.scratchIDs = activated
-	if _, err := s.tree.Apply(tree.Mutation{Kind: tree.MoveOperation, Name: id, Parent: pool}); err != nil {
-		panic("BUG: limits accepted a move the tree refused: " + err.Error())
-	}
-	o.spec.Pool = pool
-	s.syncStates()
-	s.lockShards()
-	s.setLimited(o)
-	s.unlockShards()
-	return nil
+	_, err := s.PatchOperation(id, OperationPatch{Pool: pool, HasPool: true})
+	return err
 }
 
 // syncStates aligns operation states with the limits after a change that

@@ -461,16 +461,19 @@ func Demand(spec *schedule.OperationSpec) resource.Vec {
 	return total
 }
 
-// OperationPatch is the body of PATCH /api/v1/operations/{id}.
+// OperationPatch is the body of PATCH /api/v1/operations/{id}: the core's
+// patch, whose ranges the core checks (PatchOperation) where they depend
+// on the operation (tasks).
 type OperationPatch struct {
-	Weight            tree.OptFloat // set when given
-	Pool              string        // "" for the root; valid when HasPool
-	HasPool           bool
-	ResourceLimits    tree.PartialVec // valid when HasResourceLimits; null clears
-	HasResourceLimits bool
+	schedule.OperationPatch
 }
 
-var patchOpKeys = []string{"weight", "pool", "resource_limits"}
+// Changes reports whether the patch changes anything.
+func (p *OperationPatch) Changes() bool {
+	return p.Weight.Set || p.HasPool || p.HasResourceLimits || len(p.Tasks) > 0
+}
+
+var patchOpKeys = []string{"weight", "pool", "resource_limits", "tasks"}
 
 // DecodeOperationPatch decodes the body of PATCH /api/v1/operations/{id}.
 func DecodeOperationPatch(data []byte) (OperationPatch, error) {
@@ -493,6 +496,8 @@ func DecodeOperationPatch(data []byte) (OperationPatch, error) {
 			if x != nil {
 				op.ResourceLimits, e = resources(p, x)
 			}
+		case "tasks":
+			op.Tasks, e = taskPatches(p, x)
 		default:
 			e = jsonpath.UnknownKey("$", k, patchOpKeys, "an operation's runtime parameters")
 		}
@@ -501,6 +506,54 @@ func DecodeOperationPatch(data []byte) (OperationPatch, error) {
 		}
 	}
 	return op, nil
+}
+
+// taskPatches decodes the tasks of a PATCH: each entry's JSON types and
+// ranges that hold for any task; PatchOperation checks them against the
+// operation's tasks.
+func taskPatches(path string, v any) ([]schedule.TaskPatch, *Error) {
+	a, e := jsonpath.Array(path, v)
+	if e != nil {
+		return nil, e
+	}
+	if len(a) > MaxTasks {
+		return nil, jsonpath.NewError(CodeInvalidValue, path, "cannot give an operation "+strconv.Itoa(len(a))+" tasks: want at most "+strconv.Itoa(MaxTasks))
+	}
+	ts := make([]schedule.TaskPatch, len(a))
+	for i, tv := range a {
+		tp := jsonpath.Index(path, i)
+		m, e := jsonpath.Object(tp, tv)
+		if e != nil {
+			return nil, e
+		}
+		t := &ts[i]
+		for _, k := range jsonpath.SortedKeys(m) {
+			p, x := jsonpath.Key(tp, k), m[k]
+			switch k {
+			case "name":
+				if t.Name, e = jsonpath.String(p, x); e == nil && len(t.Name) > maxTaskNameLen {
+					e = jsonpath.Invalid(p, x, "a name of at most 128 bytes")
+				}
+				t.HasName = true
+			case "job_count":
+				t.JobCount, e = jsonpath.Whole(p, x, 0, MaxJobCount, "a whole number in [0, 2^40]")
+				t.HasJobCount = true
+			case "resources":
+				var pv tree.PartialVec
+				if pv, e = resources(p, x); e == nil {
+					t.Resources, t.HasResources = pv.V, true
+				}
+			case "duration_hint_s":
+				t.DurationHintS, e = jsonpath.Range(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
+			default:
+				e = jsonpath.UnknownKey(tp, k, taskKeys, "a task")
+			}
+			if e != nil {
+				return nil, e
+			}
+		}
+	}
+	return ts, nil
 }
 
 // ---- the tree config (api.md §2, spec.md §8.1–8.2) ----
