@@ -365,7 +365,7 @@ type OperationOrchid struct {
 	DominantResource                  string     `json:"dominant_resource"`
 	BestAllocationShare               Share      `json:"best_allocation_share"`
 	SchedulingTagFilterResourceLimits *Resources `json:"scheduling_tag_filter_resource_limits,omitempty"`
-	// Tasks are its tasks as it was started.
+	// Tasks are its tasks with their current job counts.
 	Tasks []Task `json:"tasks"`
 	// RecentPreemptions are its last preemptions, the most recent first.
 	RecentPreemptions []Preemption `json:"recent_preemptions"`

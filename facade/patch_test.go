@@ -2,6 +2,7 @@ package facade
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/fairsched/fairsched/core/clock"
@@ -60,4 +61,57 @@ func TestPatchRacingRetirementIsAllOrNothing(t *testing.T) {
 	check("before the restart", ts)
 	ts.stop()
 	check("after a restart", startDurable(t, dir, mc, twoPools, nil))
+}
+
+// TestPatchTasks: PATCH tasks changes job counts and appends tasks, over
+// HTTP; a bad entry is a 400 naming it and changes nothing; a rise past
+// the live demand bound is 409 demand_overflow; the change survives a
+// restart.
+func TestPatchTasks(t *testing.T) {
+	dir := t.TempDir()
+	mc := &manualClock{}
+	mc.set(clock.Time(5_000_000))
+	ts := startDurable(t, dir, mc, twoPools, nil)
+	ts.must(201, "POST", "/api/v1/operations", `{"id": "x", "pool": "prod", "tasks": [{"name": "w", "job_count": 2, "resources": {"cpu": 1}}]}`)
+	// 2^52 bytes of memory demanded by another operation.
+	ts.must(201, "POST", "/api/v1/operations", `{"id": "big", "tasks": [{"job_count": 1099511627776, "resources": {"memory": 4096}}]}`)
+	for _, tc := range []struct {
+		body   string
+		status int
+		code   string
+		path   string
+	}{
+		{`{"tasks": [{"job_count": 2, "resources": {"cpu": 2}}]}`, 400, "invalid_value", "$.tasks[0].resources"},
+		{`{"tasks": [{"name": "v"}]}`, 400, "invalid_value", "$.tasks[0].name"},
+		{`{"tasks": [{}, {"job_count": 1}]}`, 400, "missing_attribute", "$.tasks[1].resources"},
+		{`{"tasks": [{"job_count": -1}]}`, 400, "invalid_value", "$.tasks[0].job_count"},
+		{`{"tasks": [{"job_count": "3"}]}`, 400, "wrong_type", "$.tasks[0].job_count"},
+		{`{"tasks": [{"jobs": 3}]}`, 400, "unknown_attribute", "$.tasks[0].jobs"},
+		{`{"weight": 2, "tasks": [{}, {"job_count": 1099511627776, "resources": {"memory": 8192}}]}`, 409, "demand_overflow", "$.tasks"},
+	} {
+		status, body := ts.do("PATCH", "/api/v1/operations/x", tc.body)
+		if status != tc.status || errorCode(body) != tc.code || !strings.Contains(string(body), `"path":"`+tc.path+`"`) {
+			t.Errorf("PATCH %s: %d %s, want %d %s at %s", tc.body, status, body, tc.status, tc.code, tc.path)
+		}
+	}
+	if o := ts.must(200, "GET", "/api/v1/operations/x", ""); num(o["pending_job_count"]) != 2 {
+		t.Fatalf("after refused patches: %v pending jobs, want 2", o["pending_job_count"])
+	}
+	ts.must(200, "PATCH", "/api/v1/operations/x", `{"tasks": [{"name": "w", "job_count": 5, "resources": {"cpu": 1}}, {"name": "ps", "job_count": 1, "resources": {"cpu": 2, "memory": 1073741824}}]}`)
+	want := `[{"job_count":5,"name":"w","resources":{"cpu":1}},{"job_count":1,"name":"ps","resources":{"cpu":2,"memory":1073741824}}]`
+	check := func(when string, s *durableServer) {
+		t.Helper()
+		o := s.must(200, "GET", "/api/v1/orchid/operations/x", "")
+		if got := jsonText(t, o["tasks"]); got != want || num(o["pending_job_count"]) != 6 {
+			t.Fatalf("%s: tasks %s, %v pending jobs; want %s, 6", when, got, o["pending_job_count"], want)
+		}
+	}
+	check("after the patch", ts)
+	ts.stop()
+	b := startDurable(t, dir, mc, twoPools, nil)
+	check("after a restart", b)
+	// Down to 0 with nothing running: x completes.
+	if o := b.must(200, "PATCH", "/api/v1/operations/x", `{"tasks": [{"job_count": 0}, {"job_count": 0}]}`); o["state"] != "completed" {
+		t.Fatalf("x with no job left: %v, want completed", o["state"])
+	}
 }

@@ -207,7 +207,8 @@ type opRecord struct {
 	owner    string
 	demand   resource.Vec
 	released bool
-	// tasks are the operation's tasks as it was started, for the orchid.
+	// tasks are the operation's tasks with their current job counts (PATCH
+	// tasks changes them), for the orchid and the live demand.
 	tasks []schedule.TaskSpec
 }
 
