@@ -64,7 +64,8 @@ func (s *Server) heartbeats(ctx *fasthttp.RequestCtx) {
 		if e.Err == nil {
 			h := &e.Heartbeat
 			sc.hb = schedule.NodeHeartbeat{Node: e.Node, Limits: h.Limits, Tags: h.Tags,
-				Allocations: h.Allocations, AllocationUsage: h.AllocationUsage, AllocationOrigins: h.AllocationOrigins}
+				Allocations: h.Allocations, AllocationUsage: h.AllocationUsage, AllocationOrigins: h.AllocationOrigins,
+				Unschedulable: h.Unschedulable}
 			sc.resp.Reset()
 			err := s.sched.Heartbeat(now, &sc.hb, &sc.resp)
 			if errors.Is(err, schedule.ErrNodeNotRegistered) {
@@ -79,6 +80,9 @@ func (s *Server) heartbeats(ctx *fasthttp.RequestCtx) {
 			if err != nil {
 				e.Err = s.entryError(ctx, err, i)
 			} else {
+				if h.Refused > 0 {
+					s.logRefusals(e.Node, h)
+				}
 				out = append(out, ',')
 				out = wire.AppendHeartbeatResponseMembers(out, &sc.resp)
 				out = append(out, '}')

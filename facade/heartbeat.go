@@ -49,7 +49,8 @@ func (s *Server) heartbeat(ctx *fasthttp.RequestCtx, id []byte) {
 		return
 	}
 	sc.hb = schedule.NodeHeartbeat{Node: s.names.Intern(id), Limits: sc.req.Limits, Tags: sc.req.Tags,
-		Allocations: sc.req.Allocations, AllocationUsage: sc.req.AllocationUsage, AllocationOrigins: sc.req.AllocationOrigins}
+		Allocations: sc.req.Allocations, AllocationUsage: sc.req.AllocationUsage, AllocationOrigins: sc.req.AllocationOrigins,
+		Unschedulable: sc.req.Unschedulable}
 	sc.resp.Reset()
 	now := s.now()
 	err := s.sched.Heartbeat(now, &sc.hb, &sc.resp)
@@ -67,10 +68,32 @@ func (s *Server) heartbeat(ctx *fasthttp.RequestCtx, id []byte) {
 		s.fail(ctx, err, "$")
 		return
 	}
+	if sc.req.Refused > 0 {
+		s.logRefusals(sc.hb.Node, &sc.req)
+	}
 	sc.out = wire.AppendHeartbeatResponse(sc.out[:0], &sc.resp)
 	writeJSON(ctx, fasthttp.StatusOK, sc.out)
 	s.m.observeHeartbeat(&sc.resp, start)
 	s.preemptions.observe(s.clock, sc.hb.Node, &sc.resp)
+}
+
+// logRefusals logs the allocations a heartbeat reported refused, with
+// their reasons (docs/api.md: a node refuses a start it cannot make).
+func (s *Server) logRefusals(node string, h *wire.Heartbeat) {
+	r := 0
+	for i := range h.Allocations {
+		if h.Allocations[i].State != schedule.AllocRefused {
+			continue
+		}
+		for r < len(h.Reasons) && h.Reasons[r].Index < i {
+			r++
+		}
+		reason := ""
+		if r < len(h.Reasons) && h.Reasons[r].Index == i {
+			reason = string(h.Reasons[r].Text)
+		}
+		s.log.Info("allocation refused by its node", "node", node, "allocation", h.Allocations[i].ID, "reason", reason)
+	}
 }
 
 func (s *Server) putScratch(sc *hbScratch) {

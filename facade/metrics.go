@@ -45,6 +45,9 @@ var errorStatuses = []int{400, 401, 403, 404, 405, 409, 413, 415, 421, 429, 431,
 func newMetrics(s *Server) *metricsSet {
 	reg := prometheus.NewRegistry()
 	f := factory{reg}
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fairsched_allocations_refused_total",
+		Help: "Allocations nodes refused to start (reported refused), each of which went back to pending."},
+		func() float64 { return float64(s.sched.RefusedAllocations()) }))
 	m := &metricsSet{
 		reg: reg,
 		heartbeats: f.counter("fairsched_heartbeats_total",

@@ -115,3 +115,70 @@ func TestPatchTasks(t *testing.T) {
 		t.Fatalf("x with no job left: %v, want completed", o["state"])
 	}
 }
+
+// TestRefusedAndCordonOverHTTP: a node reports a start refused (with a
+// reason): the job is pending again, counted in
+// fairsched_allocations_refused_total, and not offered that node within the
+// back-off; a cordoned node ("schedulable": false) gets no start, keeps its
+// allocations and shows schedulable false; both over the single and the
+// batched heartbeat.
+func TestRefusedAndCordonOverHTTP(t *testing.T) {
+	ts := startServer(t, "", nil)
+	ts.must(200, "PATCH", "/api/v1/config", `{"refused_allocation_backoff_s": 30}`)
+	limits := `{"user_slots": 10, "cpu": 10, "memory": 10737418240}`
+	hb := func(batched bool, node, rest string) map[string]any {
+		t.Helper()
+		body := `{"resource_limits": ` + limits + rest + `}`
+		if !batched {
+			return ts.must(200, "POST", "/api/v1/nodes/"+node+"/heartbeat", body)
+		}
+		out := ts.must(200, "POST", "/api/v1/heartbeats", `{"heartbeats": [{"node_id": "`+node+`", `+body[1:]+`]}`)
+		return out["responses"].([]any)[0].(map[string]any)
+	}
+	starts := func(r map[string]any) []any { return r["allocations_to_start"].([]any) }
+	for _, batched := range []bool{false, true} {
+		node := "n-" + strconv.FormatBool(batched)
+		hb(batched, node, "")
+		ts.clock.advanceAndUpdate(ts.srv)
+		op := ts.must(201, "POST", "/api/v1/operations", `{"tasks": [{"job_count": 1, "resources": {"cpu": 1}}]}`)["id"].(string)
+		ts.clock.advanceAndUpdate(ts.srv)
+		s := starts(hb(batched, node, ""))
+		if len(s) != 1 {
+			t.Fatalf("starts %v, want one", s)
+		}
+		id := s[0].(map[string]any)["id"].(string)
+		if r := hb(batched, node, `, "allocations": [{"id": "`+id+`", "state": "refused", "reason": "node selector does not match"}]`); len(starts(r)) != 0 {
+			t.Fatalf("the refused start came back at once: %v", r)
+		}
+		if o := ts.must(200, "GET", "/api/v1/operations/"+op, ""); num(o["pending_job_count"]) != 1 {
+			t.Fatalf("after the refusal: %v pending, want 1", o["pending_job_count"])
+		}
+		// Cordoned, the node gets nothing, refused or not.
+		ts.clock.AdvanceSeconds(31)
+		ts.srv.UpdateFairShare()
+		if r := hb(batched, node, `, "schedulable": false`); len(starts(r)) != 0 {
+			t.Fatalf("a cordoned node got %v", starts(r))
+		}
+		if n := ts.must(200, "GET", "/api/v1/orchid/nodes/"+node, ""); n["schedulable"] != false {
+			t.Fatalf("orchid of a cordoned node: schedulable %v", n["schedulable"])
+		}
+		// Uncordoned after the back-off: offered again.
+		if r := hb(batched, node, ""); len(starts(r)) != 1 {
+			t.Fatalf("after the back-off: starts %v, want one", starts(r))
+		}
+		ts.must(200, "POST", "/api/v1/operations/"+op+"/abort", "")
+	}
+	if _, body := ts.do("GET", "/metrics", ""); !strings.Contains(string(body), "fairsched_allocations_refused_total 2") {
+		t.Fatalf("/metrics has no fairsched_allocations_refused_total 2")
+	}
+	for _, tc := range []struct{ body, code, path string }{
+		{`{"resource_limits": ` + limits + `, "schedulable": "no"}`, "wrong_type", "$.schedulable"},
+		{`{"resource_limits": ` + limits + `, "allocations": [{"id": "1", "state": "refused", "reason": 3}]}`, "wrong_type", "$.allocations[0].reason"},
+		{`{"resource_limits": ` + limits + `, "allocations": [{"id": "1", "state": "refused", "reason": "` + strings.Repeat("x", 1025) + `"}]}`, "invalid_value", "$.allocations[0].reason"},
+	} {
+		status, body := ts.do("POST", "/api/v1/nodes/n9/heartbeat", tc.body)
+		if status != 400 || errorCode(body) != tc.code || !strings.Contains(string(body), `"path":"`+tc.path+`"`) {
+			t.Errorf("heartbeat %.80s: %d %s, want 400 %s at %s", tc.body, status, body, tc.code, tc.path)
+		}
+	}
+}

@@ -18,6 +18,10 @@ const (
 	AllocCompleted
 	AllocFailed
 	AllocAborted
+	// AllocRefused: the node did not start an allocation it was told to
+	// start (docs/api.md): its job returns to pending, and its operation
+	// is not offered the node for Config.RefusedAllocationBackoff.
+	AllocRefused
 )
 
 // AllocationReport is one allocation in a heartbeat.
@@ -64,6 +68,10 @@ type NodeHeartbeat struct {
 	// HasOrigin is set; like AllocationUsage it may be shorter than
 	// Allocations but must cover every report with HasOrigin.
 	AllocationOrigins []AllocationOrigin
+	// Unschedulable cordons the node: nothing new starts there (neither
+	// stage), its allocations keep running and may still be preempted or
+	// aborted.
+	Unschedulable bool
 }
 
 // StartDecision tells the node to start an allocation.
@@ -296,6 +304,7 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 	n.setLimits(hb.Limits)
 	n.lastHeartbeat = now
 	n.setTags(hb.Tags)
+	n.unschedulable = hb.Unschedulable
 
 	// Collect the allocations listed running (n.listed) and count them:
 	// when fewer than the node holds remain, some vanished. NB: reported
@@ -341,9 +350,12 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 			continue
 		}
 		hint = k + 1
-		if st := rep.State; st == AllocCompleted || st == AllocFailed || st == AllocAborted {
+		if st := rep.State; st != AllocRunning {
 			if n.isListed(k) {
 				listed-- // listed running, then finished
+			}
+			if st == AllocRefused {
+				s.refuse(now, n, n.allocs[k])
 			}
 			s.release(sh, n, n.allocs[k], rep.State == AllocCompleted)
 			hint = k
@@ -392,11 +404,16 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 			s.settleLists(sh)
 			s.preemptGracefully(now, sh, n, resp)
 		}
-		started := s.scheduleRegular(now, sh, n, snap, resp)
-		if !n.hadPreemptive || now.Sub(n.lastPreemptive) > s.cfg.PreemptiveSchedulingBackoff {
-			n.hadPreemptive, n.lastPreemptive = true, now
-			s.settleLists(sh)
-			s.schedulePreemptive(now, sh, n, snap, started, resp)
+		if !n.unschedulable {
+			if len(n.refused) > 0 {
+				n.pruneRefused(now)
+			}
+			started := s.scheduleRegular(now, sh, n, snap, resp)
+			if !n.hadPreemptive || now.Sub(n.lastPreemptive) > s.cfg.PreemptiveSchedulingBackoff {
+				n.hadPreemptive, n.lastPreemptive = true, now
+				s.settleLists(sh)
+				s.schedulePreemptive(now, sh, n, snap, started, resp)
+			}
 		}
 	}
 	s.abortOvercommitted(now, sh, n, resp)

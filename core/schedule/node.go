@@ -52,6 +52,8 @@ type node struct {
 	// hadPreemptive and lastPreemptive: when preemptive scheduling last
 	// ran on the node.
 	hadPreemptive bool
+	// unschedulable: its last heartbeat cordoned it (nothing starts).
+	unschedulable bool
 	// overcommitted: the node's usage exceeds its limits since
 	// overcommitSince (spec.md §5.6).
 	overcommitted bool
@@ -104,6 +106,44 @@ type node struct {
 	overcommitSince clock.Time
 	// hash is the name's hash in its shard's nodeTable.
 	hash uint64
+	// refused are the operations not offered the node until their time,
+	// after it refused one of their allocations (refuse); empty unless
+	// it did.
+	refused []refusal
+}
+
+// refusal is an operation a node refused an allocation of, until when
+// the node is not offered it.
+type refusal struct {
+	op    *operation
+	until clock.Time
+}
+
+// maxRefusals bounds a node's refusals: beyond it the one that ends first
+// is forgotten.
+const maxRefusals = 64
+
+// refuses reports whether n is not to be offered o now (refused is pruned
+// at the start of each heartbeat's stages).
+func (n *node) refuses(o *operation) bool {
+	for i := range n.refused {
+		if n.refused[i].op == o {
+			return true
+		}
+	}
+	return false
+}
+
+// pruneRefused forgets the refusals that ended by now.
+func (n *node) pruneRefused(now clock.Time) {
+	kept := n.refused[:0]
+	for _, r := range n.refused {
+		if now.Before(r.until) {
+			kept = append(kept, r)
+		}
+	}
+	clear(n.refused[len(kept):]) // keep no operation alive
+	n.refused = kept
 }
 
 // allocation is a slot of node resources held by an operation's job. Its

@@ -16,6 +16,8 @@ type NodeSummary struct {
 	// Tags are the tags of its last heartbeat (a copy).
 	Tags            []string
 	AllocationCount int
+	// Schedulable is false while its last heartbeat cordoned it.
+	Schedulable bool
 }
 
 // Nodes appends to dst the registered nodes whose names sort after after
@@ -58,7 +60,7 @@ func (s *Scheduler) NodeSummary(name string) (NodeSummary, bool) {
 	}
 	count := len(n.allocs)
 	return NodeSummary{Name: n.name, Limits: n.limits, Usage: n.usage, LastHeartbeat: n.lastHeartbeat,
-		Tags: slices.Clone(n.tags), AllocationCount: count}, true
+		Tags: slices.Clone(n.tags), AllocationCount: count, Schedulable: !n.unschedulable}, true
 }
 
 // NodeCount is the number of registered nodes.

@@ -224,7 +224,9 @@ type NodeInfo struct {
 	PreemptedUsage resource.Vec
 	LastHeartbeat  clock.Time
 	// Tags are the tags of its last heartbeat (a copy).
-	Tags        []string
+	Tags []string
+	// Schedulable is false while its last heartbeat cordoned it.
+	Schedulable bool
 	Allocations []AllocationInfo
 }
 
@@ -253,7 +255,7 @@ func (s *Scheduler) Node(name string) (NodeInfo, bool) {
 		return NodeInfo{}, false
 	}
 	info := NodeInfo{Name: n.name, Limits: n.limits, Usage: n.usage, PreemptedUsage: n.preemptedUsage, LastHeartbeat: n.lastHeartbeat,
-		Tags: slices.Clone(n.tags)}
+		Tags: slices.Clone(n.tags), Schedulable: !n.unschedulable}
 	info.Allocations = make([]AllocationInfo, 0, len(n.allocs))
 	for _, a := range n.allocs {
 		st := a.status

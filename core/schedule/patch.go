@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"github.com/fairsched/fairsched/core/clock"
 	"strconv"
 
 	"github.com/fairsched/fairsched/core/resource"
@@ -319,3 +320,37 @@ func (s *Scheduler) move(o *operation, pool string) error {
 	s.unlockShards()
 	return nil
 }
+
+// refuse records that node n refused allocation a (a report of
+// AllocRefused): a's operation is not offered n until
+// Config.RefusedAllocationBackoff from now, so that a start the node cannot
+// make does not come back at each heartbeat. Shard mutex held.
+func (s *Scheduler) refuse(now clock.Time, n *node, a *allocation) {
+	s.refusedCount.Add(1)
+	d := s.cfg.RefusedAllocationBackoff
+	if d <= 0 {
+		return
+	}
+	until := now.Add(d)
+	for i := range n.refused {
+		if n.refused[i].op == a.op {
+			n.refused[i].until = until
+			return
+		}
+	}
+	if len(n.refused) >= maxRefusals {
+		first := 0
+		for i := range n.refused {
+			if n.refused[i].until < n.refused[first].until {
+				first = i
+			}
+		}
+		n.refused[first] = refusal{op: a.op, until: until}
+		return
+	}
+	n.refused = append(n.refused, refusal{op: a.op, until: until})
+}
+
+// RefusedAllocations counts the allocations nodes refused since the
+// scheduler started.
+func (s *Scheduler) RefusedAllocations() uint64 { return s.refusedCount.Load() }

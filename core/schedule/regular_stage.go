@@ -35,6 +35,10 @@ func (s *Scheduler) scheduleRegular(now clock.Time, sh *shard, n *node, snap *Sn
 		if idx < 0 {
 			break
 		}
+		if len(n.refused) > 0 && n.refuses(snap.ops[idx].op) {
+			h.skip(idx) // refused here lately (refuse)
+			continue
+		}
 		if s.start(now, sh, n, snap.ops[idx].op, t, resp) == nil {
 			if n.seq >= n.seqEnd {
 				break // its allocation id range is used up (recovery.go)
@@ -102,6 +106,9 @@ func bestTarget(snap *Snapshot, n *node, free resource.Vec, target PreemptionPri
 			continue
 		}
 		if o.graceful() && !v.belowFairShare || !n.matches(snap.tags, v.class) {
+			continue
+		}
+		if len(n.refused) > 0 && n.refuses(o) {
 			continue
 		}
 		t, _ := o.fittingTask(free)

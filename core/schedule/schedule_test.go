@@ -57,8 +57,10 @@ type simNode struct {
 	name   string
 	limits resource.Vec
 	tags   []string
-	allocs []AllocationReport
-	meta   []simAlloc // parallel to allocs
+	// unschedulable cordons the node in its heartbeats.
+	unschedulable bool
+	allocs        []AllocationReport
+	meta          []simAlloc // parallel to allocs
 }
 
 type simAlloc struct {
@@ -111,7 +113,7 @@ func (c *cluster) heartbeat(i int) {
 		}
 	}
 	c.resp.Reset()
-	hb := NodeHeartbeat{Node: n.name, Limits: n.limits, Tags: n.tags, Allocations: n.allocs}
+	hb := NodeHeartbeat{Node: n.name, Limits: n.limits, Tags: n.tags, Allocations: n.allocs, Unschedulable: n.unschedulable}
 	for j := range n.allocs {
 		u, ok := c.usage[n.allocs[j].ID]
 		n.allocs[j].HasUsage = ok

@@ -66,6 +66,8 @@ type Scheduler struct {
 	// node that checked its allocations' operations at epoch e need not
 	// check them again while the epoch is e (see Heartbeat).
 	finishEpoch atomic.Uint64
+	// refusedCount counts the allocations nodes refused (refuse).
+	refusedCount atomic.Uint64
 
 	tags tagState // scheduling tag filters and node limits (tags.go)
 

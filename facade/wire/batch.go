@@ -60,7 +60,7 @@ type BatchEntry struct {
 // its heartbeats.
 var (
 	batchKeys      = []string{"heartbeats"}
-	batchEntryKeys = []string{"resource_limits", "resource_usage", "tags", "allocations", "node_id"}
+	batchEntryKeys = []string{"resource_limits", "resource_usage", "tags", "allocations", "schedulable", "node_id"}
 )
 
 // Decode decodes and validates a batch body into b; max is the most
@@ -291,6 +291,7 @@ func (h *Heartbeat) clear() {
 	h.Limits, h.Usage = resource.Vec{}, resource.Vec{}
 	h.Tags, h.Allocations, h.AllocationUsage = h.Tags[:0], h.Allocations[:0], h.AllocationUsage[:0]
 	h.AllocationOrigins, h.opBuf = h.AllocationOrigins[:0], h.opBuf[:0]
+	h.Unschedulable, h.Refused, h.Reasons, h.reasonBuf = false, 0, h.Reasons[:0], h.reasonBuf[:0]
 }
 
 // nodeSet finds a node named twice in a batch: an open-addressing table of

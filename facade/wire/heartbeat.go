@@ -30,10 +30,27 @@ type Heartbeat struct {
 	// AllocationUsage. Their Operation bytes are h's own (opBuf), valid
 	// until the next Decode.
 	AllocationOrigins []schedule.AllocationOrigin
+	// Unschedulable: the heartbeat said "schedulable": false (cordon).
+	Unschedulable bool
+	// Refused counts the reports of state refused.
+	Refused int
+	// Reasons are the reasons given with reports (a refusal's), in report
+	// order; their Text bytes are h's own, valid until the next Decode.
+	Reasons []Reason
 
-	opBuf []byte
-	sc    scanner
+	opBuf     []byte
+	reasonBuf []byte
+	sc        scanner
 }
+
+// Reason is the reason a report gave: Allocations[Index]'s.
+type Reason struct {
+	Index int
+	Text  []byte
+}
+
+// MaxReasonLength bounds a report's reason, in bytes.
+const MaxReasonLength = 1024
 
 // Limits of a heartbeat request beyond the body size limit.
 const (
@@ -42,8 +59,11 @@ const (
 	MaxHeartbeatAllocations = 1 << 20
 )
 
-var heartbeatKeys = []string{"resource_limits", "resource_usage", "tags", "allocations"}
-var allocationKeys = []string{"id", "state", "resource_usage", "operation_id", "task_index", "resources"}
+var heartbeatKeys = []string{"resource_limits", "resource_usage", "tags", "allocations", "schedulable"}
+var allocationKeys = []string{"id", "state", "resource_usage", "operation_id", "task_index", "resources", "reason"}
+
+// allocationStates lists the states of a report, for errors.
+const allocationStates = "one of running, completed, failed, aborted, refused"
 
 // maxTaskIndex bounds a reported task_index (an operation has far fewer
 // tasks).
@@ -60,6 +80,7 @@ func (h *Heartbeat) Decode(data []byte, in *Interner) error {
 	h.Limits, h.Usage = resource.Vec{}, resource.Vec{}
 	h.Tags, h.Allocations, h.AllocationUsage = h.Tags[:0], h.Allocations[:0], h.AllocationUsage[:0]
 	h.AllocationOrigins, h.opBuf = h.AllocationOrigins[:0], h.opBuf[:0]
+	h.Unschedulable, h.Refused, h.Reasons, h.reasonBuf = false, 0, h.Reasons[:0], h.reasonBuf[:0]
 	s := &h.sc
 	s.reset(data)
 	e := h.decode(s, in)
@@ -112,7 +133,11 @@ func (h *Heartbeat) members(s *scanner, in *Interner, keys []string, b *Heartbea
 		case "allocations":
 			h.Allocations, h.AllocationUsage = h.Allocations[:0], h.AllocationUsage[:0]
 			h.AllocationOrigins, h.opBuf = h.AllocationOrigins[:0], h.opBuf[:0]
+			h.Refused, h.Reasons, h.reasonBuf = 0, h.Reasons[:0], h.reasonBuf[:0]
 			h.allocations(s)
+		case "schedulable":
+			v, _ := s.boolAt(root.member("schedulable"))
+			h.Unschedulable = !v
 		default:
 			if b != nil && string(k) == "node_id" {
 				b.nodeID(s, in)
@@ -202,7 +227,8 @@ func (h *Heartbeat) allocation(s *scanner, p lazyPath) bool {
 	var a schedule.AllocationReport
 	var usage resource.Vec
 	var org schedule.AllocationOrigin
-	var seenID, seenState, seenOp, seenTask, seenRes bool
+	var seenID, seenState, seenOp, seenTask, seenRes, seenReason bool
+	var reason []byte
 	var seen uint8
 	for first := true; s.More('}', first); first = false {
 		k, ok := s.Key()
@@ -224,13 +250,13 @@ func (h *Heartbeat) allocation(s *scanner, p lazyPath) bool {
 			a.ID, seenID = id, true
 		case "state":
 			sp := p.member("state")
-			b, ok := s.stringAt(sp, "one of running, completed, failed, aborted")
+			b, ok := s.stringAt(sp, allocationStates)
 			if !ok {
 				return false
 			}
 			st, ok := allocationState(b)
 			if !ok {
-				s.fail(jsonpath.NewError(CodeInvalidValue, sp.String(), "cannot use "+jsonpath.Describe(string(b))+": want one of running, completed, failed, aborted"))
+				s.fail(jsonpath.NewError(CodeInvalidValue, sp.String(), "cannot use "+jsonpath.Describe(string(b))+": want "+allocationStates))
 				return false
 			}
 			a.State, seenState = st, true
@@ -269,6 +295,20 @@ func (h *Heartbeat) allocation(s *scanner, p lazyPath) bool {
 				return false
 			}
 			seenRes = true
+		case "reason":
+			rp := p.member("reason")
+			b, ok := s.stringAt(rp, "a string")
+			if !ok {
+				return false
+			}
+			if len(b) > MaxReasonLength {
+				s.fail(jsonpath.NewError(CodeInvalidValue, rp.String(), "cannot use a reason of "+strconv.Itoa(len(b))+" bytes: want at most "+strconv.Itoa(MaxReasonLength)))
+				return false
+			}
+			start := len(h.reasonBuf)
+			h.reasonBuf = append(h.reasonBuf, b...)
+			reason = h.reasonBuf[start:len(h.reasonBuf):len(h.reasonBuf)]
+			seenReason = true
 		default:
 			s.fail(jsonpath.UnknownKey(p.String(), string(k), allocationKeys, "an allocation"))
 			return false
@@ -282,7 +322,7 @@ func (h *Heartbeat) allocation(s *scanner, p lazyPath) bool {
 		return false
 	}
 	if !seenState {
-		s.fail(jsonpath.NewError(CodeMissingAttribute, p.member("state").String(), "cannot settle an allocation without its state: want one of running, completed, failed, aborted"))
+		s.fail(jsonpath.NewError(CodeMissingAttribute, p.member("state").String(), "cannot settle an allocation without its state: want "+allocationStates))
 		return false
 	}
 	if seenOp || seenTask || seenRes {
@@ -308,6 +348,12 @@ func (h *Heartbeat) allocation(s *scanner, p lazyPath) bool {
 			h.AllocationUsage = append(h.AllocationUsage, resource.Vec{})
 		}
 		h.AllocationUsage = append(h.AllocationUsage, usage)
+	}
+	if seenReason {
+		h.Reasons = append(h.Reasons, Reason{Index: len(h.Allocations), Text: reason})
+	}
+	if a.State == schedule.AllocRefused {
+		h.Refused++
 	}
 	h.Allocations = append(h.Allocations, a)
 	return true
@@ -602,6 +648,8 @@ func allocationState(b []byte) (schedule.AllocationState, bool) {
 		return schedule.AllocFailed, true
 	case "aborted":
 		return schedule.AllocAborted, true
+	case "refused":
+		return schedule.AllocRefused, true
 	}
 	return 0, false
 }
@@ -615,6 +663,8 @@ func AllocationStateName(st schedule.AllocationState) string {
 		return "failed"
 	case schedule.AllocAborted:
 		return "aborted"
+	case schedule.AllocRefused:
+		return "refused"
 	}
 	return "running"
 }

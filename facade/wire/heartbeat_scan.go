@@ -94,6 +94,21 @@ func (s *scanner) wrongType(path lazyPath, want string) {
 	s.fail(jsonpath.NewError(CodeWrongType, path.String(), "cannot use "+desc+": want "+want))
 }
 
+// boolAt reads the next value, which must be true or false, reporting a
+// wrong type at path otherwise.
+func (s *scanner) boolAt(path lazyPath) (v, ok bool) {
+	switch s.Next() {
+	case jsonscan.True:
+		s.Skip()
+		return true, !s.Failed()
+	case jsonscan.False:
+		s.Skip()
+		return false, !s.Failed()
+	}
+	s.wrongType(path, "true or false")
+	return false, false
+}
+
 // stringAt reads the next value, which must be a string, reporting a wrong
 // type at path with want otherwise. The bytes are valid until the next read.
 func (s *scanner) stringAt(path lazyPath, want string) ([]byte, bool) {

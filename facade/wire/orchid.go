@@ -163,7 +163,8 @@ func AppendNodeOrchid(dst []byte, n *schedule.NodeInfo) []byte {
 		}
 		dst = jsonpath.AppendString(dst, tg)
 	}
-	dst = append(dst, ']')
+	dst = append(dst, `],"schedulable":`...)
+	dst = strconv.AppendBool(dst, n.Schedulable)
 	dst = append(dst, `,"allocations":[`...)
 	for i := range n.Allocations {
 		a := &n.Allocations[i]
@@ -209,5 +210,7 @@ func AppendNodeSummary(dst []byte, n *schedule.NodeSummary, now clock.Time) []by
 	dst = appendFloat(dst, n.LastHeartbeat.Seconds())
 	dst = append(dst, `,"last_heartbeat_age_s":`...)
 	dst = appendFloat(dst, max(now.Sub(n.LastHeartbeat), 0).Seconds())
+	dst = append(dst, `,"schedulable":`...)
+	dst = strconv.AppendBool(dst, n.Schedulable)
 	return append(dst, '}')
 }
