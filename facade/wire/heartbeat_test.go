@@ -192,6 +192,12 @@ func refHeartbeat(data []byte) (*Heartbeat, error) {
 			h.Limits, err = res(lv)
 		case "resource_usage":
 			h.Usage, err = res(x)
+		case "schedulable":
+			b, ok := x.(bool)
+			if !ok {
+				return nil, errors.New("schedulable: not a boolean")
+			}
+			h.Unschedulable = !b
 		case "tags":
 			a, ok := x.([]any)
 			if !ok {
@@ -212,6 +218,7 @@ func refHeartbeat(data []byte) (*Heartbeat, error) {
 			}
 			h.Allocations, h.AllocationUsage = []schedule.AllocationReport{}, []resource.Vec{}
 			h.AllocationOrigins = []schedule.AllocationOrigin{}
+			h.Reasons = nil
 			for _, av := range a {
 				am, ok := av.(map[string]any)
 				if !ok {
@@ -240,6 +247,12 @@ func refHeartbeat(data []byte) (*Heartbeat, error) {
 				for k, x := range am {
 					switch k {
 					case "id", "state":
+					case "reason":
+						text, ok := x.(string)
+						if !ok || len(text) > MaxReasonLength {
+							return nil, errors.New("reason")
+						}
+						h.Reasons = append(h.Reasons, Reason{Index: len(h.Allocations), Text: []byte(text)})
 					case "resource_usage":
 						if u, err = res(x); err != nil {
 							return nil, err
@@ -278,6 +291,9 @@ func refHeartbeat(data []byte) (*Heartbeat, error) {
 					r.HasOrigin = true
 				default:
 					return nil, errors.New("a partial origin")
+				}
+				if r.State == schedule.AllocRefused {
+					h.Refused++
 				}
 				h.Allocations = append(h.Allocations, r)
 				h.AllocationUsage = append(h.AllocationUsage, u)
@@ -384,7 +400,12 @@ func checkDifferential(t *testing.T, data []byte) {
 		for _, o := range h.AllocationOrigins {
 			origins += fmt.Sprintf("{%q %d %v}", o.Operation, o.Task, o.Resources)
 		}
-		return fmt.Sprintf("%v %v %q %v %v %s", h.Limits, h.Usage, h.Tags, h.Allocations, h.AllocationUsage, origins)
+		reasons := ""
+		for _, r := range h.Reasons {
+			reasons += fmt.Sprintf("{%d %q}", r.Index, r.Text)
+		}
+		return fmt.Sprintf("%v %v %q %v %v %s unschedulable %v refused %d reasons %s", h.Limits, h.Usage, h.Tags, h.Allocations, h.AllocationUsage, origins,
+			h.Unschedulable, h.Refused, reasons)
 	}
 	h.Tags, h.Allocations, h.AllocationUsage = nonNil(h.Tags), nonNil(h.Allocations), nonNil(h.AllocationUsage)
 	ref.Tags, ref.Allocations, ref.AllocationUsage = nonNil(ref.Tags), nonNil(ref.Allocations), nonNil(ref.AllocationUsage)
@@ -473,6 +494,20 @@ var heartbeatSeeds = []string{
 	`{"resource_limits":{},"allocations":[{"id":"1","state":"running","operation_id":"a","task_index":0,"resources":{"cpu":1}},{"id":"2","state":"running","operation_id":"a","task_index":0,"resources":{"cpu":1}}x]}`,
 	`{"resource_limits":{},"allocations":[{"id":"1","state":"completed","operation_id":"a","task_index":0,"resources":{"cpu":1}}]}`,
 	`{"resource_limits":{},"allocations":[{"id":"1","state":"running","resource_usage":{"cpu":2},"operation_id":"a","task_index":0,"resources":{"cpu":1}}]}`,
+	// Cordons and refusals (fairsched-kube).
+	`{"resource_limits":{},"schedulable":false,"allocations":[{"id":"1","state":"running"}]}`,
+	`{"schedulable": true, "resource_limits":{}}`,
+	`{"resource_limits":{},"schedulable":0}`,
+	`{"resource_limits":{},"schedulable":null}`,
+	`{"resource_limits":{},"schedulable":false,"schedulable":true}`,
+	`{"resource_limits":{},"schedulable":fals}`,
+	`{"resource_limits":{},"allocations":[{"id":"1","state":"refused"},{"id":"2","state":"running"},{"id":"3","state":"refused","reason":"no port 80 free"}]}`,
+	`{"resource_limits":{},"allocations":[{"reason":"a\u00e9\n","id":"3","state":"refused","operation_id":"a","task_index":0,"resources":{"cpu":1}}]}`,
+	`{"resource_limits":{},"allocations":[{"id":"3","state":"refused","reason":""}]}`,
+	`{"resource_limits":{},"allocations":[{"id":"3","state":"refused","reason":7}]}`,
+	`{"resource_limits":{},"allocations":[{"id":"3","state":"refused","reason":"a","reason":"b"}]}`,
+	`{"resource_limits":{},"allocations":[{"id":"3","state":"running","reason":"` + strings.Repeat("r", MaxReasonLength) + `"}]}`,
+	`{"resource_limits":{},"allocations":[{"id":"3","state":"refused","reason":"` + strings.Repeat("r", MaxReasonLength+1) + `"}]}`,
 }
 
 func TestHeartbeatDifferential(t *testing.T) {
