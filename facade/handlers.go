@@ -661,7 +661,7 @@ func (s *Server) orchidPool(ctx *fasthttp.RequestCtx, name string) {
 }
 
 func (s *Server) orchidNode(ctx *fasthttp.RequestCtx, name string) {
-	if !s.checkName(ctx, name, "a node id", "$.url.id", false) {
+	if !s.checkNodeName(ctx, name) {
 		return
 	}
 	n, ok := s.sched.Node(name)

@@ -31,9 +31,9 @@ const maxPooledOutput = 1 << 20
 // TestHeartbeatAllocs.
 func (s *Server) heartbeat(ctx *fasthttp.RequestCtx, id []byte) {
 	start := time.Now()
-	if !tree.ValidName(id) {
+	if !tree.ValidNodeName(id) {
 		s.m.heartbeatErrors.Inc()
-		s.checkName(ctx, string(id), "a node id", "$.url.id", false)
+		s.checkNodeName(ctx, string(id))
 		return
 	}
 	sc := s.hbPool.Get().(*hbScratch)

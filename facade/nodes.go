@@ -25,7 +25,7 @@ func (s *Server) listNodes(ctx *fasthttp.RequestCtx) {
 		limit = n
 	}
 	after := string(args.Peek("cursor"))
-	if after != "" && !tree.ValidName(after) {
+	if after != "" && !tree.ValidNodeName(after) {
 		s.writeError(ctx, fasthttp.StatusBadRequest, &wire.Error{Code: wire.CodeInvalidValue, Path: "cursor",
 			Message: "cannot use cursor " + strconv.Quote(truncate(after, 32)) + ": want the next_cursor of a previous page"})
 		return
@@ -53,7 +53,7 @@ func (s *Server) listNodes(ctx *fasthttp.RequestCtx) {
 // getNode answers GET /api/v1/nodes/{id}: one node without its allocations
 // (GET /api/v1/orchid/nodes/{id} lists them).
 func (s *Server) getNode(ctx *fasthttp.RequestCtx, name string) {
-	if !s.checkName(ctx, name, "a node id", "$.url.id", false) {
+	if !s.checkNodeName(ctx, name) {
 		return
 	}
 	n, ok := s.sched.NodeSummary(name)

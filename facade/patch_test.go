@@ -182,3 +182,24 @@ func TestRefusedAndCordonOverHTTP(t *testing.T) {
 		}
 	}
 }
+
+// TestLongNodeIDs: node ids of up to 253 characters (a Kubernetes node
+// name) send heartbeats, single and batched, and are read back; 254 are
+// refused, naming the id.
+func TestLongNodeIDs(t *testing.T) {
+	ts := startServer(t, "", nil)
+	long := strings.Repeat("node-1.zone-a.", 19)[:253]
+	ts.must(200, "POST", "/api/v1/nodes/"+long+"/heartbeat", `{"resource_limits": {"cpu": 1}}`)
+	if n := ts.must(200, "GET", "/api/v1/nodes/"+long, ""); n["id"] != long {
+		t.Fatalf("GET of a 253-character node: %v", n["id"])
+	}
+	ts.must(200, "GET", "/api/v1/orchid/nodes/"+long, "")
+	r := ts.batch(`{"heartbeats": [{"node_id": "` + long[:252] + `x", "resource_limits": {"cpu": 1}}, {"node_id": "` + long + `y", "resource_limits": {"cpu": 1}}]}`)
+	if r[0]["error"] != nil || obj(r[1]["error"])["code"] != "invalid_name" {
+		t.Fatalf("a batch with node ids of 253 and 254 characters: %v", r)
+	}
+	status, body := ts.do("POST", "/api/v1/nodes/"+long+"y/heartbeat", `{"resource_limits": {"cpu": 1}}`)
+	if status != 400 || errorCode(body) != "invalid_name" || !strings.Contains(string(body), `"path":"$.url.id"`) {
+		t.Fatalf("a 254-character node id: %d %s", status, body)
+	}
+}

@@ -336,6 +336,16 @@ func (s *Server) checkName(ctx *fasthttp.RequestCtx, name, what, param string, a
 	return false
 }
 
+// checkNodeName validates the node id of the URL ($.url.id).
+func (s *Server) checkNodeName(ctx *fasthttp.RequestCtx, name string) bool {
+	if tree.ValidNodeName(name) {
+		return true
+	}
+	s.writeError(ctx, fasthttp.StatusBadRequest, &wire.Error{Code: CodeInvalidName, Path: "$.url.id",
+		Message: "cannot use " + strconv.Quote(truncate(name, 64)) + " as a node id: want 1-253 characters of [A-Za-z0-9._:-]"})
+	return false
+}
+
 func truncate(s string, n int) string {
 	if len(s) > n {
 		return s[:n] + "…"

@@ -98,13 +98,25 @@ func (t *Tree) apply(m *Mutation) (undo func(), err error) {
 	panic(fmt.Sprintf("BUG: unknown mutation kind %d", m.Kind))
 }
 
+// MaxNodeNameLength is the longest node id: a Kubernetes node name (a DNS
+// subdomain) fits.
+const MaxNodeNameLength = 253
+
+// ValidNodeName reports whether s is a valid node id: 1–253 characters of
+// [A-Za-z0-9._:-], not "." or "..". Every pool and operation name is one.
+func ValidNodeName[S ~string | ~[]byte](s S) bool {
+	return validName(s, MaxNodeNameLength)
+}
+
 // ValidName reports whether s is a valid pool or operation name: 1–128
 // characters of [A-Za-z0-9._:-] other than "." and ".." (api.md §1), so
 // that a name is carried unchanged by a URL path (a client or proxy
 // resolves the dot segments away). It takes bytes too, so that a request
 // path is checked without a conversion.
-func ValidName[S ~string | ~[]byte](s S) bool {
-	if len(s) == 0 || len(s) > 128 || string(s) == "." || string(s) == ".." {
+func ValidName[S ~string | ~[]byte](s S) bool { return validName(s, 128) }
+
+func validName[S ~string | ~[]byte](s S, maxLen int) bool {
+	if len(s) == 0 || len(s) > maxLen || string(s) == "." || string(s) == ".." {
 		return false
 	}
 	for i := 0; i < len(s); i++ {

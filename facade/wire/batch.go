@@ -181,7 +181,7 @@ func (b *HeartbeatBatch) entry(s *scanner, in *Interner, i int) bool {
 	if e.badName {
 		// Checked first, as the URL's id is for POST …/{id}/heartbeat.
 		e.Err = jsonpath.NewError(CodeInvalidName, entryPath(i)+".node_id",
-			"cannot use "+strconv.Quote(truncate(e.Node, 64))+" as a node id: want 1-128 characters of [A-Za-z0-9._:-]")
+			"cannot use "+strconv.Quote(truncate(e.Node, 64))+" as a node id: want 1-253 characters of [A-Za-z0-9._:-]")
 	}
 	if j, dup := b.nodes.add(b.Entries, i); dup {
 		s.fail(jsonpath.NewError(CodeDuplicateName, entryPath(i)+".node_id", "cannot take two heartbeats of node "+
@@ -213,11 +213,11 @@ func (b *HeartbeatBatch) nodeID(s *scanner, in *Interner) {
 	v, ok := s.Str()
 	if !ok {
 		b.envFail = true
-		s.wrongType(rootPath(entryPath(b.cur)).member("node_id"), "a node id: a string of 1-128 characters of [A-Za-z0-9._:-]")
+		s.wrongType(rootPath(entryPath(b.cur)).member("node_id"), "a node id: a string of 1-253 characters of [A-Za-z0-9._:-]")
 		return
 	}
 	e.hasNode = true
-	if tree.ValidName(v) {
+	if tree.ValidNodeName(v) {
 		e.Node, e.badName = in.Intern(v), false
 		return
 	}
