@@ -132,7 +132,7 @@ func TestDecodeHeartbeatBatchEntryErrors(t *testing.T) {
 	}
 	f(`{"node_id": "a b", "resource_limits": {}}`, CodeInvalidName, "$.heartbeats[1].node_id")
 	f(`{"node_id": "", "resource_limits": {}}`, CodeInvalidName, "$.heartbeats[1].node_id")
-	f(`{"resource_limits": {"cpu": -1}, "node_id": "`+strings.Repeat("x", 129)+`"}`, CodeInvalidName, "$.heartbeats[1].node_id")
+	f(`{"resource_limits": {"cpu": -1}, "node_id": "`+strings.Repeat("x", 254)+`"}`, CodeInvalidName, "$.heartbeats[1].node_id")
 	f(`{"node_id": "b", "resource_limits": {}, "allocations": [{"id": "1", "state": "running"}, {"id": "1", "state": "lost"}]}`, CodeInvalidValue, "$.heartbeats[1].allocations[1].state")
 	f(`{"node_id": "b", "resource_limits": {}, "resource_limits": {}}`, CodeDuplicateKey, "$.heartbeats[1].resource_limits")
 	f(`{"node_id": "b", "resource_limits": {}, "nodeid": "b"}`, CodeUnknownAttribute, "$.heartbeats[1].nodeid")
