@@ -264,23 +264,47 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 	sh, hash := s.shardAndHash(hb.Node)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if err := s.checkNodeLimits(hb); err != nil {
+	n, same, usage, err := s.admit(now, sh, hash, hb)
+	if err != nil {
 		return err
 	}
-	n := sh.nodes.get(hb.Node, hash)
-	if n == nil && s.dur.ExternalNodeRegistry {
-		return ErrNodeNotRegistered
+	s.reconcile(now, sh, n, hb, same, usage, resp)
+	if s.recoveryGate(now, sh, n) {
+		return nil
 	}
-	usage := false
+	if snap := s.snap.Load(); !snap.Total.IsZero() {
+		s.runStages(now, sh, n, snap, resp)
+	}
+	s.abortOvercommitted(now, sh, n, resp)
+	s.settleLists(sh)
+	if invariants.Enabled {
+		checkNode(n)
+	}
+	return nil
+}
+
+// admit checks a heartbeat before anything changes (the node's limits,
+// foreign allocations, reported usage), registers a new node and records
+// the node's limits, tags and cordon. same reports that every report is a
+// running allocation the node holds, listed once; usage that some report
+// has a usage. Shard mutex held.
+func (s *Scheduler) admit(now clock.Time, sh *shard, hash uint64, hb *NodeHeartbeat) (n *node, same, usage bool, err error) {
+	if err := s.checkNodeLimits(hb); err != nil {
+		return nil, false, false, err
+	}
+	n = sh.nodes.get(hb.Node, hash)
+	if n == nil && s.dur.ExternalNodeRegistry {
+		return nil, false, false, ErrNodeNotRegistered
+	}
 	// same: so far every report is a running allocation the node holds,
 	// listed once (seen), by the node's window of held seqs.
-	same := n != nil && n.heldOK && len(hb.Allocations) == len(n.allocs)
+	same = n != nil && n.heldOK && len(hb.Allocations) == len(n.allocs)
 	var seen [heldWindow / 64]uint64
 	for i, rep := range hb.Allocations {
 		owner := allocationNode(rep.ID)
 		if (n == nil || owner != n.index) && rep.ID != 0 {
 			if other, ok := s.registry.name(owner); ok && other != hb.Node {
-				return errorf(CodeForeignAllocation, "allocations["+strconv.Itoa(i)+"].id", "cannot accept allocation %d from node %q: it belongs to node %q", rep.ID, hb.Node, other)
+				return nil, false, false, errorf(CodeForeignAllocation, "allocations["+strconv.Itoa(i)+"].id", "cannot accept allocation %d from node %q: it belongs to node %q", rep.ID, hb.Node, other)
 			}
 		}
 		usage = usage || rep.HasUsage
@@ -293,7 +317,7 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 	}
 	if usage {
 		if err := checkUsage(hb); err != nil {
-			return err
+			return nil, false, false, err
 		}
 	}
 	if n == nil {
@@ -305,24 +329,34 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 	n.lastHeartbeat = now
 	n.setTags(hb.Tags)
 	n.unschedulable = hb.Unschedulable
+	return n, same, usage, nil
+}
 
-	// Collect the allocations listed running (n.listed) and count them:
-	// when fewer than the node holds remain, some vanished. NB: reported
-	// usage is applied by a second pass (applyUsage) over the allocations
-	// this loop kept: with the call in this loop, a heartbeat that reports
-	// no usage took 145 ns instead of 130 in BenchmarkHeartbeatReports/
-	// steady (120 before usage and vanishing; single runs, not kept: the
-	// kept A/B is bench/results/usage-vanished-ab.txt). Marks on the allocations
-	// would dirty a cache line per allocation, marks in an array of the
-	// node's cost a cache miss per heartbeat in BenchmarkHeartbeat: the
-	// bitmap is in the node's hot fields.
-	// NB: the allocations' own state is read only when it can matter: an
-	// operation finished since the node's last heartbeat (finishEpoch), or
-	// a preempted allocation whose deadline may have passed. A heartbeat
-	// that lists exactly the allocations the node holds, running, and
-	// reports no usage (same) changes nothing here and reads neither the
-	// IDs nor the allocations or their operations (each one a cache miss
-	// at 10,000 nodes).
+// reconcile settles the heartbeat's reports against the allocations node
+// n holds (step 1 of Heartbeat): ended and refused reports release their
+// allocations, allocations of finished operations and preempted ones past
+// their deadline are aborted, unknown running ones are told to abort,
+// reported usage is applied and the allocations not listed finish as
+// vanished. Shard mutex held.
+//
+// Collect the allocations listed running (n.listed) and count them:
+// when fewer than the node holds remain, some vanished. NB: reported
+// usage is applied by a second pass (applyUsage) over the allocations
+// this loop kept: with the call in this loop, a heartbeat that reports
+// no usage took 145 ns instead of 130 in BenchmarkHeartbeatReports/
+// steady (120 before usage and vanishing; single runs, not kept: the
+// kept A/B is bench/results/usage-vanished-ab.txt). Marks on the allocations
+// would dirty a cache line per allocation, marks in an array of the
+// node's cost a cache miss per heartbeat in BenchmarkHeartbeat: the
+// bitmap is in the node's hot fields.
+// NB: the allocations' own state is read only when it can matter: an
+// operation finished since the node's last heartbeat (finishEpoch), or
+// a preempted allocation whose deadline may have passed. A heartbeat
+// that lists exactly the allocations the node holds, running, and
+// reports no usage (same) changes nothing here and reads neither the
+// IDs nor the allocations or their operations (each one a cache miss
+// at 10,000 nodes).
+func (s *Scheduler) reconcile(now clock.Time, sh *shard, n *node, hb *NodeHeartbeat, same, usage bool, resp *Response) {
 	var skip []bool // reports answered by the adoption
 	if n.adopting {
 		// The node's first heartbeat after a restart (recovery.go).
@@ -389,39 +423,46 @@ func (s *Scheduler) Heartbeat(now clock.Time, hb *NodeHeartbeat, resp *Response)
 	if listed < len(n.allocs) {
 		s.finishVanished(sh, n, resp)
 	}
+}
 
+// recoveryGate ends a node's adoption with its first heartbeat after a
+// restart, and reports whether the recovery window is open: then the
+// heartbeat only reports, and nothing starts, is preempted or aborted for
+// overcommit (recovery.go). Shard mutex held.
+func (s *Scheduler) recoveryGate(now clock.Time, sh *shard, n *node) bool {
 	if n.adopting {
 		n.adopting = false
 		s.rec.nodeReported(now, n.name)
 	}
 	if s.recovering(now) {
-		// The recovery window: reports only (recovery.go).
 		s.settleLists(sh)
-		return nil
+		return true
 	}
-	if snap := s.snap.Load(); !snap.Total.IsZero() {
-		if len(n.graceful) > 0 {
-			s.settleLists(sh)
-			s.preemptGracefully(now, sh, n, resp)
-		}
-		if !n.unschedulable {
-			if len(n.refused) > 0 {
-				n.pruneRefused(now)
-			}
-			started := s.scheduleRegular(now, sh, n, snap, resp)
-			if !n.hadPreemptive || now.Sub(n.lastPreemptive) > s.cfg.PreemptiveSchedulingBackoff {
-				n.hadPreemptive, n.lastPreemptive = true, now
-				s.settleLists(sh)
-				s.schedulePreemptive(now, sh, n, snap, started, resp)
-			}
-		}
+	return false
+}
+
+// runStages runs the scheduling stages on node n (steps 2–4 of
+// Heartbeat): graceful preemption, then, unless the node is cordoned, the
+// regular stage and, at most every PreemptiveSchedulingBackoff, the
+// preemptive stages. Operations the node refused lately are not offered
+// it (refuse). Shard mutex held.
+func (s *Scheduler) runStages(now clock.Time, sh *shard, n *node, snap *Snapshot, resp *Response) {
+	if len(n.graceful) > 0 {
+		s.settleLists(sh)
+		s.preemptGracefully(now, sh, n, resp)
 	}
-	s.abortOvercommitted(now, sh, n, resp)
-	s.settleLists(sh)
-	if invariants.Enabled {
-		checkNode(n)
+	if n.unschedulable {
+		return
 	}
-	return nil
+	if len(n.refused) > 0 {
+		n.pruneRefused(now)
+	}
+	started := s.scheduleRegular(now, sh, n, snap, resp)
+	if !n.hadPreemptive || now.Sub(n.lastPreemptive) > s.cfg.PreemptiveSchedulingBackoff {
+		n.hadPreemptive, n.lastPreemptive = true, now
+		s.settleLists(sh)
+		s.schedulePreemptive(now, sh, n, snap, started, resp)
+	}
 }
 
 // checkUsage validates the usage of the reports that have one (api.md §1:
