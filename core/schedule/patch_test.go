@@ -2,9 +2,16 @@ package schedule
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/fairsched/fairsched/core/apierr"
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/tree"
 )
@@ -155,5 +162,112 @@ func checkJobs(t *testing.T, o *operation) {
 	}
 	if got := o.unfinished.Load(); got != sum {
 		t.Errorf("unfinished %d, its tasks have %d pending or running jobs", got, sum)
+	}
+}
+
+// TestConcurrentPatchJobCounts: heartbeats of nodes on several shards
+// complete, fail and start jobs while job counts go up and down, tasks are
+// appended and allocations are refused. After each patch and at the end
+// the job counters agree (unfinished is the pending and running jobs; no
+// task has both excess and pending jobs), and once every count is 0 and
+// every allocation ended the operation is completed. Run with -race.
+func TestConcurrentPatchJobCounts(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Shards = 4
+	cfg.RefusedAllocationBackoff = 0
+	s := New(tree.New(tree.PoolConfig{}), cfg)
+	id, _, err := s.StartOperation(0, OperationSpec{ID: "x", Tasks: tasks(40, job(1, 1))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const nodes, rounds = 8, 60
+	var now atomic.Int64
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			var held []AllocationReport
+			var resp Response
+			for r := 0; ; r++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				for i := range held {
+					switch rng.IntN(6) {
+					case 0:
+						held[i].State = AllocCompleted
+					case 1:
+						held[i].State = AllocFailed
+					case 2:
+						held[i].State = AllocRefused
+					}
+				}
+				hb := NodeHeartbeat{Node: fmt.Sprintf("n%d", w), Limits: smallNode, Allocations: held}
+				resp.Reset()
+				if err := s.Heartbeat(clock.Time(now.Load()), &hb, &resp); err != nil {
+					t.Error(err)
+					return
+				}
+				kept := held[:0]
+				for _, a := range held {
+					if a.State == AllocRunning && !slices.ContainsFunc(resp.Abort, func(d AbortDecision) bool { return d.Allocation == a.ID }) {
+						kept = append(kept, a)
+					}
+				}
+				held = kept
+				for _, st := range resp.Start {
+					held = append(held, AllocationReport{ID: st.Allocation, State: AllocRunning})
+				}
+			}
+		}()
+	}
+	rng := rand.New(rand.NewPCG(3, 9))
+	for r := range rounds {
+		now.Add(int64(clock.Second))
+		s.UpdateFairShare(clock.Time(now.Load()))
+		// Around the task's completed and running jobs: below them now
+		// and then (excess jobs), above them mostly, and above the
+		// completed ones, so that x completes only at the end.
+		o := s.ops[id] // only this goroutine patches: o.tasks is stable here
+		around := func(i int) int64 {
+			tk := &o.tasks[i]
+			return tk.completed.Load() + max(1, tk.running.Load()-5+rng.Int64N(25))
+		}
+		ps := []TaskPatch{{JobCount: around(0), HasJobCount: true}}
+		if r == rounds/2 {
+			ps = append(ps, TaskPatch{Name: "more", JobCount: 10, HasJobCount: true, Resources: job(1, 1), HasResources: true})
+		} else if r > rounds/2 {
+			ps = append(ps, TaskPatch{JobCount: around(1), HasJobCount: true})
+		}
+		if _, err := s.PatchOperation(id, OperationPatch{Tasks: ps}); isCode(err, CodeFinished) {
+			// Heartbeats completed past a count read a moment before and
+			// nothing runs: x completed, as it must then.
+			break
+		} else if err != nil {
+			t.Fatalf("round %d: %v", r, err)
+		}
+		s.lockShards()
+		checkJobs(t, s.ops[id])
+		s.unlockShards()
+	}
+	if _, err := s.PatchOperation(id, OperationPatch{Tasks: []TaskPatch{{JobCount: 0, HasJobCount: true}}}); err != nil && !isCode(err, CodeFinished) {
+		t.Fatal(err)
+	}
+	// With no job left to start, every allocation ends within a few
+	// heartbeats of each node: poll, with a deadline.
+	for deadline := time.Now().Add(20 * time.Second); s.ops[id].running.Load() > 0 && time.Now().Before(deadline); {
+		now.Add(int64(clock.Second))
+		s.UpdateFairShare(clock.Time(now.Load()))
+	}
+	close(stop)
+	wg.Wait()
+	info, _ := s.Operation(id)
+	if info.State != StateCompleted || info.RunningAllocations != 0 || info.PendingJobs != 0 {
+		t.Fatalf("at the end: %v, %d running, %d pending; want completed, 0, 0", info.State, info.RunningAllocations, info.PendingJobs)
 	}
 }
