@@ -136,8 +136,13 @@ type recorder struct {
 	lastT        clock.Time
 	traceSkips   skips
 	lastFE       float64
-	lastUtil     Amounts
-	lastWith     int
+	// sinceFE, sinceUtil and sinceT integrate since the last sample, whose
+	// FairnessSample holds the means over its interval.
+	sinceFE   float64
+	sinceUtil Amounts
+	sinceT    float64
+	lastUtil  Amounts
+	lastWith  int
 }
 
 // FairnessSample is the cluster's fairness and utilization at a sample.
@@ -380,15 +385,33 @@ func (r *recorder) observe(e *engine, t clock.Time, total resource.Vec, pools []
 		fe = fairSum / float64(withDemand)
 	}
 	r.lastFE, r.lastUtil, r.lastWith = fe, util, withDemand
-	r.fairIntegral += fe * dt
-	r.fairTime += dt
-	for res := range resource.Count {
-		r.utilIntegral[res] += util[res] * dt
-	}
-	if sample {
-		r.fairness = append(r.fairness, FairnessSample{TimeS: t.Seconds(), Error: fe, PoolsWithDemand: withDemand, Utilization: util})
-	}
+	r.integrateFairness(t, dt, sample)
 	return sample
+}
+
+// integrateFairness adds dt of the last fairness error and utilization to
+// the integrals and, at a sample, records their means since the previous
+// one (the current values at the first).
+func (r *recorder) integrateFairness(t clock.Time, dt float64, sample bool) {
+	if sample {
+		fs := FairnessSample{TimeS: t.Seconds(), Error: r.lastFE, PoolsWithDemand: r.lastWith, Utilization: r.lastUtil}
+		if r.sinceT > 0 {
+			fs.Error = r.sinceFE / r.sinceT
+			for res := range resource.Count {
+				fs.Utilization[res] = r.sinceUtil[res] / r.sinceT
+			}
+		}
+		r.fairness = append(r.fairness, fs)
+		r.sinceFE, r.sinceUtil, r.sinceT = 0, Amounts{}, 0
+	}
+	r.fairIntegral += r.lastFE * dt
+	r.fairTime += dt
+	r.sinceFE += r.lastFE * dt
+	r.sinceT += dt
+	for res := range resource.Count {
+		r.utilIntegral[res] += r.lastUtil[res] * dt
+		r.sinceUtil[res] += r.lastUtil[res] * dt
+	}
 }
 
 // repeat records a fair-share update at t that a trace replay skipped
@@ -425,13 +448,8 @@ func (r *recorder) repeat(e *engine, t clock.Time) {
 			p.samples = append(p.samples, s)
 		}
 	}
-	r.fairIntegral += r.lastFE * dt
-	r.fairTime += dt
-	for res := range resource.Count {
-		r.utilIntegral[res] += r.lastUtil[res] * dt
-	}
+	r.integrateFairness(t, dt, sample)
 	if sample {
-		r.fairness = append(r.fairness, FairnessSample{TimeS: t.Seconds(), Error: r.lastFE, PoolsWithDemand: r.lastWith, Utilization: r.lastUtil})
 		if len(r.works) > 0 {
 			e.opInfos = e.sched.Operations(e.opInfos[:0])
 			r.observeWorkloads(e, t, r.total, e.opInfos)
