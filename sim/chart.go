@@ -402,7 +402,7 @@ func fairnessChart(res *Result) *plot.Plot {
 func utilizationChart(res *Result) *plot.Plot {
 	p := newPlot("cluster utilization: usage share of each resource", "usage share")
 	for k, r := range reportResources {
-		if res.Total[r] == 0 {
+		if !usedResource(res, r) {
 			continue
 		}
 		xys := make(plotter.XYs, len(res.Fairness))
@@ -414,4 +414,15 @@ func utilizationChart(res *Result) *plot.Plot {
 	p.Y.Min, p.Y.Max = 0, headroom
 	xRange(p, res)
 	return p
+}
+
+// usedResource reports whether the run ever used resource r (an swf
+// replay's nodes have memory that no job asks for).
+func usedResource(res *Result, r resource.Kind) bool {
+	for _, s := range res.Fairness {
+		if s.Utilization[r] > 0 {
+			return true
+		}
+	}
+	return false
 }

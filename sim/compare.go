@@ -300,7 +300,7 @@ func compareFairness(c Comparison, a, b *Result) *plot.Plot {
 func compareUtilization(c Comparison, a, b *Result) *plot.Plot {
 	p := newPlot("cluster utilization over time: A vs B", "usage share")
 	for k, r := range reportResources {
-		if a.Total[r] == 0 {
+		if !usedResource(a, r) && !usedResource(b, r) {
 			continue
 		}
 		for i, res := range []*Result{a, b} {
