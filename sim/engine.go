@@ -72,6 +72,11 @@ type engine struct {
 	// heartbeats that cannot change anything (see idleHeartbeat).
 	pending   int64
 	keepAlive clock.Duration
+	// progress is when a trace job last arrived, started or finished;
+	// maxRun the longest finite run time seen; ended why the replay ended.
+	progress clock.Time
+	maxRun   clock.Duration
+	ended    string
 	// dirty says that something the fair share depends on changed since
 	// the last update; integral says that the tree has integral pools.
 	dirty, integral bool
@@ -254,8 +259,23 @@ func Run(sc *Scenario) (*Result, error) {
 		if e.traceMore {
 			t = min(t, e.traceTime())
 		}
-		if t >= e.end || e.trace != nil && !e.traceMore && e.live == 0 {
+		if t >= e.end {
+			e.ended = EndedDuration
 			break
+		}
+		if e.trace != nil && !e.traceMore {
+			if e.live == 0 {
+				e.ended = EndedDone
+				break
+			}
+			if t.Sub(e.progress) > e.maxRun+stallMargin {
+				// No job started or finished for longer than the longest
+				// run: nothing runs that will finish, and what waits
+				// cannot start (jobs still running at the trace's end
+				// hold what it needs).
+				e.ended = EndedStalled
+				break
+			}
 		}
 		switch {
 		case e.traceMore && e.traceTime() == t:
@@ -282,6 +302,17 @@ func Run(sc *Scenario) (*Result, error) {
 	}
 	return e.rec.result(e), nil
 }
+
+// Why a trace replay ended (TraceReport.Ended).
+const (
+	EndedDone     = "every job that could finish finished"
+	EndedDuration = "duration_s reached"
+	EndedStalled  = "stalled: the jobs left wait for resources that jobs running at the trace's end hold"
+)
+
+// stallMargin is how long past the longest run time a replay waits for
+// progress before it calls itself stalled.
+const stallMargin = clock.Duration(3600 * clock.Second)
 
 // skipIdle lets trace replays skip the heartbeats and fair-share updates
 // that cannot change anything; tests turn it off to prove that skipping
@@ -363,6 +394,10 @@ func (e *engine) traceArrive(t clock.Time) error {
 	ws.inFlight++
 	o := &simOp{id: id, idBytes: []byte(id), work: ws, tasks: [][]pendingRun{{{t: t, n: j.Jobs}}}, taskHead: []int{0}, unfinished: j.Jobs}
 	o.trace = &traceOp{submit: t, run: seconds(j.RunS), forever: j.Forever, runS: j.RunS, recorded: j.RecordedWaitS}
+	e.progress = t
+	if !j.Forever {
+		e.maxRun = max(e.maxRun, o.trace.run)
+	}
 	e.pending += j.Jobs
 	e.dirty = true
 	if !j.Forever {
@@ -559,6 +594,7 @@ func (e *engine) heartbeat(t clock.Time, i int) error {
 				end = clock.Never
 			}
 			tr.lastStart = max(tr.lastStart, t)
+			e.progress = t
 			tr.started++
 		} else {
 			end = t.Add(drawDuration(&ws.tasks[st.Task], ws.w.Tasks[st.Task].Duration))
@@ -590,6 +626,7 @@ func (e *engine) jobCompleted(t clock.Time, j job) {
 	o.unfinished--
 	if tr := o.trace; tr != nil {
 		tr.lastEnd = max(tr.lastEnd, j.end)
+		e.progress = t
 		if o.unfinished == 0 {
 			e.live--
 			e.rec.traceCompleted(o.work.pool, tr)

@@ -30,6 +30,9 @@ type TraceReport struct {
 	// SimulatedS is the virtual time the replay took: until every job
 	// that will finish has (or the config's duration_s).
 	SimulatedS float64 `json:"simulated_s"`
+	// Ended says why the replay ended: EndedDone, EndedDuration or
+	// EndedStalled (the unfinished jobs are counted per pool).
+	Ended string `json:"ended"`
 	// FairnessError is the time mean of the fairness error (see
 	// FairnessSample) and FairnessErrorIntegral its integral over the
 	// run, in share·seconds.
@@ -106,7 +109,7 @@ func r6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
 var reportResources = []resource.Kind{resource.CPU, resource.Memory, resource.GPU}
 
 func (r *recorder) traceReport(e *engine) *TraceReport {
-	tr := &TraceReport{Trace: r.sc.Trace.Info, SkippedAtReplay: r.traceSkips.get(), SimulatedS: r3(r.lastT.Seconds()),
+	tr := &TraceReport{Trace: r.sc.Trace.Info, SkippedAtReplay: r.traceSkips.get(), SimulatedS: r3(r.lastT.Seconds()), Ended: e.ended,
 		FairnessErrorIntegral: r3(r.fairIntegral), Utilization: map[string]float64{}}
 	if tr.SkippedAtReplay == nil {
 		tr.SkippedAtReplay = []SkipCount{}

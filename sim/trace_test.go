@@ -31,11 +31,10 @@ func readAll(r TraceReader) ([]TraceJob, error) {
 	}
 }
 
-func cpuJob(n int64) resource.Vec {
+func cpuJob() resource.Vec {
 	var v resource.Vec
 	v[resource.CPU] = resource.CPUScale
 	v[resource.UserSlots] = 1
-	_ = n
 	return v
 }
 
@@ -88,7 +87,7 @@ func TestSWFConversion(t *testing.T) {
 			}
 			j := jobs[0]
 			c.want.Line = 4
-			c.want.Resources = cpuJob(0)
+			c.want.Resources = cpuJob()
 			if j.Line != c.want.Line || j.ID != c.want.ID || j.SubmitS != c.want.SubmitS || j.RunS != c.want.RunS || j.Jobs != c.want.Jobs ||
 				j.Pool != c.want.Pool || j.Gang != c.want.Gang || j.RecordedWaitS != c.want.RecordedWaitS || j.Resources != c.want.Resources || j.Forever {
 				t.Errorf("got %+v\nwant %+v", j, c.want)
@@ -549,5 +548,31 @@ func checkTraceError(t *testing.T, err error) {
 	var te *TraceError
 	if !errors.As(err, &te) || te.Line < 1 || !strings.HasPrefix(err.Error(), "line ") {
 		t.Fatalf("error %v (%T) names no line", err, err)
+	}
+}
+
+// TestReplayStalls: a pod still running at the trace's end holds the only
+// gpu node; the pod waiting for it can never start, and the replay ends as
+// stalled instead of running forever.
+func TestReplayStalls(t *testing.T) {
+	dir := t.TempDir()
+	pods := filepath.Join(dir, "pods.csv")
+	nodes := filepath.Join(dir, "nodes.csv")
+	os.WriteFile(nodes, []byte("sn,cpu_milli,memory_mib,gpu,model\ng,8000,8192,1,A10\n"), 0o644)
+	os.WriteFile(pods, []byte(strings.Join(alibabaPodColumns, ",")+"\n"+
+		"forever,1000,1024,1,1000,,LS,Running,0,,0\n"+
+		"short,1000,1024,0,0,,BE,Succeeded,5,65,5\n"+
+		"stuck,1000,1024,1,1000,,BE,Succeeded,10,70,10\n"), 0o644)
+	tr := replay(t, pods, TraceOptions{Format: FormatAlibaba, Nodes: nodes}, "").Trace
+	if tr.Ended != EndedStalled || tr.Overall.Completed != 1 || tr.Overall.Unfinished != 2 {
+		t.Errorf("ended %q, overall %+v", tr.Ended, tr.Overall)
+	}
+	// It gives up one hour after the longest run (60 s) without progress.
+	if tr.SimulatedS < 3600 || tr.SimulatedS > 3600+200 {
+		t.Errorf("simulated %v s", tr.SimulatedS)
+	}
+	res := replay(t, smallSWF, TraceOptions{Format: FormatSWF}, "")
+	if res.Trace.Ended != EndedDone {
+		t.Errorf("small.swf ended %q", res.Trace.Ended)
 	}
 }

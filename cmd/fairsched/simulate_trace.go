@@ -112,6 +112,9 @@ func runTrace(to traceFlags, out string, seed int64, stdout, stderr io.Writer) i
 		fmt.Fprintf(stdout, "replayed %d jobs under %s: %s simulated in %.2f s of wall time (%.0fx real time, %d nodes, %d heartbeats); wrote %d files to %s\n",
 			tr.Overall.Submitted, configName(configs[i]), time.Duration(tr.SimulatedS*float64(time.Second)).Round(time.Second),
 			wall.Seconds(), tr.SimulatedS/max(wall.Seconds(), 1e-9), res.Run.Nodes, res.Run.Heartbeats, len(names), filepath.Clean(dir))
+		if tr.Ended != sim.EndedDone {
+			fmt.Fprintf(stdout, "  ended: %s (%d jobs unfinished)\n", tr.Ended, tr.Overall.Unfinished)
+		}
 		for _, s := range tr.SkippedAtReplay {
 			fmt.Fprintf(stdout, "  not started %d: %s\n", s.Count, s.Reason)
 		}
