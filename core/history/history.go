@@ -89,13 +89,11 @@ type PoolSample struct {
 // history has none for the point (before the pool existed, while the
 // scheduler was down, …), and then the values are zero.
 type Point struct {
-	Time           clock.Time       `json:"time"`
-	Usage          float64          `json:"usage"`
-	FairShare      float64          `json:"fair_share"`
-	Demand         float64          `json:"demand"`
-	Starvation     starvation.State `json:"starvation"`
-	BelowFairShare bool             `json:"below_fair_share"`
-	Samples        int              `json:"samples"`
+	Time                     clock.Time
+	Usage, FairShare, Demand float64
+	Starvation               starvation.State
+	BelowFairShare           bool
+	Samples                  int
 }
 
 // Flag bits of a slot.
