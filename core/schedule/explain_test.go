@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
+	"github.com/fairsched/fairsched/core/tree"
 )
 
 // TestExplainJSON pins the JSON of explanations (the answer of the
@@ -63,5 +65,66 @@ run until=45 dt=1 quiet
 		if string(got) != string(want) {
 			t.Errorf("%s differs (rewrite with -rewrite and review the diff):\n%s", path, got)
 		}
+	}
+}
+
+// Explanations, what-ifs and history samples read the scheduler while
+// heartbeats (which start, complete and preempt allocations) and updates
+// run: under -race this checks that they read only what their locks
+// guard.
+func TestExplainConcurrent(t *testing.T) {
+	c := runScript(t, `
+pool name=a
+pool name=b allow_normal_preemption=false
+node count=2 slots=10 cpu=10 memory=100G
+op id=ob pool=b jobs=1000 duration=3
+update t=0
+heartbeat
+op id=oa pool=a jobs=1000 duration=2 t=1
+`)
+	s := c.Scheduler()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		limits := resource.Vec{resource.UserSlots: 10, resource.CPU: resource.Cores(10), resource.Memory: 100 << 30}
+		var resp schedule.Response
+		hb := &schedule.NodeHeartbeat{Node: "extra", Limits: limits}
+		for i := range 300 {
+			now := clock.FromSeconds(2 + float64(i)*0.5)
+			resp.Reset()
+			if err := s.Heartbeat(now, hb, &resp); err != nil {
+				t.Error(err)
+				return
+			}
+			hb.Allocations = hb.Allocations[:0]
+			for _, st := range resp.Start {
+				hb.Allocations = append(hb.Allocations, schedule.AllocationReport{ID: st.Allocation, State: schedule.AllocCompleted})
+			}
+			if i%4 == 0 {
+				s.UpdateFairShare(now)
+			}
+		}
+	}()
+	for i := 0; ; i++ {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		now := clock.FromSeconds(2 + float64(i))
+		for _, id := range []string{"oa", "ob"} {
+			if _, err := s.ExplainOperation(id, now, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.ExplainPool("a", now); err != nil {
+			t.Fatal(err)
+		}
+		w := s.WhatIf()
+		if _, err := w.ApplyPools(tree.Mutation{Kind: tree.SetPool, Name: "a", Pool: tree.PoolConfig{Weight: tree.Some(3)}}); err != nil {
+			t.Fatal(err)
+		}
+		w.Result()
+		s.PoolSamples(nil)
 	}
 }
