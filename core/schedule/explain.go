@@ -887,34 +887,50 @@ type Preemption struct {
 // and still run (from the nodes), then the recent preemptions the caller
 // logged, with who preempted them and why.
 func (s *Scheduler) explainPreempted(o *operation, recent []Preemption, fs []rankedFinding) []rankedFinding {
+	type running struct {
+		a    AllocationInfo
+		node string
+	}
+	var found []running
 	if o.preemptedCount.Load() > 0 {
-		type pa struct {
-			a    AllocationInfo
-			node string
-		}
-		var found []pa
 		for i := range s.shards {
 			sh := &s.shards[i]
 			sh.mu.Lock()
 			sh.nodes.all(func(n *node) {
 				for _, a := range n.allocs {
 					if a.op == o && a.preempted {
-						found = append(found, pa{AllocationInfo{ID: a.id, Status: a.status, Deadline: a.deadline}, n.name})
+						found = append(found, running{AllocationInfo{ID: a.id, Status: a.status, Deadline: a.deadline}, n.name})
 					}
 				}
 			})
 			sh.mu.Unlock()
 		}
-		slices.SortFunc(found, func(x, y pa) int { return cmp.Compare(x.a.ID, y.a.ID) })
-		for _, p := range found {
-			fs = append(fs, rankedFinding{rankContext, Finding{Code: FindingPreemptedAllocation, Allocation: u64(p.a.ID), Node: p.node,
-				Status: p.a.Status.String(), Deadline: secs(p.a.Deadline),
-				Message: "allocation " + strconv.FormatUint(p.a.ID, 10) + " of operation " + o.id + " on node " + p.node + " was preempted (" +
-					p.a.Status.String() + ") and must stop by " + fmtNum(p.a.Deadline.Seconds()) + " s"}})
-		}
+		slices.SortFunc(found, func(x, y running) int { return cmp.Compare(x.a.ID, y.a.ID) })
 	}
+	deadline := func(f *Finding, d clock.Time) {
+		f.Deadline = secs(d)
+		f.Message += "; it still runs and must stop by " + fmtNum(d.Seconds()) + " s"
+	}
+	logged := map[uint64]bool{}
 	for _, p := range recent {
-		fs = append(fs, rankedFinding{rankContext, PreemptionFinding(p)})
+		f := PreemptionFinding(p)
+		for _, r := range found {
+			if r.a.ID == p.Decision.Allocation {
+				deadline(&f, r.a.Deadline)
+			}
+		}
+		logged[p.Decision.Allocation] = true
+		fs = append(fs, rankedFinding{rankContext, f})
+	}
+	for _, r := range found {
+		if logged[r.a.ID] {
+			continue
+		}
+		f := Finding{Code: FindingPreemptedAllocation, Allocation: u64(r.a.ID), Node: r.node, Status: r.a.Status.String(),
+			Message: "allocation " + strconv.FormatUint(r.a.ID, 10) + " of operation " + o.id + " on node " + r.node + " was preempted (" +
+				r.a.Status.String() + ")"}
+		deadline(&f, r.a.Deadline)
+		fs = append(fs, rankedFinding{rankContext, f})
 	}
 	return fs
 }

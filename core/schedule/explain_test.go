@@ -2,11 +2,15 @@ package schedule_test
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/core/coretest/scenario"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/tree"
@@ -34,6 +38,27 @@ run until=45 dt=1 quiet
 `)
 	s := c.Scheduler()
 	now := clock.FromSeconds(c.Now())
+	// docs/why-waiting.md's what-if: research's weight 1 → 3 takes its
+	// fair share from 0.5 to 0.75, prod's from 0.5 to 0.25.
+	w := s.WhatIf()
+	r, _ := w.Pool("research")
+	rc := r.Config
+	rc.Weight = tree.Some(3)
+	if _, err := w.ApplyPools(tree.Mutation{Kind: tree.SetPool, Name: "research", Pool: rc}); err != nil {
+		t.Fatal(err)
+	}
+	for _, pc := range w.Result() {
+		t.Logf("what-if: %s fair share %v → %v", pc.Name, pc.Before.Attrs.FairShare.Total, pc.After.Attrs.FairShare.Total)
+		b, a := pc.Before.Attrs.FairShare.Total.MaxComponent(), pc.After.Attrs.FairShare.Total.MaxComponent()
+		want := map[string][2]float64{"research": {0.5, 0.75}, "prod": {0.5, 0.25}}[pc.Name]
+		if want != [2]float64{} && (math.Abs(b-want[0]) > 1e-9 || math.Abs(a-want[1]) > 1e-9) {
+			t.Errorf("what-if of research's weight 3: %s %v → %v, want %v", pc.Name, b, a, want)
+		}
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "why-waiting.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		file string
 		get  func() (schedule.Explanation, error)
@@ -41,6 +66,23 @@ run until=45 dt=1 quiet
 		{"pending.json", func() (schedule.Explanation, error) { return s.ExplainOperation("etl", now, nil) }},
 		{"starving.json", func() (schedule.Explanation, error) { return s.ExplainOperation("train-1", now, nil) }},
 		{"pool.json", func() (schedule.Explanation, error) { return s.ExplainPool("research", now) }},
+		{"preempted.json", func() (schedule.Explanation, error) {
+			// prod allows normal preemption: train-1 preempts serving's
+			// preemptible allocations; serving's explanation lists them
+			// with the preemptions the heartbeats decided (the log).
+			more := c.Now()
+			runMore(t, c, "pool name=prod allow_normal_preemption=true\nrun until="+strconv.FormatFloat(more+3, 'g', -1, 64)+" dt=1 quiet\n")
+			var recent []schedule.Preemption
+			for _, ev := range c.Events() {
+				if ev.Kind == scenario.EventPreempt && ev.Operation == "serving" {
+					recent = append(recent, schedule.Preemption{Time: clock.FromSeconds(ev.T), Node: ev.Node, Decision: ev.Preempt})
+				}
+			}
+			if len(recent) == 0 {
+				t.Fatal("nothing was preempted for train-1")
+			}
+			return s.ExplainOperation("serving", clock.FromSeconds(c.Now()), recent[:1])
+		}},
 	} {
 		e, err := tc.get()
 		if err != nil {
@@ -64,6 +106,18 @@ run until=45 dt=1 quiet
 		}
 		if string(got) != string(want) {
 			t.Errorf("%s differs (rewrite with -rewrite and review the diff):\n%s", path, got)
+		}
+		// docs/why-waiting.md walks through these answers: it must show
+		// them as the scheduler gives them.
+		var shown []byte
+		switch tc.file {
+		case "pending.json", "starving.json":
+			shown = got
+		case "preempted.json":
+			shown, _ = json.MarshalIndent(e.Findings[len(e.Findings)-1], "", "  ")
+		}
+		if shown != nil && !strings.Contains(string(doc), strings.TrimSpace(string(shown))) {
+			t.Errorf("docs/why-waiting.md does not show the answer of %s as it is now:\n%s", tc.file, shown)
 		}
 	}
 }

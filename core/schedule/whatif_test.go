@@ -29,6 +29,18 @@ func runScript(t *testing.T, text string) *scenario.Cluster {
 	return c
 }
 
+// runMore runs more scenario commands, one a line, on the cluster.
+func runMore(t *testing.T, c *scenario.Cluster, text string) {
+	t.Helper()
+	s, err := coretest.ParseScript(t.Name(), strings.ReplaceAll(text, "\n", "\n\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Run(c.Exec); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // orchidBytes encodes everything the orchid shows of the scheduler: every
 // pool, operation and node view, the published snapshot's time and total,
 // and the config.
