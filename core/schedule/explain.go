@@ -74,6 +74,9 @@ const (
 	FindingStrongGuarantee      = "fair_share_strong_guarantee"
 	FindingIntegralGuarantee    = "fair_share_integral_guarantee"
 	FindingWeightShare          = "fair_share_weight_share"
+	// The parent is a FIFO pool: its fair share goes to its children in
+	// order.
+	FindingFifoOrder = "fair_share_fifo_order"
 	// The only child of its parent that demands: its fair share is the
 	// parent's (the parent's bound follows).
 	FindingWholeParent = "fair_share_of_parent"
@@ -833,6 +836,21 @@ func (s *Scheduler) explainBound(id tree.ID, fs []rankedFinding) []rankedFinding
 		}
 	}
 	pn := t.Name(p)
+	if t.Pool(p).Mode == tree.ModeFIFO && n > 1 {
+		// A FIFO pool gives its fair share to its children in its order
+		// (fifo_sort_parameters): name the ones that hold a share.
+		var ahead []string
+		for c := t.FirstChild(p); c != tree.None; c = t.NextSibling(c) {
+			if c != id && s.fs.Attributes(c).FairShare.Total.MaxComponent() > resource.LargeEpsilon && len(ahead) < 10 {
+				ahead = append(ahead, t.Name(c))
+			}
+		}
+		return append(fs, rankedFinding{rankBound, Finding{Code: FindingFifoOrder, Pool: pn, Setting: "mode", Resource: k.String(),
+			FairShare: f64(roundTo(f[k], 6)), Demand: f64(roundTo(d[k], 6)), ParentFairShare: f64(roundTo(pa.FairShare.Total[k], 6)), Operations: ahead,
+			Message: poolLabel(pn) + " is in fifo mode: its fair share, " + fmtNum(pa.FairShare.Total[k]) + " of the cluster's " + k.String() +
+				", goes to its children in the order of fifo_sort_parameters, and " + who + " gets " + fmtNum(f[k]) + " of it" + after(ahead) +
+				"; it demands " + fmtNum(d[k])}})
+	}
 	if n == 1 && p != tree.Root {
 		// The only child of its parent that demands: its fair share is the
 		// parent's, bounded by what bounds the parent's.
@@ -860,6 +878,14 @@ func (s *Scheduler) explainBound(id tree.ID, fs []rankedFinding) []rankedFinding
 	}
 	fd.Message += "; it demands " + fmtNum(d[k])
 	return append(fs, rankedFinding{rankBound, fd})
+}
+
+// after names the children that hold a FIFO pool's share besides the element.
+func after(ahead []string) string {
+	if len(ahead) == 0 {
+		return ""
+	}
+	return " (the rest goes to " + strings.Join(ahead, ", ") + ")"
 }
 
 // guaranteeOwner names the element or the lowest ancestor that configures
