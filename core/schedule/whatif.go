@@ -48,7 +48,9 @@ type WhatIf struct {
 func (s *Scheduler) WhatIf() *WhatIf {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.retireFinished()
+	// NB: no retireFinished: retiring an operation a heartbeat finished
+	// may start a pending one, and a what-if changes nothing. A finished,
+	// not yet retired operation has no demand in the copy (not running).
 	t := s.tree.Clone()
 	w := &WhatIf{
 		demand:  make([]resource.Vec, t.Len()),
