@@ -111,6 +111,22 @@ func atMostTwoPow53(lit string) bool {
 	return digits[:len(p53)] < p53
 }
 
+// Float returns v as a finite float64 of any magnitude. Number bounds
+// amounts by 2^53 so that they stay whole and exact; a measured quantity
+// such as an accumulated volume in resource·seconds is a float that the
+// server itself lets grow past 2^53, and needs only to be finite.
+func Float(path string, v any) (float64, *Error) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, WrongType(path, v, "a number")
+	}
+	x, err := strconv.ParseFloat(string(n), 64)
+	if err != nil || math.IsInf(x, 0) || math.IsNaN(x) {
+		return 0, Invalid(path, v, "a finite number")
+	}
+	return x, nil
+}
+
 // Range returns v as a number in [lo, hi] (hi may be +Inf); want describes
 // the range in the error.
 func Range(path string, v any, lo, hi float64, want string) (float64, *Error) {
