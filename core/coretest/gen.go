@@ -67,7 +67,7 @@ type genOp struct {
 	spec tree.OperationSpec
 }
 
-// GenTree builds the "realistic random tree" of performance.md: exactly pools
+// GenTree builds the "realistic random tree" of bench/README.md#workload: exactly pools
 // pools under the root and exactly ops operations, and returns the tree with
 // the total resources of its cluster. Equal arguments give equal trees
 // (names, configurations, demands and usages; IDs too, since elements are

@@ -1,19 +1,19 @@
-// Package fairshare computes fair shares: the Vector HDRF update of spec.md §2.
+// Package fairshare computes fair shares: the Vector HDRF update of docs/semantics.md#fair-share.
 //
 // An Updater is bound to one pool tree. Each call of Update computes, for
 // every element, the fair share and its decomposition into strong-guarantee,
 // integral-guarantee and weight-proportional parts, plus the shares and
-// integral volumes of api.md §5. Time is an argument, a clock.Time (whole
+// integral volumes of docs/api.md#the-orchid. Time is an argument, a clock.Time (whole
 // microseconds); the volume arithmetic converts the elapsed span to seconds
 // once per update. The package reads no clock.
 //
-// The pipeline follows the reference's order (spec.md §2.1): strong-guarantee
+// The pipeline follows the reference's order (docs/semantics.md#fair-share): strong-guarantee
 // inference (§2.2), bottom-up attributes, integral volume accounting (§2.5),
 // guarantee adjustment (§2.3–2.4), burst and relaxed integral shares
 // (§2.6–2.7), the fair-share functions (§2.8), the top-down distribution
 // (§2.9), promised-guarantee fair share (§2.11) and the root (§2.10).
 //
-// Layout (style.md §2): the state is split by who reads it. Attributes (the
+// Layout (flat arrays by element ID): the state is split by who reads it. Attributes (the
 // output), a small elem (kind and pool slot) and the operations' raw inputs
 // are indexed by tree.ID; the functions by suggestion, the weights and the
 // top-down pass's node states are indexed by position, an element's index in

@@ -1,4 +1,4 @@
-// Package schedule is fairsched's scheduling core (spec.md §3–§7): it admits
+// Package schedule is fairsched's scheduling core (docs/semantics.md): it admits
 // operations, answers node heartbeats with the allocations to start, preempt
 // and abort, and runs the fair-share update that everything is judged by.
 //
@@ -29,8 +29,8 @@
 //     satisfaction with live usage, refreshed lazily; see opIndex) for the
 //     regular stage's search, so a heartbeat does not scan every operation.
 //
-//   - Each operation keeps its allocations' preemption statuses (spec.md
-//     §4) in one list in start order cut in three by two boundaries, under
+//   - Each operation keeps its allocations' preemption statuses
+//     (docs/semantics.md#preemption-statuses) in one list in start order cut in three by two boundaries, under
 //     its own mutex, because its allocations live on nodes of every shard.
 //     An allocation's status is where its rank falls between the
 //     boundaries' ranks, which the operation publishes under a sequence
@@ -71,7 +71,7 @@
 // # Where things are
 //
 //   - heartbeat.go: the heartbeat's decisions (start, preempt, abort) and
-//     Heartbeat itself, which runs the stages below in spec.md §5.1's order;
+//     Heartbeat itself, which runs the stages below in docs/semantics.md#scheduling-on-a-heartbeat's order;
 //   - regular_stage.go: the regular (non-preemptive) stage (§5.2–§5.3);
 //   - preemptive_stages.go: the preemptive stages and which operations they
 //     start for (§5.4); victims.go: how victims are chosen and preempted

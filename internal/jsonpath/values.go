@@ -53,7 +53,7 @@ func Bool(path string, v any) (bool, *Error) {
 }
 
 // MaxMagnitude is the largest magnitude a number may have: 2^53, the
-// largest range in which float64 holds every integer exactly (api.md §1).
+// largest range in which float64 holds every integer exactly (docs/api.md#conventions).
 const MaxMagnitude = 1 << 53
 
 // Number returns v as a finite float64 of magnitude at most 2^53. A number
