@@ -11,9 +11,9 @@ import (
 // inputs and shares (updateOperations, which also decides which operations'
 // functions are rebuilt), the pools' subtree totals, burst and flow ratios,
 // limits, strong-guarantee, usage and demand shares (cumulative), and the
-// FIFO pools' child order (§2.14).
+// FIFO pools' child order.
 
-// ---- operations (docs/semantics.md#fair-share step 4, §2.8) ----
+// ---- operations (docs/semantics.md#fair-share step 4, docs/design/fair-share.md#the-three-functions-of-an-element) ----
 
 // updateOperations visits the operations twice. First in ID order, the
 // order of the tree's and the attributes' storage: it detects changed inputs
@@ -169,7 +169,7 @@ func limitsShare(specified tree.PartialVec, nodes *tree.NodeLimits, total resour
 
 // cumulative computes the pools' subtree attributes bottom-up: the tasks'
 // subtrees in parallel, then the split pools (parallel.go). The pools but
-// the root also split their strong guarantees into tiers there (§2.4,
+// the root also split their strong guarantees into tiers there (docs/semantics.md#strong-guarantees,
 // guarantees.go): their strong guarantee shares are final once computed
 // here until the adjustment, only the root's changes before it.
 //

@@ -46,7 +46,7 @@ func DefaultConfig() Config {
 // of docs/api.md#the-orchid. Shares are fractions of the total resources.
 type Attributes struct {
 	FairShare Detailed
-	// PromisedGuaranteeFairShare is set inside pools that compute it (§2.11).
+	// PromisedGuaranteeFairShare is set inside pools that compute it.
 	PromisedGuaranteeFairShare Detailed
 
 	UsageShare            resource.Share

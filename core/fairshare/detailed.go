@@ -10,7 +10,7 @@ import (
 
 // The detailed decomposition of a fair share into its strong-guarantee,
 // integral-guarantee and weight-proportional parts, and the root's fair
-// share (docs/semantics.md#fair-share, step 11 of §2.1).
+// share (docs/semantics.md#fair-share, step 11 of the update).
 
 // setDetailed sets element id's fair share (or, for promisedGuarantee, its
 // promised-guarantee fair share) to total and decomposes it by the element's

@@ -6,7 +6,7 @@ import (
 	"github.com/fairsched/fairsched/core/tree"
 )
 
-// The top-down distribution (docs/semantics.md#fair-share, step 9 of §2.1), in its two
+// The top-down distribution (docs/semantics.md#fair-share, step 9 of the update), in its two
 // modes side by side: distribute is the classic pass, which hands every
 // child a scalar suggestion found with the pool's max fit factor by
 // suggestion; distributeVec is the improved pass (Config.EnableImprovedFitFactor),

@@ -9,9 +9,9 @@ import (
 )
 
 // Strong guarantees and weights: inference top-down (docs/semantics.md#strong-guarantees, step 2 of
-// §2.1), the overcommit adjustment at the root and the tiered adjustment
-// top-down (§2.3–2.4, step 6), and the pools' weights, inferred from their
-// guarantees when the tree says so (§2.13).
+// docs/semantics.md#fair-share), the overcommit adjustment at the root and the tiered adjustment
+// top-down, and the pools' weights, inferred from their
+// guarantees when the tree says so.
 
 // ---- strong guarantee inference (docs/semantics.md#strong-guarantees) ----
 
@@ -73,7 +73,7 @@ func (u *Updater) inferKids(p int32) {
 // ---- guarantee adjustment (docs/semantics.md#strong-guarantees) ----
 
 // adjustGuarantees adjusts the strong guarantees (docs/semantics.md#strong-guarantees) and sets
-// the pools' weights (§2.13), raising the overcommit alerts. With the
+// the pools' weights, raising the overcommit alerts. With the
 // guarantees kept (Updater.keepGuarantees) it only raises the alerts it
 // raised when it computed them.
 func (u *Updater) adjustGuarantees() {
@@ -153,7 +153,7 @@ func (u *Updater) tiersPool(p int32) {
 
 // adjustStrong adjusts the strong guarantees in pool p's subtree top-down,
 // and sets the weights, which depend on the adjusted guarantees of a pool
-// and its parent (§2.13).
+// and its parent.
 func (u *Updater) adjustStrong(p int32) {
 	u.adjustStrongPool(p)
 	u.weightOf(p)

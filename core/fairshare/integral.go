@@ -9,8 +9,8 @@ import (
 	"github.com/fairsched/fairsched/core/tree"
 )
 
-// Integral guarantees: volume accounting (docs/semantics.md#integral-guarantees, step 5 of §2.1), then
-// the burst pools' (§2.6, step 7) and the relaxed pools' (§2.7, step 8)
+// Integral guarantees: volume accounting (docs/semantics.md#integral-guarantees, step 5 of the update), then
+// the burst pools' and the relaxed pools'
 // integral shares, and the integral pools' orchid attributes.
 //
 // Volumes are refilled (by the resource flow) and consumed (by the last
@@ -274,7 +274,7 @@ func (u *Updater) increaseHierarchicalIntegralShare(id tree.ID, delta resource.S
 	}
 }
 
-// integralPasses sets the burst (docs/semantics.md#integral-guarantees) and then the relaxed (§2.7)
+// integralPasses sets the burst (docs/semantics.md#integral-guarantees) and then the relaxed
 // pools' integral shares.
 func (u *Updater) integralPasses() {
 	u.tmpUsed, u.tmpNeed = 0, 0

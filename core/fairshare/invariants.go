@@ -21,14 +21,14 @@ const invariantSlack = 1e-8
 // docs/semantics.md#fair-share guarantees:
 //
 //   - every element's fair share is a number, non-negative and at most 1
-//     in every resource (fair shares are capped by limits shares, §9.2, and
+//     in every resource (fair shares are capped by limits shares, and
 //     the root's limits share is the whole cluster);
 //   - the fair shares of a pool's children sum to at most the pool's, per
-//     resource (the top-down distribution, §2.9; the root's is their sum,
-//     §2.10).
+//     resource (the top-down distribution, docs/design/fair-share.md#handing-the-shares-down; the root's is their sum,
+//     docs/semantics.md#fair-share).
 //
 // Nothing more: a pool's children may leave part of its fair share unused
-// (left-continuity at jumps, §9.4), and the decomposition's parts are not
+// (left-continuity at jumps, docs/design/fair-share.md#the-three-functions-of-an-element), and the decomposition's parts are not
 // checked.
 func (u *Updater) checkFairShares() {
 	for _, p := range u.prePools {

@@ -224,7 +224,7 @@ func TestWeights(t *testing.T) {
 }
 
 func TestStrongGuaranteePlusSuggestion(t *testing.T) {
-	// docs/semantics.md#strong-guarantees: a guaranteed pool takes guarantee + s, not max(guarantee, s).
+	// docs/design/fair-share.md#max-fit-factor-by-suggestion: a guaranteed pool takes guarantee + s, not max(guarantee, s).
 	full := semFrac(1, 1)
 	f := func(name string, ms []tree.Mutation, want map[string]resource.Share, strong map[string]resource.Share) {
 		t.Helper()
@@ -524,7 +524,7 @@ func TestDecompositionSumsToTotal(t *testing.T) {
 }
 
 func TestGangThatFitsExactlyGetsItsShare(t *testing.T) {
-	// docs/semantics.md#fair-share defines mff_r(s) as the LARGEST fit factor f with
+	// docs/design/fair-share.md#max-fit-factor-by-suggestion defines mff_r(s) as the LARGEST fit factor f with
 	// FSBFF_r(f) ≤ min(G_r + s, L_r). When a gang's jump lands exactly on the
 	// limit (the whole cluster at the root: G + s = L = 1), that largest f is
 	// the right end of the jump, so the gang fits. The implementation builds

@@ -153,7 +153,7 @@ func (u *Updater) Update(total resource.Vec, now clock.Time) {
 	// 5. Integral volumes consumed, refilled and overflowing (integral.go).
 	u.consumeAndRefill()
 	// 6. Guarantee adjustment (guarantees.go), and the weights inferred
-	// from the adjusted guarantees (§2.13).
+	// from the adjusted guarantees.
 	u.adjustGuarantees()
 	// 7–8. Burst and relaxed pools' integral shares (integral.go), on
 	// temporary functions (functions.go), and 9. the fair-share functions

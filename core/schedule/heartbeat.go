@@ -204,12 +204,12 @@ func (r *Response) Reset() {
 //     are finished as vanished (both rules below);
 //  2. graceful preemption (docs/semantics.md#graceful-preemption);
 //  3. the regular stage starts allocations on the node's free resources,
-//     least satisfied operation first (§5.2–5.3);
+//     least satisfied operation first;
 //  4. at most every Config.PreemptiveSchedulingBackoff seconds per node,
-//     the preemptive stages (§5.4–5.5) start at most one allocation using
+//     the preemptive stages start at most one allocation using
 //     the resources of preemptible allocations and preempt those;
 //  5. a node whose limits no longer hold its allocations aborts the most
-//     preemptible ones (§5.6).
+//     preemptible ones.
 //
 // Reported usage (docs/api.md#node-heartbeats): the usage a running allocation reports
 // (AllocationReport.HasUsage) is its usage from this heartbeat on,
@@ -226,7 +226,7 @@ func (r *Response) Reset() {
 // usage of a completed, failed or aborted report and of an unknown
 // allocation is ignored. A usage above the request is not refused: it can
 // take the node above its limits (then the preemptive stage and the
-// overcommit abort, §5.5–5.6, act as for any overcommit) and the operation
+// overcommit abort, docs/semantics.md#preemptive-stages, act as for any overcommit) and the operation
 // or a pool above its resource limits (its allocations become preemptible
 // as limit violations).
 //

@@ -16,7 +16,7 @@ import (
 // path, is the only one when no filter is set) and need bucket (the bit
 // length of the smallest cpu of their tasks with pending jobs), each keyed
 // by (scheduling priority class, satisfaction with live usage, snapshot
-// pre-order index), so that the high class (§3.6) goes first and ties go to
+// pre-order index), so that the high class goes first and ties go to
 // the operation first in the tree as with a scan. A search walks the heaps
 // whose class matches the node and whose bucket's jobs may fit its free
 // cpu, and takes the best of their answers. Shard mutex.

@@ -19,7 +19,7 @@ type stage struct {
 }
 
 // preemptiveStages are docs/semantics.md#preemptive-stages's stages without the SSD and GPU ones
-// (out of scope, §11), in order.
+// (out of scope), in order.
 var preemptiveStages = [...]stage{
 	{target: PriorityAggressive, aggressive: true},
 	{target: PriorityNormal, force: true},
@@ -50,7 +50,7 @@ func (s *Scheduler) schedulePreemptive(now clock.Time, sh *shard, n *node, snap 
 }
 
 // blockedByAncestor is docs/semantics.md#preemptive-stages's blocked_by_ancestor: graceful
-// operations are never victims of the preemptive stages (§7), the normal
+// operations are never victims of the preemptive stages, the normal
 // stage may not preempt below a pool (or operation) with
 // allow_normal_preemption = false, and an operation that is starving itself
 // is no victim unless allow_preemption_from_starving_operations.

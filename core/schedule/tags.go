@@ -9,8 +9,8 @@ import (
 	"github.com/fairsched/fairsched/core/tree"
 )
 
-// Scheduling tag filters (docs/semantics.md) and the best allocation share
-// (§1.5): what the nodes allow each element.
+// Scheduling tag filters (docs/semantics.md#scheduling-tag-filters) and the best allocation
+// share (docs/semantics.md#best-allocation-share): what the nodes allow each element.
 //
 // Semantics:
 //
@@ -23,7 +23,7 @@ import (
 //     resources of the nodes matching its own filter only (no filter: it has
 //     none; the reference's TestSchedulingTagFilterResourceLimits). They
 //     bound its limits share in the fair-share update (tree.NodeLimits).
-//   - An operation's best allocation share (§1.5) is the share of the
+//   - An operation's best allocation share is the share of the
 //     cluster its allocations could use given how many fit on each node
 //     that matches its own filter, by memory: with m = demand.memory /
 //     demand.user_slots (whole bytes; tasks of different sizes are

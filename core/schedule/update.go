@@ -46,9 +46,9 @@ type opView struct {
 	// highPriority puts the operation in the high scheduling priority
 	// class (docs/semantics.md#scheduling-on-a-heartbeat, enable_guarantee_priority_scheduling).
 	highPriority bool
-	// allowAggressive is the effective allow_aggressive_preemption (§4).
+	// allowAggressive is the effective allow_aggressive_preemption.
 	allowAggressive bool
-	// normalBlocked: allow_normal_preemption = false on the path (§5.4).
+	// normalBlocked: allow_normal_preemption = false on the path.
 	normalBlocked bool
 	// detached marks a copy held by an operation that left the snapshots
 	// (see detachViews); it is never an element of Snapshot.ops.
@@ -89,7 +89,7 @@ type effective struct {
 // operation's demand and usage to the fair-share core, judges statuses,
 // starvation and preemption priorities (docs/semantics.md#satisfaction-and-status), publishes a new
 // Snapshot for heartbeats and rebalances every operation's preemption
-// status lists with its new fair share (§4).
+// status lists with its new fair share.
 func (s *Scheduler) UpdateFairShare(now clock.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -27,7 +27,7 @@ func (s *Scheduler) collectVictims(sh *shard, n *node, st *stage) resource.Vec {
 			sh.victims = append(sh.victims, victim{a: a, status: Preemptible})
 		case AggressivelyPreemptible:
 			// Without allow_aggressive_preemption the level of an
-			// AggressivelyPreemptible allocation is NonPreemptible (§4).
+			// AggressivelyPreemptible allocation is NonPreemptible.
 			if !st.aggressive {
 				continue
 			}

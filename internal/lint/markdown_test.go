@@ -286,7 +286,7 @@ func TestMarkdownHelpers(t *testing.T) {
 	// NB: the names are built by concatenation, so that this file cites nothing
 	// (TestCodeCitations reads it).
 	spec, perf, shared := "spec"+".md", "../"+"shared/design/performance"+".md", "../"+"shared/tools/x.py"
-	if designNotes.FindString("see "+spec+" §4") != spec || designNotes.FindString(perf) != perf ||
+	if designNotes.FindString("see "+spec+" docs/semantics.md#preemption-statuses") != spec || designNotes.FindString(perf) != perf ||
 		designNotes.FindString("openapi.json and api.go") != "" ||
 		outside.FindStringSubmatch("see " + shared)[1] != shared || outside.FindString("a/../b") != "" {
 		t.Errorf("designNotes matches the wrong text")
