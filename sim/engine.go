@@ -484,7 +484,7 @@ func (e *engine) startOp(t clock.Time, ws *workState) bool {
 	}
 	id, _, err := e.sched.StartOperation(t, spec)
 	if err != nil {
-		// Too many operations in the pool (spec.md §6.2) and the like: the
+		// Too many operations in the pool (docs/semantics.md#operation-limits-pending-queues-and-lightweight-operations) and the like: the
 		// simulated user sees the rejection; the run goes on.
 		e.rec.count(ws.pool, func(p *poolRec) *int64 { return &p.opsRejected })
 		return false
@@ -528,7 +528,7 @@ func (e *engine) heartbeat(t clock.Time, i int) error {
 			finished = append(finished, j)
 			e.rec.lostWork(j.op.work.pool, t.Sub(j.start), j.res)
 		default:
-			// With its origin, as nodes should report it (api.md §7).
+			// With its origin, as nodes should report it (docs/api.md#node-heartbeats).
 			reports = append(reports, schedule.AllocationReport{ID: j.alloc, State: schedule.AllocRunning, HasOrigin: true})
 			for len(origins) < len(reports)-1 {
 				origins = append(origins, schedule.AllocationOrigin{})

@@ -25,7 +25,7 @@ type Sample struct {
 	TimeS float64
 	// Usage, Demand and FairShare are the pool's; StrongGuarantee,
 	// IntegralGuarantee and WeightProportional decompose FairShare
-	// (spec.md §2.10). Guarantee is what the pool is promised at the
+	// (docs/semantics.md#fair-share). Guarantee is what the pool is promised at the
 	// moment: its strong guarantee plus its proposed integral share.
 	Usage, Demand, FairShare                               Amounts
 	StrongGuarantee, IntegralGuarantee, WeightProportional Amounts

@@ -18,7 +18,7 @@ const simulateUsage = `usage: fairsched simulate SCENARIO --out DIR [--seed N]
                           [--config A.json] [--compare B.json] [--seed N]
 
 Replays SCENARIO (a JSON scenario file, "-" for stdin; see sim's package
-documentation and the README's Simulator section) on the scheduling core
+documentation and docs/simulation.md) on the scheduling core
 with a virtual clock and writes into DIR:
 
   timeseries.csv   one row per pool per sample interval (absolute amounts)

@@ -27,7 +27,7 @@ const (
 )
 
 // errorf returns a rejected request: Path is field, the offending field
-// relative to the request's element (a JSON key of api.md), or "" when there
+// relative to the request's element (a JSON key of docs/api.md), or "" when there
 // is none.
 func errorf(code, field, format string, args ...any) *apierr.Error {
 	return &apierr.Error{Code: code, Path: field, Message: fmt.Sprintf(format, args...), Pkg: "schedule"}
@@ -281,11 +281,11 @@ func (c *limitCounter) add(v resource.Vec, sign int64) {
 
 // ---- operations ----
 
-// StartOperation validates and admits an operation (spec.md §6): it returns
+// StartOperation validates and admits an operation (docs/semantics.md#operation-limits-pending-queues-and-lightweight-operations): it returns
 // the operation's ID and whether it runs or waits in a pending queue. A
 // rejected operation changes nothing. Starting an operation with the ID of
 // an existing one returns that operation when the specs are equal, and a
-// duplicate_id error otherwise (api.md §3 idempotency).
+// duplicate_id error otherwise (docs/api.md#operations idempotency).
 func (s *Scheduler) StartOperation(now clock.Time, spec OperationSpec) (string, OperationState, error) {
 	if err := validateSpec(&spec); err != nil {
 		return "", 0, err
@@ -570,7 +570,7 @@ func (s *Scheduler) SetOperationWeight(id string, w float64) error {
 }
 
 // SetOperationResourceLimits changes an operation's runtime resource limits
-// (api.md §3 PATCH). Allocations already running are not preempted here; the
+// (docs/api.md#operations PATCH). Allocations already running are not preempted here; the
 // next heartbeats' limit-violation preemption brings usage under the limits.
 func (s *Scheduler) SetOperationResourceLimits(id string, l tree.PartialVec) error {
 	s.mu.Lock()
@@ -611,7 +611,7 @@ func (s *Scheduler) SetConfig(cfg Config) error {
 }
 
 // MoveOperation moves an operation to another pool, re-validating the
-// operation limits of the new ancestors (spec.md §6.2).
+// operation limits of the new ancestors (docs/semantics.md#operation-limits-pending-queues-and-lightweight-operations).
 func (s *Scheduler) MoveOperation(id, pool string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
