@@ -14,11 +14,11 @@ CONFIG          ?=
 TEST_TIMEOUT    ?= 5m
 FUZZTIME        ?= 10s
 COUNT           ?= 5
-SHARED          ?= ../shared
 CONFORMANCE_DIR ?= testdata/conformance
-# An external checker of the vectors against the binary (python3 CHECKER --solve CMD DIR),
-# run by make conformance when the file exists; the team's lives beside the checkout.
-CONFORMANCE_CHECKER ?= $(SHARED)/tools/check_conformance.py
+# An optional external checker of the vectors against the binary, run by make conformance
+# as python3 CHECKER --solve CMD DIR when set to a file that exists (none by default: the
+# Go test of CONFORMANCE_PKG runs the vectors).
+CONFORMANCE_CHECKER ?=
 # the Go test that runs the vectors through decode, solve and encode
 CONFORMANCE_PKG ?= ./conformance/
 # x/perf has no tagged releases; pin a pseudo-version so that runs are reproducible and
@@ -130,7 +130,7 @@ bench: ## run ./bench/ with -benchmem -count=COUNT (default 5), tee to bench/res
 	@mkdir -p bench/results
 	$(GO) test -run='^$$' -bench=. -benchmem -count=$(COUNT) ./bench/ | tee bench/results/latest.txt
 
-# The core's scaling curve (performance.md: >= 10x from 1 to 16 cores).
+# The core's scaling curve (the target: >= 10x from 1 to 16 cores; bench/README.md#scaling).
 SCALING_CPUS    ?= 1,2,4,8,16
 
 bench-scaling: ## BenchmarkHeartbeat/steady at -cpu SCALING_CPUS, -count=COUNT, tee to bench/results/scaling-$(nproc)cores.txt

@@ -22,7 +22,7 @@ import (
 // BenchmarkOperationStartDurable is POST /api/v1/operations through a
 // durable server (fairsched serve --data-dir: a bbolt file in a temporary
 // directory, each start synced before its 201) from 1, 16 and 64
-// concurrent clients over loopback HTTP (performance.md). It reports
+// concurrent clients over loopback HTTP (bench/README.md). It reports
 // starts/s and the p50/p99 of a start's round trip; the group committer lets
 // concurrent starts share a sync.
 func BenchmarkOperationStartDurable(b *testing.B) {

@@ -25,7 +25,7 @@ import (
 const facadeNodes = 256
 
 // BenchmarkFacadeHeartbeat is the HTTP heartbeat over loopback TCP from an
-// in-process fasthttp client (performance.md): GOMAXPROCS client goroutines
+// in-process fasthttp client (bench/README.md#facade-heartbeat): GOMAXPROCS client goroutines
 // (b.RunParallel) send the heartbeats of 256 nodes of 32 cpu, each
 // reporting its 32 running allocations, round-robin.
 //
@@ -36,7 +36,7 @@ const facadeNodes = 256
 //     is full, so each heartbeat settles its allocations and starts nothing
 //     (the fair-share updater runs on the wall clock meanwhile).
 //
-// The headline is heartbeats/s; performance.md asks scheduler ≥ 0.7 ×
+// The headline is heartbeats/s; the target is scheduler ≥ 0.7 ×
 // ceiling.
 func BenchmarkFacadeHeartbeat(b *testing.B) {
 	b.Run("ceiling", func(b *testing.B) {
@@ -215,8 +215,8 @@ func runHeartbeats(b *testing.B, addr string, bodies []string) {
 }
 
 // BenchmarkHeartbeatBatch is the batched heartbeat (POST /api/v1/heartbeats,
-// api.md §7) through fairsched serve's facade with the real core, over
-// loopback TCP from in-process fasthttp clients (performance.md): 10,000
+// docs/api.md#node-heartbeats) through fairsched serve's facade with the real core, over
+// loopback TCP from in-process fasthttp clients (bench/README.md#facade-heartbeat): 10,000
 // nodes of 32 cpu, each running 21 allocations of 1.5 cpu (the standard
 // load's ≈ 22), their steady heartbeats sent in batches of 64 consecutive
 // nodes, in turn, by GOMAXPROCS client goroutines, each with its own

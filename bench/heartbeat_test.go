@@ -19,7 +19,7 @@ import (
 
 const gib = int64(1) << 30
 
-// heartbeatCluster is the cluster of performance.md's BenchmarkHeartbeat:
+// heartbeatCluster is the cluster of BenchmarkHeartbeat (bench/README.md#heartbeat):
 // 10,000 nodes of 32 cpu, 1,000 pools, 10,000 running operations and
 // 200,000 running allocations (20 jobs of 1.6 cpu fill each node exactly).
 type heartbeatCluster struct {
@@ -156,7 +156,7 @@ func runParallel(b *testing.B, c *heartbeatCluster, each func(i int)) {
 // BenchmarkHeartbeat: steady (a heartbeat reports its allocations and
 // nothing changes), churn (one completed allocation, one new one) and
 // preempt (a starving operation; the preemptive stage runs on every
-// heartbeat). See performance.md.
+// heartbeat). See bench/README.md#heartbeat.
 func BenchmarkHeartbeat(b *testing.B) {
 	const nodes, pools, ops = 10000, 1000, 10000
 	b.Run("steady/nodes=10000", func(b *testing.B) {

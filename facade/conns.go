@@ -1,6 +1,7 @@
 package facade
 
 import (
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -29,6 +30,47 @@ type trackedConn struct {
 	t    *ConnTracker
 	busy atomic.Bool
 	once sync.Once
+	// linger: the server answers a request it could not read whole (a
+	// header over the read buffer, a body over the limit) and closes; Close
+	// then half-closes and drains what the client still sends (lingerClose).
+	linger atomic.Bool
+}
+
+// The bounds of lingerClose: how long it waits for the client to close,
+// and how many bytes it reads meanwhile.
+const (
+	lingerTimeout = time.Second
+	lingerBytes   = 4 << 20
+)
+
+// lingerOnClose marks the connection of ctx to close without a reset
+// (lingerClose): NewHTTPServer's error handler calls it, as the request it
+// answers was not read whole.
+func lingerOnClose(ctx *fasthttp.RequestCtx) {
+	if c, ok := ctx.Conn().(*trackedConn); ok {
+		c.linger.Store(true)
+	}
+}
+
+// lingerClose closes a connection whose request was not read whole without
+// resetting it. Closing a socket with unread bytes makes the kernel send a
+// reset, which also discards the answer the client has not read yet: a
+// client that writes its whole request before it reads (Python's
+// http.client) then sees ECONNRESET instead of the 431. So the answer is
+// followed by a half-close (FIN), and what the client still sends is read
+// and dropped until it closes, lingerBytes were read or lingerTimeout
+// passed, whichever comes first.
+func (c *trackedConn) lingerClose() error {
+	cw, ok := c.Conn.(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		return c.Conn.Close()
+	}
+	// NB: c.Conn's own deadline, not c.SetReadDeadline: a stopping server
+	// still lets the client read its answer.
+	if c.Conn.SetReadDeadline(time.Now().Add(lingerTimeout)) == nil {
+		_, _ = io.CopyN(io.Discard, c.Conn, lingerBytes)
+	}
+	return c.Conn.Close()
 }
 
 // Listener returns ln with its connections tracked.
@@ -63,6 +105,9 @@ func (c *trackedConn) Close() error {
 		delete(c.t.conns, c)
 		c.t.mu.Unlock()
 	})
+	if c.linger.Load() {
+		return c.lingerClose()
+	}
 	return c.Conn.Close()
 }
 

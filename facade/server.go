@@ -320,8 +320,14 @@ func New(opts Options) (*Server, error) {
 func NewHTTPServer(handler fasthttp.RequestHandler, onError func(*fasthttp.RequestCtx, error),
 	expect func(*fasthttp.RequestCtx) int, conns *ConnTracker, maxBody int, log *slog.Logger) *fasthttp.Server {
 	return &fasthttp.Server{
-		Handler:              handler,
-		ErrorHandler:         onError,
+		Handler: handler,
+		// fasthttp calls it for a request it could not read (whole), and
+		// closes the connection after the answer: lingerOnClose keeps that
+		// close from resetting the answer away.
+		ErrorHandler: func(ctx *fasthttp.RequestCtx, err error) {
+			lingerOnClose(ctx)
+			onError(ctx, err)
+		},
 		ExpectHandler:        expect,
 		ConnState:            conns.State,
 		Name:                 "fairsched",

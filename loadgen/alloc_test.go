@@ -13,7 +13,7 @@ import (
 
 // TestHeartbeatPathAllocs: a node's heartbeat on the load generator's side
 // (prepare, encode, decode the answer, acknowledge, apply) allocates
-// nothing once its buffers have grown (style.md §4).
+// nothing once its buffers have grown.
 func TestHeartbeatPathAllocs(t *testing.T) {
 	w := testWorkload(t)
 	n := NewNode(w, 1)

@@ -18,7 +18,7 @@ func (e *DecodeError) Error() string {
 	return "loadgen: cannot decode the heartbeat answer at byte " + strconv.Itoa(e.Offset) + ": " + e.What
 }
 
-// DecodeResponse reads a heartbeat answer (api.md §4, as
+// DecodeResponse reads a heartbeat answer (docs/api.md#node-heartbeats, as
 // wire.AppendHeartbeatResponse writes it) into d, which it resets first:
 // the ids of allocations_to_start with their operation's slot and
 // generation (w.ParseOpID; -1 for operations of other runs), the ids and
@@ -211,7 +211,7 @@ func (w *Workload) parseOpIDString(id string) (int32, uint32, bool) {
 }
 
 // AppendStartOperation appends the body of POST /api/v1/operations
-// (api.md §3) for spec.
+// (docs/api.md#operations) for spec.
 func AppendStartOperation(dst []byte, spec *schedule.OperationSpec) []byte {
 	dst = append(dst, `{"id":`...)
 	dst = strconv.AppendQuote(dst, spec.ID)
@@ -232,7 +232,7 @@ func AppendStartOperation(dst []byte, spec *schedule.OperationSpec) []byte {
 }
 
 // EntryError is the error of a heartbeat of a batch, as the answer gives
-// it (api.md §7).
+// it (docs/api.md#node-heartbeats).
 type EntryError struct {
 	Code, Message, Path string
 }
@@ -244,7 +244,7 @@ func (e *EntryError) Error() string {
 	return e.Code + " at " + e.Path + ": " + e.Message
 }
 
-// DecodeBatchResponse reads the answer to a batch of heartbeats (api.md §7,
+// DecodeBatchResponse reads the answer to a batch of heartbeats (docs/api.md#batched-heartbeats,
 // POST /api/v1/heartbeats) for the nodes names, in order: the decisions of
 // the i-th into ds[i] (reset first), as DecodeResponse reads them, or its
 // error into errs[i] (nil when it was answered). The answer must have one

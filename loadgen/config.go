@@ -74,13 +74,13 @@ type Config struct {
 	// request waits).
 	PipelineDelay time.Duration
 	// Batch, when > 0, sends the heartbeats of this many nodes in one
-	// request (POST /api/v1/heartbeats, api.md §7), as a node agent that
+	// request (POST /api/v1/heartbeats, docs/api.md#batched-heartbeats), as a node agent that
 	// relays a rack would: each driver goroutine takes its nodes in
 	// groups of Batch, in turn (0: one heartbeat per request). In process,
 	// a batch is that many Heartbeat calls at one reading of the clock.
 	Batch int
 	// OriginsAlways makes every heartbeat report each running allocation's
-	// origin (operation_id, task_index, resources: api.md §7). Without it
+	// origin (operation_id, task_index, resources: docs/api.md#node-heartbeats). Without it
 	// a node reports them in its first heartbeat and in the first after
 	// every failed one, the heartbeats a restarted server or a new leader
 	// adopts allocations from.
@@ -120,7 +120,7 @@ type ProfileCapture struct {
 // max_heartbeats_per_batch.
 const MaxBatch = 65536
 
-// Standard returns the standard load of performance.md: 10,000 nodes,
+// Standard returns the standard load of bench/README.md#load-generator-the-standard-load: 10,000 nodes,
 // 200 pools, 2,000 operations, jobs of 5–120 s, for 30 s, as fast as
 // possible, seed 1.
 func Standard() Config {

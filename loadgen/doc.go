@@ -1,5 +1,4 @@
-// Package loadgen is fairsched's load generator (performance.md, "Load
-// generator targets"): a seeded workload of simulated nodes, pools and
+// Package loadgen is fairsched's load generator (bench/README.md#load-generator-the-standard-load): a seeded workload of simulated nodes, pools and
 // operations, played against `fairsched serve` over HTTP on loopback, or
 // against core/schedule in process for the ceiling without HTTP.
 //
@@ -15,7 +14,7 @@
 //
 // # Nodes
 //
-// A Node behaves like a real node (api.md §4): it holds the allocations it
+// A Node behaves like a real node (docs/api.md#node-heartbeats): it holds the allocations it
 // was told to start, finishes each when its drawn duration ends and reports
 // it "completed" in its next heartbeat (once: a finished allocation is
 // reported in exactly one successful heartbeat), stops a preempted
@@ -36,7 +35,7 @@
 // leave in one write and their answers return in one read, which measures
 // the server with its syscalls amortised. With Config.Batch > 0 each
 // goroutine sends its nodes' heartbeats Batch at a time in one POST
-// /api/v1/heartbeats (api.md §7), as a node agent relaying a rack would;
+// /api/v1/heartbeats (docs/api.md#batched-heartbeats), as a node agent relaying a rack would;
 // the latency recorded is then a batch's round trip (Report.LatencyOf
 // says which). Operations whose jobs have all
 // completed are replaced by the next generation of their slot, so the

@@ -243,7 +243,7 @@ type httpWorker struct {
 	host string
 }
 
-// batchPath is the path of a batch of heartbeats (api.md §7).
+// batchPath is the path of a batch of heartbeats (docs/api.md#batched-heartbeats).
 var batchPath = []byte("/api/v1/heartbeats")
 
 func (h *httpDriver) newWorker(int) heartbeater {

@@ -21,7 +21,7 @@ type MemoryReport struct {
 	// HeapAfterGC is HeapAlloc right after a forced GC at the end (-1 when
 	// /debug/pprof is off).
 	HeapAfterGC int64 `json:"heap_after_gc_bytes"`
-	// Budget is performance.md's memory target for the state at the end:
+	// Budget is the memory target of bench/README.md#load-generator-the-standard-load for the state at the end:
 	// 1 KiB per running allocation + 4 KiB per node + 8 KiB per operation
 	// the server holds (finished ones included).
 	Budget        int64  `json:"budget_bytes"`

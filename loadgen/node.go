@@ -11,7 +11,7 @@ import (
 	"github.com/fairsched/fairsched/facade/wire"
 )
 
-// Decisions is a heartbeat's answer as a node needs it (api.md §4):
+// Decisions is a heartbeat's answer as a node needs it (docs/api.md#node-heartbeats):
 // allocations to start (with their operation's slot and generation when
 // the operation is one of this run's), to preempt and to abort. It is
 // reused: Reset keeps the storage.
@@ -162,7 +162,7 @@ func (a *alloc) ends() (time.Duration, schedule.AllocationState) {
 	return a.end, schedule.AllocCompleted
 }
 
-// AppendHeartbeat appends the node's heartbeat body (api.md §4): its
+// AppendHeartbeat appends the node's heartbeat body (docs/api.md#node-heartbeats): its
 // limits, its tags and every allocation it holds ("running") or finished
 // since its last successful heartbeat ("completed", "aborted").
 func (n *Node) AppendHeartbeat(dst []byte) []byte {
@@ -170,7 +170,7 @@ func (n *Node) AppendHeartbeat(dst []byte) []byte {
 }
 
 // AppendBatchEntry appends the node's heartbeat as an entry of a batch
-// (api.md §7): the body of AppendHeartbeat with the node's node_id first.
+// (docs/api.md#node-heartbeats): the body of AppendHeartbeat with the node's node_id first.
 func (n *Node) AppendBatchEntry(dst []byte) []byte {
 	return n.appendBody(append(dst, n.batchPrefix...))
 }
@@ -190,7 +190,7 @@ func (n *Node) appendBody(dst []byte) []byte {
 			n.runEnc = append(n.runEnc, `","state":"running"`...)
 			if n.origins && a.slot >= 0 {
 				// What allocations_to_start said, so that a restarted
-				// server adopts it (api.md §7).
+				// server adopts it (docs/api.md#node-heartbeats).
 				n.runEnc = append(n.runEnc, n.w.origin(a.slot, a.gen, a.task)...)
 			}
 			n.runEnc = append(n.runEnc, '}')

@@ -26,7 +26,7 @@
 // or its preemption) to starting. Finished operations are forgotten.
 //
 // Before time 0 every node heartbeats once, so that the first update sees
-// the whole cluster. Integral pools (spec.md §2.5) start empty; warm_up_s
+// the whole cluster. Integral pools (docs/semantics.md#integral-guarantees) start empty; warm_up_s
 // gives them a history: the first fair-share update runs at -warm_up_s on
 // the idle cluster and the next at 0, so that each integral pool starts the
 // recorded time with min(warm_up_s × resource_flow, capacity) of volume —
@@ -41,7 +41,7 @@
 // # Scenario files
 //
 // A scenario is a JSON object (every duration in seconds; resources as in
-// api.md §1: cpu in cores, memory in bytes):
+// docs/api.md#conventions: cpu in cores, memory in bytes):
 //
 //	{
 //	  "name": "...", "description": "...", "seed": 1,
@@ -54,7 +54,7 @@
 //	    "nodes": [{"count": 100, "resources": {"cpu": 20, "memory": 137438953472}}],
 //	    "preempted_job_stop": "immediately"   // or "at_timeout"
 //	  },
-//	  "config": {...},        // the tree config of solve snapshots (api.md §6)
+//	  "config": {...},        // the tree config of solve snapshots (docs/api.md#solve)
 //	  "scheduler": {...},     // scheduler parameters, e.g. fair_share_starvation_timeout_s
 //	  "tree": {"children": [...]},   // pools exactly as in solve snapshots
 //	  "workload": [{
@@ -90,6 +90,16 @@
 // (per pool: averages, the fraction of the time with demand in which the
 // guarantee was met, preemptions suffered and caused, operations, job wait
 // percentiles, integral volume range) and the charts of Charts.
+//
+// # Trace replays
+//
+// OpenTrace reads a workload trace — swf (SWFReader) or alibaba-gpu-2023
+// (AlibabaReader) — checking every line; TraceScenario turns it and a
+// TraceConfig into a scenario whose workload is one entry a trace pool and
+// whose run streams the trace's jobs (Scenario.Trace). Such a run also
+// writes report.json, pools.csv and fairness.csv (TraceReport), and
+// Compare lines up two of them. docs/simulation.md ("Replaying workload
+// traces") describes the formats, the conversion and the report.
 package sim
 
 // Examples are the scenarios shipped in examples/ (file name without

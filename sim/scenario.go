@@ -49,6 +49,14 @@ type Scenario struct {
 	// Pools creates the pool tree: AddPool mutations in pre-order.
 	Pools    []tree.Mutation
 	Workload []Workload
+
+	// NodeTags are the tags of each node group's nodes (trace replays).
+	NodeTags [][]string
+	// Trace, when set, replaces the workload's arrivals: the run streams
+	// the trace's jobs (TraceScenario builds such a scenario), and lasts
+	// DurationS when it is set, otherwise until every job that will
+	// finish has.
+	Trace *TraceSource
 }
 
 // NodeGroup is Count identical nodes.
@@ -112,6 +120,8 @@ const (
 	// ArriveConcurrent: a closed loop keeping Concurrent operations
 	// unfinished; a new one starts when one completes.
 	ArriveConcurrent
+	// ArriveTrace: from the scenario's trace (a trace pool's entry).
+	ArriveTrace
 )
 
 // Arrivals is a workload's arrival process inside a window [StartS, EndS)
@@ -195,7 +205,7 @@ func decodeScenario(m map[string]any) (*Scenario, *Error) {
 		case "heartbeat_period_s":
 			s.HeartbeatPeriodS, e = asSeconds(p, x, 0.001, "a number of seconds in [0.001, 1e9]")
 		case "fair_share_update_period_s":
-			// spec.md §8.2: the reference accepts [10 ms, 60 s].
+			// docs/configuration.md: the reference accepts [10 ms, 60 s].
 			s.FairShareUpdatePeriodS, e = jsonpath.Range(p, x, 0.01, 60, "a number of seconds in [0.01, 60]")
 		case "sample_period_s":
 			s.SamplePeriodS, e = asSeconds(p, x, 0.001, "a number of seconds in [0.001, 1e9]")
@@ -327,7 +337,7 @@ func decodeCluster(path string, v any, s *Scenario) *Error {
 }
 
 // decodeTree decodes "config" and "tree" with facade/wire's snapshot decoder,
-// so that pools are written exactly as in solve snapshots (api.md §6) and
+// so that pools are written exactly as in solve snapshots (docs/api.md#solve) and
 // errors carry the same paths.
 func decodeTree(m map[string]any, s *Scenario) *Error {
 	tv, ok := m["tree"]

@@ -131,7 +131,7 @@ func num(t *testing.T, row map[string]string, k string) float64 {
 //     the day.
 //
 // If the burst promise fails and the scheduler preempted nothing, the core
-// lacks preemption (spec.md §5.4–5.5) and the test skips saying so.
+// lacks preemption (docs/semantics.md#preemptive-stages) and the test skips saying so.
 func TestIntegralGuaranteesPromises(t *testing.T) {
 	s := loadExample(t, "integral-guarantees")
 	start := time.Now()
@@ -191,7 +191,7 @@ func TestIntegralGuaranteesPromises(t *testing.T) {
 	if short > 0 {
 		if pools["production"].Preemptions.Caused == 0 {
 			t.Skipf("the burst promise fails (%d samples below %v cpu, lowest %.1f) and the scheduler preempted nothing for "+
-				"production: core/schedule lacks preemption (spec.md §5.4–5.5), without which the burst pool waits for research's jobs to finish",
+				"production: core/schedule lacks preemption (docs/semantics.md#preemptive-stages), without which the burst pool waits for research's jobs to finish",
 				short, 0.95*burst, worst)
 		}
 		t.Errorf("burst promise broken: %d of %d samples below %v cpu while production demanded %v (lowest %.1f at %v s)",

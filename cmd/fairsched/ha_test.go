@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -236,16 +237,30 @@ func TestReplicasPause(t *testing.T) {
 		}
 	})
 	t.Logf("SIGSTOP takeover at lease TTL %v: %v", h.ttl, took)
-	answered := make(chan string, 1)
-	go func() {
-		st, body := send(t, "PUT", paused.base+"/api/v1/pools/from-the-paused", `{"weight": 1}`)
-		answered <- strconv.Itoa(st) + " " + body
-	}()
-	time.Sleep(50 * time.Millisecond) // NB: not a wait for state: lets the request reach the stopped process's socket first
+	// The write reaches the stopped process's socket before it runs again:
+	// the kernel completes the connection and takes the request's bytes,
+	// and the answer is read after SIGCONT.
+	c, err := net.Dial("tcp", strings.TrimPrefix(paused.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	const body = `{"weight": 1}`
+	if _, err := io.WriteString(c, "PUT /api/v1/pools/from-the-paused HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"+
+		"Content-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body); err != nil {
+		t.Fatal(err)
+	}
 	if err := paused.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	got := <-answered
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("a write to the deposed leader: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	got := strconv.Itoa(resp.StatusCode) + " " + string(b)
 	if !strings.HasPrefix(got, "503 ") {
 		t.Fatalf("a write to the deposed leader: %s", got)
 	}

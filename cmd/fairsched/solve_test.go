@@ -101,6 +101,46 @@ func TestSolveErrors(t *testing.T) {
 	f(``, []string{"-bogus"}, 2, "flag provided but not defined: -bogus")
 }
 
+// TestSolveLargeVolume: a snapshot taken from a live cluster holds volumes
+// past 2^53 (memory in byte·seconds), which solve takes as the floats they are.
+func TestSolveLargeVolume(t *testing.T) {
+	data, err := os.ReadFile("../../examples/demo.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const small, large = `"memory": 618475290624000`, `"memory": 1.05e16`
+	if !bytes.Contains(data, []byte(small)) {
+		t.Fatalf("examples/demo.json no longer holds %s", small)
+	}
+	code, out, errOut := call(string(bytes.Replace(data, []byte(small), []byte(large), 1)), "solve")
+	skipUnlessSolves(t, code, errOut)
+	if code != 0 || errOut != "" || !json.Valid([]byte(out)) {
+		t.Fatalf("exit %d, stderr %q, output %.200q", code, errOut, out)
+	}
+	var res struct {
+		Updates []struct {
+			Elements map[string]struct {
+				Volume map[string]float64 `json:"accumulated_resource_volume"`
+			} `json:"elements"`
+		} `json:"updates"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Updates) == 0 {
+		t.Fatal("no updates in the output")
+	}
+	found := false
+	for _, el := range res.Updates[0].Elements {
+		if el.Volume["memory"] > 1<<53 {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no element of the first update holds a memory volume past 2^53:\n%.500s", out)
+	}
+}
+
 func TestSolveWriteError(t *testing.T) {
 	var errOut bytes.Buffer
 	code := run([]string{"solve", "../../examples/drf-paper.json"}, strings.NewReader(""), failingWriter{}, &errOut)

@@ -37,7 +37,7 @@ const usage = `usage: loadgen [flags]
 Plays a seeded workload of simulated nodes, pools and operations against a
 fairsched server on loopback (--target, or --serve BIN to start one), or
 against the scheduling core in process (--inprocess). Defaults are the
-standard load of performance.md: 10,000 nodes, 200 pools, 2,000 operations,
+standard load of bench/README.md: 10,000 nodes, 200 pools, 2,000 operations,
 jobs of 5-120 s, 30 s, as fast as possible.
 
 The target must be loopback: http://127.0.0.1:PORT, http://localhost:PORT or

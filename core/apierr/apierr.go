@@ -1,4 +1,4 @@
-// Package apierr holds fairsched's validation error (api.md §1, style.md §10):
+// Package apierr holds fairsched's validation error (docs/api.md#conventions):
 // a stable snake_case code, the JSON path of the offending value and a
 // sentence naming it ("cannot use weight -1: want …"). Every package that
 // validates input returns it — the core's tree, schedule, limits and
@@ -22,7 +22,7 @@ type Error struct {
 	// starts with "$": the root of the document the error is about (a
 	// request body, a snapshot, a scenario file). Otherwise it is relative
 	// to the element the caller validated, which only the caller can name:
-	// a key of api.md ("weight", "tasks[0].job_count"; see Join), or "" for
+	// a key of docs/api.md ("weight", "tasks[0].job_count"; see Join), or "" for
 	// the element itself.
 	Path string
 	// Message is a sentence naming the field and the value: "cannot …".

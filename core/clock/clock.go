@@ -1,7 +1,7 @@
 // Package clock is the core's notion of time: an integer count of virtual microseconds
 // and the Clock interface through which the caller supplies it.
 //
-// The core has no clock of its own (style.md §1): it never reads the wall clock, sleeps
+// The core has no clock of its own: it never reads the wall clock, sleeps
 // or sets timers, and this package does not import "time". Entry points take a Time
 // argument; the facade implements Clock with the wall clock, tests and simulations use
 // Manual. Times are microseconds since an arbitrary epoch chosen by the caller, so a

@@ -67,7 +67,7 @@ type genOp struct {
 	spec tree.OperationSpec
 }
 
-// GenTree builds the "realistic random tree" of performance.md: exactly pools
+// GenTree builds the "realistic random tree" of bench/README.md#workload: exactly pools
 // pools under the root and exactly ops operations, and returns the tree with
 // the total resources of its cluster. Equal arguments give equal trees
 // (names, configurations, demands and usages; IDs too, since elements are
@@ -94,7 +94,7 @@ type genOp struct {
 //     (overcommitted: the children ask for more than the parent has). cpu
 //     is always specified; memory on 60%, gpu on 30% of those with a gpu
 //     budget, user_slots on 10%; unspecified components are inferred (spec
-//     §2.2).
+//     docs/semantics.md#strong-guarantees).
 //   - FIFO pools: exactly round(10%) of the pools, chosen among the pools
 //     without child pools (fifo pools hold only operations); a quarter sort
 //     by [weight, pending_job_count], the rest by the default order.

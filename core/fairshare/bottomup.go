@@ -7,13 +7,13 @@ import (
 	"github.com/fairsched/fairsched/core/tree"
 )
 
-// Per-element attributes bottom-up (step 4 of spec.md §2.1): operations'
+// Per-element attributes bottom-up (step 4 of docs/semantics.md#fair-share): operations'
 // inputs and shares (updateOperations, which also decides which operations'
 // functions are rebuilt), the pools' subtree totals, burst and flow ratios,
 // limits, strong-guarantee, usage and demand shares (cumulative), and the
-// FIFO pools' child order (§2.14).
+// FIFO pools' child order.
 
-// ---- operations (spec.md §2.1 step 4, §2.8) ----
+// ---- operations (docs/semantics.md#fair-share step 4, docs/design/fair-share.md#the-three-functions-of-an-element) ----
 
 // updateOperations visits the operations twice. First in ID order, the
 // order of the tree's and the attributes' storage: it detects changed inputs
@@ -149,7 +149,7 @@ func (u *Updater) opSums(lo, hi int) {
 	}
 }
 
-// limitsShare is an element's limits share (spec.md §1.3, §1.5): its
+// limitsShare is an element's limits share (docs/semantics.md): its
 // specified resource limits and the resources of the nodes its scheduling
 // tag filter matches, the smaller of the two, as a share of the total; for
 // an operation also at most its best allocation share.
@@ -165,11 +165,11 @@ func limitsShare(specified tree.PartialVec, nodes *tree.NodeLimits, total resour
 	return s
 }
 
-// ---- bottom-up attributes (spec.md §2.1 step 4) ----
+// ---- bottom-up attributes (docs/semantics.md#fair-share step 4) ----
 
 // cumulative computes the pools' subtree attributes bottom-up: the tasks'
 // subtrees in parallel, then the split pools (parallel.go). The pools but
-// the root also split their strong guarantees into tiers there (§2.4,
+// the root also split their strong guarantees into tiers there (docs/semantics.md#strong-guarantees,
 // guarantees.go): their strong guarantee shares are final once computed
 // here until the adjustment, only the root's changes before it.
 //
@@ -287,7 +287,7 @@ func (u *Updater) cumulativeGuarantees(p int32) {
 }
 
 // sortFifo orders a FIFO pool's children by its fifo_sort_parameters
-// (spec.md §2.14); ties keep tree order. It runs when opSums looked at the
+// (docs/semantics.md#fifo-pools); ties keep tree order. It runs when opSums looked at the
 // pool's children (fifoCheck): the sort keys are the operations' weights,
 // start times and pending job counts, which change only with the children
 // (a layout) or through the setters the tree's change log lists.

@@ -5,36 +5,36 @@ import (
 	"github.com/fairsched/fairsched/core/tree"
 )
 
-// Config holds the tree options that shape the fair-share update (spec.md
-// §8.1). Each field is a row of the fair-share settings table (settings.go),
+// Config holds the tree options that shape the fair-share update
+// (docs/configuration.md). Each field is a row of the fair-share settings table (settings.go),
 // which holds its key, range and default.
 type Config struct {
-	// MainResource drives strong-guarantee inference (spec.md §2.2):
+	// MainResource drives strong-guarantee inference (docs/semantics.md#strong-guarantees):
 	// main_resource.
 	MainResource resource.Kind
-	// SmoothPeriodS is integral_guarantees.smooth_period_s (spec.md §2.5).
+	// SmoothPeriodS is integral_guarantees.smooth_period_s (docs/semantics.md#integral-guarantees).
 	SmoothPeriodS float64
 	// PoolCapacitySaturationPeriodS is the "k" of integral pool capacity:
 	// integral_guarantees.pool_capacity_saturation_period_s.
 	PoolCapacitySaturationPeriodS float64
 	// RelaxedShareMultiplierLimit is the tree default of the pools' limit:
-	// integral_guarantees.relaxed_share_multiplier_limit (spec.md §2.7).
+	// integral_guarantees.relaxed_share_multiplier_limit (docs/semantics.md#integral-guarantees).
 	RelaxedShareMultiplierLimit float64
 	// ShouldDistributeFreeVolumeAmongChildren is the tree default of the
 	// pools' flag: integral_guarantees.should_distribute_free_volume_among_children.
 	ShouldDistributeFreeVolumeAmongChildren bool
 	// EnableStepFunctionForGangOperations gives gang operations an
-	// all-or-nothing fair share (spec.md §2.8).
+	// all-or-nothing fair share (docs/semantics.md#fair-share).
 	EnableStepFunctionForGangOperations bool
 	// EnableImprovedFitFactor selects the improved fit-factor computation
-	// (spec.md §2.9, §11): enable_improved_fair_share_by_fit_factor_computation.
+	// (docs/semantics.md#fair-share): enable_improved_fair_share_by_fit_factor_computation.
 	EnableImprovedFitFactor bool
 	// InferWeightFromGuaranteesShareMultiplier, when set (≥ 1), infers the
-	// weight of pools without one from their guarantees (spec.md §2.13).
+	// weight of pools without one from their guarantees (docs/semantics.md#fair-share).
 	InferWeightFromGuaranteesShareMultiplier tree.OptFloat
 }
 
-// DefaultConfig returns the defaults of spec.md §8 and §11: the settings
+// DefaultConfig returns the defaults of docs/configuration.md: the settings
 // table's.
 func DefaultConfig() Config {
 	var c Config
@@ -43,10 +43,10 @@ func DefaultConfig() Config {
 }
 
 // Attributes are the per-element results of an update, the orchid attributes
-// of api.md §5. Shares are fractions of the total resources.
+// of docs/api.md#the-orchid. Shares are fractions of the total resources.
 type Attributes struct {
 	FairShare Detailed
-	// PromisedGuaranteeFairShare is set inside pools that compute it (§2.11).
+	// PromisedGuaranteeFairShare is set inside pools that compute it.
 	PromisedGuaranteeFairShare Detailed
 
 	UsageShare            resource.Share
@@ -61,7 +61,7 @@ type Attributes struct {
 	Integral IntegralAttributes
 }
 
-// Detailed is a fair share and its decomposition (spec.md §2.10).
+// Detailed is a fair share and its decomposition (docs/semantics.md#fair-share).
 type Detailed struct {
 	Total              resource.Share
 	StrongGuarantee    resource.Share
@@ -69,7 +69,7 @@ type Detailed struct {
 	WeightProportional resource.Share
 }
 
-// IntegralAttributes describe an integral pool's volume (api.md §5).
+// IntegralAttributes describe an integral pool's volume (docs/api.md#the-orchid).
 type IntegralAttributes struct {
 	Type tree.GuaranteeType
 	// AccumulatedVolume is in resource·seconds, cpu in cores·seconds.

@@ -10,7 +10,7 @@ import (
 
 // The detailed decomposition of a fair share into its strong-guarantee,
 // integral-guarantee and weight-proportional parts, and the root's fair
-// share (spec.md §2.10, step 11 of §2.1).
+// share (docs/semantics.md#fair-share, step 11 of the update).
 
 // setDetailed sets element id's fair share (or, for promisedGuarantee, its
 // promised-guarantee fair share) to total and decomposes it by the element's
@@ -59,7 +59,7 @@ func zeroBits(s *resource.Share) bool {
 	return true
 }
 
-// detailPools decomposes every pool's fair share again (spec.md §2.10; the
+// detailPools decomposes every pool's fair share again (docs/semantics.md#fair-share; the
 // root's is rootFairShare's). The top-down pass decomposes what it visits,
 // but it skips a subtree whose target and functions are unchanged, and a
 // pool's decomposition depends on its strong-guarantee and proposed integral

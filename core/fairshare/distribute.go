@@ -6,17 +6,17 @@ import (
 	"github.com/fairsched/fairsched/core/tree"
 )
 
-// The top-down distribution (spec.md §2.9, step 9 of §2.1), in its two
+// The top-down distribution (docs/semantics.md#fair-share, step 9 of the update), in its two
 // modes side by side: distribute is the classic pass, which hands every
 // child a scalar suggestion found with the pool's max fit factor by
 // suggestion; distributeVec is the improved pass (Config.EnableImprovedFitFactor),
 // which hands every child a vector target found on the pool's fair share by
 // fit factor, jumps laid out one child at a time. Both also compute the
-// promised-guarantee fair share (shareType promisedGuarantee, spec.md §2.11).
+// promised-guarantee fair share (shareType promisedGuarantee, docs/semantics.md#promised-guarantee-fair-share).
 // The helpers of each pass follow the two passes.
 
 // shareType selects the attribute a top-down pass writes: the fair share, or
-// the promised-guarantee fair share (spec.md §2.11), which never skips an
+// the promised-guarantee fair share (docs/semantics.md#promised-guarantee-fair-share), which never skips an
 // unchanged subtree.
 type shareType int
 

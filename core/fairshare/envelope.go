@@ -7,7 +7,7 @@ import (
 
 // bySuggestion builds an element's fair share by suggestion (and, when mff
 // is not nil, its max fit factor by suggestion) from its fair share by fit
-// factor f in one pass over f's points (spec.md §2.8).
+// factor f in one pass over f's points (docs/semantics.md#fair-share).
 //
 // The reference builds MFFBS per resource (transpose FSBFF_r, narrow it to
 // [G_r, L_r], shift by −G_r, extend to 1), takes the pointwise minimum of

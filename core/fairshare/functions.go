@@ -9,7 +9,7 @@ import (
 	"github.com/fairsched/fairsched/core/tree"
 )
 
-// compressEpsilon bounds the error of function compression (spec.md §2.8).
+// compressEpsilon bounds the error of function compression (docs/semantics.md#fair-share).
 const compressEpsilon = 1e-15
 
 // fsbffKey is everything a pool's fair share by fit factor is built from
@@ -35,7 +35,7 @@ const (
 )
 
 // prepare builds a pool's fair-share functions, pool children first
-// (spec.md §2.8; the reference's PrepareFairShareFunctions), and before them
+// (docs/semantics.md#fair-share; the reference's PrepareFairShareFunctions), and before them
 // the functions of its operation children that updateOperations marked.
 // Functions whose inputs are unchanged since they were built are kept: the
 // fair share by fit factor is keyed on the children (fsbffKey, kidsDirty), the
@@ -79,7 +79,7 @@ func (u *Updater) preparePool(w *worker, p int32) {
 	e.fnGen = w.nextGen()
 }
 
-// prepareAll runs the integral passes (spec.md §2.6–2.7, integral.go) and
+// prepareAll runs the integral passes (docs/semantics.md#integral-guarantees, integral.go) and
 // builds every pool's functions, in three parallel phases (parallel.go):
 //
 //  1. the functions below the integral pools that have no integral
@@ -111,7 +111,7 @@ func (u *Updater) prepareAll() {
 }
 
 // prepareTemporary builds pool p's functions under a temporary guarantee or
-// limits share (spec.md §2.6–2.7) and returns that fair share by suggestion,
+// limits share (docs/semantics.md#integral-guarantees) and returns that fair share by suggestion,
 // valid until the next update. The pool's own fair share by suggestion is
 // left as it is; its fair share by fit factor is the one it keeps.
 func (u *Updater) prepareTemporary(p int32, guarantee, limits resource.Share) *plf.Vec {
@@ -257,7 +257,7 @@ func (u *Updater) pendingBySuggestion(in *opInput, f *plf.Vec) bool {
 // operationFSBFF builds an operation's fair share by fit factor into f: on
 // [0,1] usage is water-filled, on [1,2] the share grows linearly from usage
 // to demand; a gang under the step-function option is all or nothing at 1
-// (spec.md §2.8).
+// (docs/semantics.md#fair-share).
 func (u *Updater) operationFSBFF(in *opInput, f *plf.Vec) {
 	f.Reset()
 	usage, demand := in.usageShare, in.demandShare
@@ -296,7 +296,7 @@ func (u *Updater) operationFSBFF(in *opInput, f *plf.Vec) {
 }
 
 // fifoFSBFF concatenates the children's fair share by suggestion in FIFO
-// order, child k occupying fit factors [k, k+1] (spec.md §2.8).
+// order, child k occupying fit factors [k, k+1] (docs/semantics.md#fair-share).
 func (u *Updater) fifoFSBFF(p int32) {
 	ps := &u.pools[p]
 	id := ps.id
@@ -321,7 +321,7 @@ func (u *Updater) fifoFSBFF(p int32) {
 
 // scaledCursor samples a child's fair share by suggestion at x·scale, with
 // the function extended to the right by its last value: the child's part of
-// its parent's fit factor (spec.md §2.8).
+// its parent's fit factor (docs/semantics.md#fair-share).
 type scaledCursor struct {
 	fn    *plf.Vec
 	scale float64
@@ -395,9 +395,9 @@ func (u *Updater) minChildWeight(id tree.ID) float64 {
 }
 
 // normalFSBFF sums the children's weighted fair share by suggestion
-// (spec.md §2.8); in the improved mode the children's jumps are laid out one
+// (docs/semantics.md#fair-share); in the improved mode the children's jumps are laid out one
 // child at a time, each critical point taking one unit of the fit factor
-// (spec.md §2.9).
+// (docs/semantics.md#fair-share).
 func (u *Updater) normalFSBFF(w *worker, p int32) {
 	e := &u.pools[p]
 	id := e.id
@@ -414,7 +414,7 @@ func (u *Updater) normalFSBFF(w *worker, p int32) {
 }
 
 // compress copies src into dst merging segments that stay within eps of the
-// original in every component (a greedy cone test, spec.md §2.8).
+// original in every component (a greedy cone test, docs/semantics.md#fair-share).
 //
 // A component that is zero throughout (src is non-decreasing and
 // non-negative, so zero at both ends) passes the test exactly when the

@@ -8,12 +8,12 @@ import (
 	"github.com/fairsched/fairsched/core/tree"
 )
 
-// Strong guarantees and weights: inference top-down (spec.md §2.2, step 2 of
-// §2.1), the overcommit adjustment at the root and the tiered adjustment
-// top-down (§2.3–2.4, step 6), and the pools' weights, inferred from their
-// guarantees when the tree says so (§2.13).
+// Strong guarantees and weights: inference top-down (docs/semantics.md#strong-guarantees, step 2 of
+// docs/semantics.md#fair-share), the overcommit adjustment at the root and the tiered adjustment
+// top-down, and the pools' weights, inferred from their
+// guarantees when the tree says so.
 
-// ---- strong guarantee inference (spec.md §2.2) ----
+// ---- strong guarantee inference (docs/semantics.md#strong-guarantees) ----
 
 // inferStrongGuarantees infers the pools' strong guarantees; operations have
 // none (their inferred guarantee is zero). Top-down: the split pools, then
@@ -70,10 +70,10 @@ func (u *Updater) inferKids(p int32) {
 	}
 }
 
-// ---- guarantee adjustment (spec.md §2.3–2.4) ----
+// ---- guarantee adjustment (docs/semantics.md#strong-guarantees) ----
 
-// adjustGuarantees adjusts the strong guarantees (spec.md §2.3–2.4) and sets
-// the pools' weights (§2.13), raising the overcommit alerts. With the
+// adjustGuarantees adjusts the strong guarantees (docs/semantics.md#strong-guarantees) and sets
+// the pools' weights, raising the overcommit alerts. With the
 // guarantees kept (Updater.keepGuarantees) it only raises the alerts it
 // raised when it computed them.
 func (u *Updater) adjustGuarantees() {
@@ -153,7 +153,7 @@ func (u *Updater) tiersPool(p int32) {
 
 // adjustStrong adjusts the strong guarantees in pool p's subtree top-down,
 // and sets the weights, which depend on the adjusted guarantees of a pool
-// and its parent (§2.13).
+// and its parent.
 func (u *Updater) adjustStrong(p int32) {
 	u.adjustStrongPool(p)
 	u.weightOf(p)
@@ -210,9 +210,9 @@ func (u *Updater) adjustStrongPool(p int32) {
 	}
 }
 
-// ---- weights (spec.md §2.13) ----
+// ---- weights (docs/semantics.md#fair-share) ----
 
-// weightOf sets pool slot p's weight (spec.md §2.13), its and its parent's
+// weightOf sets pool slot p's weight (docs/semantics.md#fair-share), its and its parent's
 // strong guarantee shares being adjusted; operations' weights are set by
 // updateOperations.
 func (u *Updater) weightOf(p int32) {
@@ -242,8 +242,8 @@ func (u *Updater) weightOf(p int32) {
 
 // implicitGuarantee is the part of the parent's guarantee parentR in a
 // resource that a child without an explicit guarantee in it is inferred to
-// have: the child's share of the parent's main-resource guarantee (spec.md
-// §2.2).
+// have: the child's share of the parent's main-resource guarantee
+// (docs/semantics.md#strong-guarantees).
 func implicitGuarantee(childMain, parentMain, parentR float64) float64 {
 	ratio := 0.0
 	if parentMain > 0 {

@@ -9,8 +9,8 @@ import (
 	"github.com/fairsched/fairsched/core/tree"
 )
 
-// Integral guarantees: volume accounting (spec.md §2.5, step 5 of §2.1), then
-// the burst pools' (§2.6, step 7) and the relaxed pools' (§2.7, step 8)
+// Integral guarantees: volume accounting (docs/semantics.md#integral-guarantees, step 5 of the update), then
+// the burst pools' and the relaxed pools'
 // integral shares, and the integral pools' orchid attributes.
 //
 // Volumes are refilled (by the resource flow) and consumed (by the last
@@ -19,7 +19,7 @@ import (
 // distributeFreeVolume. Nothing else changes a volume, except
 // Updater.SetAccumulatedVolume (and a new pool starts with none).
 
-// ---- integral volumes (spec.md §2.5) ----
+// ---- integral volumes (docs/semantics.md#integral-guarantees) ----
 
 // consumeAndRefill is one update's volume accounting: every burst and
 // relaxed pool's volume is refilled and consumed (refill), overflow and room
@@ -223,7 +223,7 @@ func (u *Updater) distributeFreeVolumePool(w *worker, p int32) (integral bool) {
 }
 
 // volumeRatio is the integral share the pool's volume sustains for one
-// smooth period (spec.md §2.5).
+// smooth period (docs/semantics.md#integral-guarantees).
 func (u *Updater) volumeRatio(ps *poolState) float64 {
 	v := ps.volume
 	r, any := 0.0, false
@@ -239,7 +239,7 @@ func (u *Updater) volumeRatio(ps *poolState) float64 {
 	return r / u.cfg.SmoothPeriodS
 }
 
-// ---- integral shares (spec.md §2.6–2.7) ----
+// ---- integral shares (docs/semantics.md#integral-guarantees) ----
 
 func adjustProposedIntegralShare(limits, strong, proposed resource.Share) resource.Share {
 	if limits.Dominates(strong.Add(proposed)) {
@@ -274,7 +274,7 @@ func (u *Updater) increaseHierarchicalIntegralShare(id tree.ID, delta resource.S
 	}
 }
 
-// integralPasses sets the burst (spec.md §2.6) and then the relaxed (§2.7)
+// integralPasses sets the burst (docs/semantics.md#integral-guarantees) and then the relaxed
 // pools' integral shares.
 func (u *Updater) integralPasses() {
 	u.tmpUsed, u.tmpNeed = 0, 0
@@ -347,9 +347,9 @@ func (u *Updater) relaxedIntegralShares() {
 	}
 }
 
-// ---- orchid attributes (api.md §5) ----
+// ---- orchid attributes (docs/api.md#the-orchid) ----
 
-// integralAttributes fills the integral pools' orchid attributes (api.md §5),
+// integralAttributes fills the integral pools' orchid attributes (docs/api.md#the-orchid),
 // on chunks of the pools in parallel.
 func (u *Updater) integralAttributes() {
 	u.run(taskIntegralAttrs, u.poolChunks)

@@ -12,23 +12,23 @@ import (
 // invariantSlack is the relative tolerance of the fair-share checks (with a
 // floor of 1, so absolute for shares, which are at most 1). The top-down
 // pass lets the children's sum exceed their pool's fair share by
-// resource.Epsilon (the classic mode's precision repair, spec.md §2.9) or by
+// resource.Epsilon (the classic mode's precision repair, docs/semantics.md#fair-share) or by
 // a few ulps per child (the improved mode, fitTolerance), and sums are added
 // in different orders here and there.
 const invariantSlack = 1e-8
 
 // checkFairShares panics if the fair shares of the last update break what
-// spec.md §2 guarantees:
+// docs/semantics.md#fair-share guarantees:
 //
 //   - every element's fair share is a number, non-negative and at most 1
-//     in every resource (fair shares are capped by limits shares, §9.2, and
+//     in every resource (fair shares are capped by limits shares, and
 //     the root's limits share is the whole cluster);
 //   - the fair shares of a pool's children sum to at most the pool's, per
-//     resource (the top-down distribution, §2.9; the root's is their sum,
-//     §2.10).
+//     resource (the top-down distribution, docs/design/fair-share.md#handing-the-shares-down; the root's is their sum,
+//     docs/semantics.md#fair-share).
 //
 // Nothing more: a pool's children may leave part of its fair share unused
-// (left-continuity at jumps, §9.4), and the decomposition's parts are not
+// (left-continuity at jumps, docs/design/fair-share.md#the-three-functions-of-an-element), and the decomposition's parts are not
 // checked.
 func (u *Updater) checkFairShares() {
 	for _, p := range u.prePools {

@@ -1,6 +1,6 @@
 package fairshare
 
-// The promised-guarantee fair share (spec.md §2.11, step 10 of §2.1): what
+// The promised-guarantee fair share (docs/semantics.md#promised-guarantee-fair-share, step 10 of the update): what
 // pools with compute_promised_guarantee_fair_share and their descendants
 // receive from their guarantees alone, by a second top-down pass from
 // suggestion 0.

@@ -13,7 +13,7 @@ import (
 	"github.com/fairsched/fairsched/core/tree"
 )
 
-// Seeded property tests of the fair-share update (spec.md §2, §9): random
+// Seeded property tests of the fair-share update (docs/semantics.md#fair-share): random
 // pool trees, checked after Update against the invariants of Vector HDRF and
 // the DRF properties (Pareto efficiency, sharing incentive, strategy-
 // proofness). Every failure names its seed; rerun one seed with
@@ -328,12 +328,12 @@ func propCheckInvariants(t *testing.T, ctx string, rt *propTree, u *fairshare.Up
 // propCheckPareto: an operation below its demand in its dominant resource
 // must be blocked. DRF's notion of blocked is a saturated resource the
 // operation needs, or a limit on its path in a resource it needs. Vector
-// HDRF (spec.md §2.8) is weaker in two ways, both counted, not errors:
+// HDRF (docs/semantics.md#fair-share) is weaker in two ways, both counted, not errors:
 //   - a pool has one scalar fit factor, so once any resource saturates at
 //     the root, or any element on the path reaches a limit in any resource,
 //     no descendant grows, even one that does not need that resource
 //     (TestScalarFitFactorParetoGap);
-//   - functions are left-continuous (spec.md §9.4): an element whose fair
+//   - functions are left-continuous (docs/semantics.md#fair-share): an element whose fair
 //     share by suggestion jumps where its parent stops keeps the jump's left
 //     value, and resources may stay idle with nothing saturated, even
 //     without gangs (TestDiscontinuityLeavesResourcesIdle; seed 33157853
@@ -451,7 +451,7 @@ func propCheckGuarantees(t *testing.T, ctx string, rt *propTree, u *fairshare.Up
 		}
 		// The resource that binds at suggestion 0 may be one the pool needs
 		// but has no guarantee in (inference can scale a resource's implicit
-		// guarantee to 0, spec.md §2.2); then that zero is what is honoured.
+		// guarantee to 0, docs/semantics.md#strong-guarantees); then that zero is what is honoured.
 		for r := range resource.Count {
 			if d[r] > 0 && fs[r] >= g[r]-propEps {
 				return

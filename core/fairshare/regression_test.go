@@ -25,8 +25,8 @@ import (
 //	   "children": [{"operation": "op", "demand": {"cpu": 30}}]}]},
 //	 "updates": [{"elapsed_s": null}, {"elapsed_s": null, "set": {"P.strong_guarantee_resources": {"cpu": 20}}}]}
 //
-// Update 1 must split P's 0.3 into strong 0.2 and integral 0.1 (spec.md
-// §2.10), and the root's likewise, in both fit-factor modes, for a burst or
+// Update 1 must split P's 0.3 into strong 0.2 and integral 0.1
+// (docs/semantics.md#fair-share), and the root's likewise, in both fit-factor modes, for a burst or
 // a relaxed pool (resource flow 10 cores), with or without elapsed time; and
 // without elapsed time it must equal a solve of the changed snapshot from
 // scratch in every attribute.

@@ -10,9 +10,9 @@ import (
 	"github.com/fairsched/fairsched/core/tree"
 )
 
-// Semantics of the fair-share update (spec.md §2, §9) with expectations
+// Semantics of the fair-share update (docs/semantics.md#fair-share) with expectations
 // derived by hand. Every case runs in both the classic and the improved
-// fit-factor mode unless it says otherwise (spec.md §2.9: both modes agree
+// fit-factor mode unless it says otherwise (docs/semantics.md#fair-share: both modes agree
 // except where several children jump at the same fit factor).
 
 const (
@@ -79,7 +79,7 @@ func semFairShare(t *testing.T, tr *tree.Tree, u *fairshare.Updater, name string
 	return u.Attributes(id).FairShare.Total
 }
 
-// semCheckDecomposition asserts spec.md §2.10 for every element: the three parts
+// semCheckDecomposition asserts docs/semantics.md#fair-share for every element: the three parts
 // are non-negative and sum to the total.
 func semCheckDecomposition(t *testing.T, tr *tree.Tree, u *fairshare.Updater) {
 	t.Helper()
@@ -224,7 +224,7 @@ func TestWeights(t *testing.T) {
 }
 
 func TestStrongGuaranteePlusSuggestion(t *testing.T) {
-	// spec.md §9.1: a guaranteed pool takes guarantee + s, not max(guarantee, s).
+	// docs/design/fair-share.md#max-fit-factor-by-suggestion: a guaranteed pool takes guarantee + s, not max(guarantee, s).
 	full := semFrac(1, 1)
 	f := func(name string, ms []tree.Mutation, want map[string]resource.Share, strong map[string]resource.Share) {
 		t.Helper()
@@ -275,7 +275,7 @@ func TestStrongGuaranteePlusSuggestion(t *testing.T) {
 		semOp("opA", "A", full, tree.OperationSpec{}),
 		semOp("opB", "B", full, tree.OperationSpec{}),
 	}, map[string]resource.Share{"A": semShare(0.6+0.4/3, 0.6+0.4/3), "B": semShare(0.8/3, 0.8/3)}, nil)
-	// Overcommitted guarantees 30 + 90 are scaled to fit (spec.md §2.3–2.4):
+	// Overcommitted guarantees 30 + 90 are scaled to fit (docs/semantics.md#strong-guarantees):
 	// 0.25 and 0.75, and nothing is left for the suggestion.
 	f("overcommit-scaled", []tree.Mutation{
 		semPool("A", "", tree.PoolConfig{StrongGuarantee: semCPU(30)}),
@@ -312,7 +312,7 @@ func TestResourceLimitsCapFairShare(t *testing.T) {
 		semOp("a", "", full, tree.OperationSpec{ResourceLimits: semCPU(10)}),
 		semOp("b", "", full, tree.OperationSpec{}),
 	}, map[string]resource.Share{"a": semShare(0.1, 0.1), "b": semShare(0.9, 0.9)})
-	// Limit below the strong guarantee (spec.md §2.4): guarantee 100, limit
+	// Limit below the strong guarantee (docs/semantics.md#strong-guarantees): guarantee 100, limit
 	// 50 → the pool gets 0.5 and its guarantee share is clipped to 0.5.
 	f("limit-below-guarantee", []tree.Mutation{
 		semPool("p", "", tree.PoolConfig{StrongGuarantee: semCPU(100), ResourceLimits: semCPU(50)}),
@@ -390,7 +390,7 @@ func TestGangStepFunction(t *testing.T) {
 	}, map[string]resource.Share{"gang": semShare(0.4, 0.4), "other": semShare(0.6, 0.6)})
 	// All or nothing: 0.6 would need s > 0.6, but the other operation takes
 	// s, and 0.6 + 0.6 > 1. The left-continuous value at the jump is 0, so
-	// the gang gets nothing and 0.4 stays unassigned (spec.md §9.4).
+	// the gang gets nothing and 0.4 stays unassigned (docs/semantics.md#fair-share).
 	f("nothing", step, semBothModes, []tree.Mutation{
 		semOp("gang", "", semFrac(0.6, 0.6), gang),
 		semOp("other", "", semFrac(1, 1), tree.OperationSpec{}),
@@ -402,7 +402,7 @@ func TestGangStepFunction(t *testing.T) {
 	}, map[string]resource.Share{"gang": semShare(0.5, 0.5), "other": semShare(0.5, 0.5)})
 	// Two gangs jumping at the same fit factor: the classic mode gives
 	// nothing to anybody; the improved mode lays the jumps out one child at
-	// a time and the first gets its demand (spec.md §2.9).
+	// a time and the first gets its demand (docs/semantics.md#fair-share).
 	two := []tree.Mutation{
 		semOp("g1", "", semFrac(0.6, 0.6), gang),
 		semOp("g2", "", semFrac(0.6, 0.6), gang),
@@ -416,7 +416,7 @@ func TestGangStepFunction(t *testing.T) {
 }
 
 func TestBurstPoolIntegralShare(t *testing.T) {
-	// spec.md §2.6: a burst pool with strong guarantee 0.1, burst guarantee
+	// docs/semantics.md#integral-guarantees: a burst pool with strong guarantee 0.1, burst guarantee
 	// 0.5 and flow 0.1 receives min(burst ratio, volume ratio) as integral
 	// share on top of its strong guarantee; the unguaranteed sibling and
 	// the burst pool then share the rest with s each.
@@ -524,7 +524,7 @@ func TestDecompositionSumsToTotal(t *testing.T) {
 }
 
 func TestGangThatFitsExactlyGetsItsShare(t *testing.T) {
-	// spec.md §2.8 defines mff_r(s) as the LARGEST fit factor f with
+	// docs/design/fair-share.md#max-fit-factor-by-suggestion defines mff_r(s) as the LARGEST fit factor f with
 	// FSBFF_r(f) ≤ min(G_r + s, L_r). When a gang's jump lands exactly on the
 	// limit (the whole cluster at the root: G + s = L = 1), that largest f is
 	// the right end of the jump, so the gang fits. The implementation builds
@@ -592,7 +592,7 @@ func TestGangThatFitsExactlyGetsItsShare(t *testing.T) {
 
 func TestScalarFitFactorParetoGap(t *testing.T) {
 	// DRF progressive filling is Pareto-efficient: an operation stops only
-	// when a resource it needs saturates. Vector HDRF (spec.md §2.8–2.9)
+	// when a resource it needs saturates. Vector HDRF (docs/semantics.md#fair-share)
 	// gives a pool ONE scalar fit factor, the minimum over resources, so
 	// when cpu saturates the root stops, and an operation that needs only
 	// memory stays at s = 0.5 while half the memory is idle.
@@ -622,7 +622,7 @@ func TestDiscontinuityLeavesResourcesIdle(t *testing.T) {
 	// suggestion jumps at s = 0.4 and P's fair share by suggestion jumps in
 	// memory from 0.2 to 0.4 there. The root stops where Q (weight 1.75, so
 	// s = 0.7) plus P's jump would exceed memory 1, and left-continuity
-	// (spec.md §2.8, §9.4) gives P the jump's left value: memory 0.9 of 1
+	// (docs/semantics.md#fair-share) gives P the jump's left value: memory 0.9 of 1
 	// assigned, cpu 0.4, while C and Q want more memory. DRF progressive
 	// filling would keep growing C and Q until memory saturates.
 	// This follows the spec; the test states the DRF expectation
@@ -646,7 +646,7 @@ func TestDiscontinuityLeavesResourcesIdle(t *testing.T) {
 }
 
 func TestGuaranteeWithZeroInferredResource(t *testing.T) {
-	// Strong guarantees are vectors (spec.md §2.2): P guarantees {cpu 50,
+	// Strong guarantees are vectors (docs/semantics.md#strong-guarantees): P guarantees {cpu 50,
 	// memory 100 GiB}; its child A takes all 100 GiB explicitly, so B's
 	// implicit memory guarantee (30/50 of P's memory) is scaled to fit the
 	// residual, 0. B's cpu guarantee of 0.3 then buys nothing: its

@@ -8,7 +8,7 @@ import (
 	"github.com/fairsched/fairsched/core/tree"
 )
 
-// The fair-share settings table: every key of the tree config (spec.md §8.1)
+// The fair-share settings table: every key of the tree config (docs/configuration.md)
 // that shapes the fair-share update once, with its field in Config, its
 // range, its default and a sentence for the reference. DefaultConfig,
 // ValidateConfig, the wire decoder and encoder of the tree config and of the

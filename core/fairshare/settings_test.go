@@ -12,7 +12,7 @@ import (
 	"github.com/fairsched/fairsched/core/tree"
 )
 
-// The defaults of spec.md §8.1 and §11, as they were before the table.
+// The defaults of docs/configuration.md, as they were before the table.
 func TestDefaultConfig(t *testing.T) {
 	want := fairshare.Config{
 		MainResource:                  resource.CPU,

@@ -133,7 +133,7 @@ type poolState struct {
 	fit fitCache
 
 	// The fair share by suggestion under the integral passes' temporary
-	// guarantee or limits (spec.md §2.6–2.7), rebuilt each update in
+	// guarantee or limits (docs/semantics.md#integral-guarantees), rebuilt each update in
 	// Updater.tmpArena from the pool's (kept) fair share by fit factor; the
 	// pool's own fsbs is left alone, so an unchanged pool is not rebuilt.
 	tmpFsbs plf.Vec

@@ -10,7 +10,7 @@ import (
 
 // sweepChild is one child's state while a pool's fair share by fit factor
 // is built: a cursor on the child's fair share by suggestion, scaled by its
-// weight (spec.md §2.8: at the pool's argument s the child gets suggestion
+// weight (docs/semantics.md#fair-share: at the pool's argument s the child gets suggestion
 // s·w/w_min, so the child's point x sits at x/scale).
 type sweepChild struct {
 	fn    *plf.Vec
@@ -185,7 +185,7 @@ func (ss *slopeSum) swap(old, new *resource.Share) {
 func (ss *slopeSum) at(k int) float64 { return ss.sum[k] + ss.comp[k] }
 
 // sweepFSBFF builds a fair-share-mode pool's fair share by fit factor f from
-// its children's fair shares by suggestion (spec.md §2.8–2.9). The
+// its children's fair shares by suggestion (docs/semantics.md#fair-share). The
 // children's critical points are merged by a heap keyed by (argument,
 // child). A pool of at most exactChildren children is swept by sweepExact,
 // which adds the children's values at every point; a larger one by
@@ -403,8 +403,8 @@ func sumValues(vals []plf.Value) (sum resource.Share) {
 // it in a plain running sum would cancel the others' slopes. A component in
 // which every child is flat has slope exactly zero, and flat pieces of the
 // sum stay exactly flat (they become exact jumps of the max fit factor by
-// suggestion, and the parent's layout of jumps depends on them, spec.md
-// §2.9). The running sum is recomputed exactly every syncEvery·C points, in
+// suggestion, and the parent's layout of jumps depends on them,
+// docs/semantics.md#fair-share). The running sum is recomputed exactly every syncEvery·C points, in
 // the moving components only (a resync would put a step into a flat piece),
 // and clamped to stay non-decreasing. The values at the critical points are
 // therefore the exact sums only up to rounding drift; the top-down pass

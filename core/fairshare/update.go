@@ -11,7 +11,7 @@ import (
 )
 
 // The Updater and its entry point, Update, which runs the phases of
-// spec.md §2.1 in order; each phase lives in the file Update names.
+// docs/semantics.md#fair-share in order; each phase lives in the file Update names.
 
 // Updater runs fair-share updates over a tree. See the package documentation.
 type Updater struct {
@@ -134,7 +134,7 @@ func (u *Updater) Update(total resource.Vec, now clock.Time) {
 		}
 	}
 	u.promised = u.promised[:0]
-	// The steps of spec.md §2.1, each in the file named.
+	// The steps of docs/semantics.md#fair-share, each in the file named.
 	// 1. Configuration alerts (validate.go).
 	u.validatePoolConfigs()
 	// The operations' inputs first (bottomup.go): which changed decides
@@ -153,7 +153,7 @@ func (u *Updater) Update(total resource.Vec, now clock.Time) {
 	// 5. Integral volumes consumed, refilled and overflowing (integral.go).
 	u.consumeAndRefill()
 	// 6. Guarantee adjustment (guarantees.go), and the weights inferred
-	// from the adjusted guarantees (§2.13).
+	// from the adjusted guarantees.
 	u.adjustGuarantees()
 	// 7–8. Burst and relaxed pools' integral shares (integral.go), on
 	// temporary functions (functions.go), and 9. the fair-share functions
@@ -210,7 +210,7 @@ func (u *Updater) Attributes(id tree.ID) *Attributes { return &u.attrs[id] }
 func (u *Updater) Alerts() []string { return u.alerts }
 
 // SetPreviousUpdate sets the time of the previous update, from which the
-// next update measures the integral refill (spec.md §2.5).
+// next update measures the integral refill (docs/semantics.md#integral-guarantees).
 func (u *Updater) SetPreviousUpdate(t clock.Time) { u.prev, u.hasPrev = t, true }
 
 // ForgetPreviousUpdate makes the next update the first after start: no

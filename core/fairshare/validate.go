@@ -2,7 +2,7 @@ package fairshare
 
 import "github.com/fairsched/fairsched/core/tree"
 
-// Configuration checks (spec.md §2.1 step 1): alerts for nested
+// Configuration checks (docs/semantics.md#fair-share step 1): alerts for nested
 // promised-guarantee pools and for priority pools without a donor ancestor.
 // They never stop the update.
 

@@ -9,7 +9,7 @@ import (
 	"github.com/fairsched/fairsched/core/tree"
 )
 
-// Zero allocations in steady state (style.md rule 4): once the per-ID slices
+// Zero allocations in steady state: once the per-ID slices
 // have grown to the tree and dst has room, the admission path allocates
 // nothing.
 

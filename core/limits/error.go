@@ -8,7 +8,7 @@ import (
 	"github.com/fairsched/fairsched/core/tree"
 )
 
-// Error codes of LimitError (api.md §3: 409 too_many_operations).
+// Error codes of LimitError (docs/api.md#operations: 409 too_many_operations).
 const (
 	CodeTooManyOperations        = "too_many_operations"
 	CodeTooManyRunningOperations = "too_many_running_operations"
@@ -30,7 +30,7 @@ const (
 
 // LimitError reports the lowest pool on an operation's path whose operation
 // count (Code CodeTooManyOperations) or running operation count
-// (CodeTooManyRunningOperations) has reached its limit (spec.md §6.2).
+// (CodeTooManyRunningOperations) has reached its limit (docs/semantics.md#operation-limits-pending-queues-and-lightweight-operations).
 //
 // NB: it is the structured detail of the error that CanRegister and Move
 // return, an *apierr.Error (Code, Path "pool", Message e.Error()) whose Err

@@ -302,7 +302,7 @@ func (h *harness) run(script string) {
 }
 
 // checkInvariants recounts everything from the tree and the operation
-// states and checks the pending lists (spec.md §6). strict adds the checks
+// states and checks the pending lists (docs/semantics.md#operation-limits-pending-queues-and-lightweight-operations). strict adds the checks
 // that hold only while no limit was lowered and no pool was moved: no pool
 // over its limits.
 func checkInvariants(tr *tree.Tree, l *Limits, strict bool) error {

@@ -1,5 +1,5 @@
 // Package limits keeps the operation counts of a pool tree, decides admission
-// and runs the pending queue (spec.md §6), as a deterministic state machine
+// and runs the pending queue (docs/semantics.md#operation-limits-pending-queues-and-lightweight-operations), as a deterministic state machine
 // over tree IDs.
 //
 // Every pool and the root keep operation_count (pending, running and
@@ -8,13 +8,13 @@
 // operations only); a change propagates to every ancestor including the root
 // [T: TestOperationCountLimits]. Limits are a pool's own
 // max_operation_count / max_running_operation_count, else the per-pool
-// defaults of Config; the root's come from Config (spec.md §6.1, §8.1).
+// defaults of Config; the root's come from Config (docs/semantics.md).
 //
 // An operation is registered after the tree holds it (CanRegister, then the
 // tree mutation, then Register) and unregistered before the tree drops it
-// (Unregister, then the tree mutation). It is Lightweight (spec.md §6.3),
+// (Unregister, then the tree mutation). It is Lightweight (docs/semantics.md#operation-limits-pending-queues-and-lightweight-operations),
 // Running, or Pending in the FIFO pending list of exactly one pool on its path,
-// the pool whose running limit held it back (spec.md §6.2). Pending lists are
+// the pool whose running limit held it back (docs/semantics.md#operation-limits-pending-queues-and-lightweight-operations). Pending lists are
 // intrusive doubly linked lists threaded through per-ID slices, so removal is
 // O(1) and the hot entry points use no maps.
 //
@@ -36,7 +36,7 @@ import (
 	"github.com/fairsched/fairsched/core/tree"
 )
 
-// Config holds the tree-level limits (spec.md §8.1). The zero value allows
+// Config holds the tree-level limits (docs/configuration.md). The zero value allows
 // nothing; start from DefaultConfig.
 type Config struct {
 	MaxOperationCount               int64 // the root's max_operation_count
@@ -46,7 +46,7 @@ type Config struct {
 }
 
 // DefaultConfig returns the reference defaults: 50000 and 2000 at the root,
-// 50 and 50 per pool (spec.md §8.1, V(2023)).
+// 50 and 50 per pool (docs/configuration.md, V(2023)).
 func DefaultConfig() Config {
 	return Config{
 		MaxOperationCount:               50000,
@@ -68,7 +68,7 @@ const (
 	// Pending: held back by a pool's running limit, waiting in its pending list.
 	Pending
 	// Lightweight: running without counting against running limits
-	// (counted in lightweight_running_operation_count instead; spec.md §6.3).
+	// (counted in lightweight_running_operation_count instead; docs/semantics.md#operation-limits-pending-queues-and-lightweight-operations).
 	Lightweight
 )
 
@@ -160,7 +160,7 @@ func (l *Limits) grow() {
 // ---- admission ----
 
 // CanRegister reports whether a new operation may be registered in pool
-// (spec.md §6.2, [V: FindPoolWithViolatedOperationCountLimit]): it returns an
+// (docs/semantics.md#operation-limits-pending-queues-and-lightweight-operations, [V: FindPoolWithViolatedOperationCountLimit]): it returns an
 // *apierr.Error wrapping a *LimitError with CodeTooManyOperations naming the
 // lowest pool on the path from pool to the root whose operation_count has
 // reached its max_operation_count, or nil. It allocates only the error.
@@ -236,7 +236,7 @@ func (l *Limits) Unregister(op tree.ID, dst []tree.ID) []tree.ID {
 // Move validates and applies moving op to newPool; call it before the tree
 // moves op (the tree move is the caller's, and must follow a nil error).
 //
-// Validation (spec.md §6.2, [V: ValidateAllOperationsCountsOnPoolChange]),
+// Validation (docs/semantics.md#operation-limits-pending-queues-and-lightweight-operations, [V: ValidateAllOperationsCountsOnPoolChange]),
 // lowest pool first, on the pools of the new path that are not on the old one:
 // operation_count < max_operation_count (else CodeTooManyOperations); and if op
 // runs and will count against running limits in newPool (it is Running, or
@@ -493,7 +493,7 @@ func (l *Limits) maxRunning(p tree.ID) int64 {
 	return l.t.Pool(p).MaxRunningOperationCount.Or(l.cfg.MaxRunningOperationCountPerPool)
 }
 
-// eligible reports whether op would be lightweight under parent (spec.md §6.3).
+// eligible reports whether op would be lightweight under parent (docs/semantics.md#operation-limits-pending-queues-and-lightweight-operations).
 func (l *Limits) eligible(op, parent tree.ID) bool {
 	if !l.t.Operation(op).Vanilla {
 		return false
@@ -567,7 +567,7 @@ func (l *Limits) place(op, parent tree.ID) State {
 }
 
 // scan walks from p to the root and starts or re-queues pending operations
-// while each pool has room (spec.md §6.2).
+// while each pool has room (docs/semantics.md#operation-limits-pending-queues-and-lightweight-operations).
 func (l *Limits) scan(p tree.ID, dst []tree.ID) []tree.ID {
 	for ; p != tree.None; p = l.t.Parent(p) {
 		for l.pools[p].head != tree.None && l.pools[p].running < l.maxRunning(p) {

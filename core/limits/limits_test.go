@@ -8,7 +8,7 @@ import (
 )
 
 // Semantics of operation counts, admission and the pending queue
-// (spec.md §6). Scenario tests are scripts of "command -> output" lines run
+// (docs/semantics.md#operation-limits-pending-queues-and-lightweight-operations). Scenario tests are scripts of "command -> output" lines run
 // by harness.run (harness_test.go), which re-checks every count from scratch
 // after each command.
 
@@ -69,7 +69,7 @@ func TestOperationCountLimits(t *testing.T) {
 }
 
 // TestCanRegister: the total limit of the lowest pool at its limit on the
-// path refuses a new operation, naming that pool (spec.md §6.2).
+// path refuses a new operation, naming that pool (docs/semantics.md#operation-limits-pending-queues-and-lightweight-operations).
 func TestCanRegister(t *testing.T) {
 	cfg := Config{MaxOperationCount: 6, MaxRunningOperationCount: 100, MaxOperationCountPerPool: 4, MaxRunningOperationCountPerPool: 100}
 	// root (6) ─ A (3) ─ B (default 4) ─ C (5)
@@ -168,7 +168,7 @@ func TestEffectiveLimits(t *testing.T) {
 // TestPendingQueue: the running limit makes operations pending in the
 // LOWEST pool at its limit; finishing operations releases them in FIFO
 // order per pool, and an operation released from an upper pool's list that
-// is still blocked lower moves to the lower pool's list (spec.md §6.2).
+// is still blocked lower moves to the lower pool's list (docs/semantics.md#operation-limits-pending-queues-and-lightweight-operations).
 func TestPendingQueue(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.MaxRunningOperationCount = 3
@@ -332,7 +332,7 @@ func TestFIFOWithinPool(t *testing.T) {
 
 // TestLightweight: vanilla operations in a FIFO pool with
 // enable_lightweight_operations bypass running limits but count in
-// operation_count (spec.md §6.3).
+// operation_count (docs/semantics.md#operation-limits-pending-queues-and-lightweight-operations).
 func TestLightweight(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.MaxRunningOperationCount = 1
@@ -364,7 +364,7 @@ func TestLightweight(t *testing.T) {
 }
 
 // TestMove: validation on the new pools not shared with the old path, state
-// unchanged on refusal, pending operations re-queued (spec.md §6.2).
+// unchanged on refusal, pending operations re-queued (docs/semantics.md#operation-limits-pending-queues-and-lightweight-operations).
 func TestMove(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.MaxRunningOperationCount = 4

@@ -1,6 +1,6 @@
 // Package plf implements monotone, possibly discontinuous piecewise-linear
 // functions on a closed interval, the representation of the fair-share
-// functions of spec.md §2.8.
+// functions of docs/semantics.md#fair-share.
 //
 // A function is its plot: a list of points (x_i, v_i) with non-decreasing x.
 // Consecutive points form segments; two consecutive points with the same x

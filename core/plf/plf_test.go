@@ -10,7 +10,7 @@ import (
 	"github.com/fairsched/fairsched/core/resource"
 )
 
-// Tests of the piecewise-linear functions (spec.md §2.8): the canonical form
+// Tests of the piecewise-linear functions (docs/semantics.md#fair-share): the canonical form
 // kept by Add, left-continuous sampling, the transformations used to build
 // max-fit-factor-by-suggestion, composition and the exact bisection.
 

@@ -1,4 +1,4 @@
-// Package resource holds fairsched's fixed-size resource vectors (spec.md §1.1–1.2).
+// Package resource holds fairsched's fixed-size resource vectors (docs/semantics.md#the-cluster-and-its-resources).
 //
 // A Vec is an absolute amount of the five resources, in their fixed order
 // user_slots, cpu, gpu, memory, network. Every component is an int64; cpu is
@@ -14,7 +14,7 @@ import (
 	"strconv"
 )
 
-// Kind names one resource dimension. The order is fixed (spec.md §1.1).
+// Kind names one resource dimension. The order is fixed (docs/semantics.md#the-cluster-and-its-resources).
 type Kind int
 
 // The five resources, in the order of the reference's vectors.
@@ -56,7 +56,7 @@ func KindByName(name string) (Kind, bool) {
 func Names() [Count]string { return kindNames }
 
 // MaxAmount is the largest amount a single component may hold: 2^53, the
-// largest integer a JSON number carries exactly (api.md §1). cpu is bounded by
+// largest integer a JSON number carries exactly (docs/api.md#conventions). cpu is bounded by
 // the same number of centi-cores.
 const MaxAmount = 1 << 53
 

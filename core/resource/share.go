@@ -2,7 +2,7 @@ package resource
 
 import "math"
 
-// Share constants (spec.md §1.2).
+// Share constants (docs/semantics.md#the-cluster-and-its-resources).
 const (
 	Epsilon                   = 1e-9
 	LargeEpsilon              = 1e-4
@@ -23,7 +23,7 @@ func Uniform(v float64) Share { return Share{v, v, v, v, v} }
 func EpsilonShare() Share { return Uniform(Epsilon) }
 
 // FromResources returns x/total per component; a component whose total is 0
-// is 0, both for 0/0 and for x/0 (spec.md §1.2).
+// is 0, both for 0/0 and for x/0 (docs/semantics.md#the-cluster-and-its-resources).
 func FromResources(x, total Vec) Share {
 	var s Share
 	for i := range x {

@@ -5,7 +5,7 @@ package rng
 import "testing"
 
 // TestZeroAllocs asserts that a stack-local Rand stays on the stack and no method
-// allocates (style.md rule 4).
+// allocates.
 func TestZeroAllocs(t *testing.T) {
 	buf := make([]int, 0, 16)
 	var sink float64

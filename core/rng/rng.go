@@ -1,7 +1,7 @@
 // Package rng is the seeded pseudo-random state the core uses wherever it needs
 // randomness (tie-breaking, victim sampling, simulation).
 //
-// The core has no global randomness (style.md §1): every random decision draws from a
+// The core has no global randomness: every random decision draws from a
 // Rand owned by the caller and seeded explicitly, so a run is reproducible from its seed.
 //
 // Rand is a small value type (16 bytes) holding a math/rand/v2 PCG (PCG-DXSM, 128 bits of

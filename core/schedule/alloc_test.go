@@ -11,7 +11,7 @@ import (
 	"github.com/fairsched/fairsched/core/tree"
 )
 
-// Zero allocations on the heartbeat path (style.md rule 4): a heartbeat
+// Zero allocations on the heartbeat path: a heartbeat
 // into a reused Response allocates nothing in steady state, whether it
 // changes nothing, completes and starts an allocation, or preempts.
 

@@ -8,8 +8,8 @@ import (
 	"github.com/fairsched/fairsched/core/tree"
 )
 
-// PreemptionPriorityScope is scheduling_preemption_priority_scope (spec.md
-// §3.5): whether an operation may preempt because an ancestor pool starves.
+// PreemptionPriorityScope is scheduling_preemption_priority_scope
+// (docs/semantics.md#starvation): whether an operation may preempt because an ancestor pool starves.
 type PreemptionPriorityScope uint8
 
 // Preemption priority scopes.
@@ -25,7 +25,7 @@ func (s PreemptionPriorityScope) String() string {
 	return "operation_and_ancestors"
 }
 
-// Config is the scheduler's configuration; DefaultConfig gives spec.md §8.
+// Config is the scheduler's configuration; DefaultConfig gives docs/configuration.md.
 type Config struct {
 	// Shards is the number of node shards (lock stripes).
 	Shards int
@@ -46,7 +46,7 @@ type Config struct {
 	// means no bound).
 	MaxNodeResourceLimits resource.Vec
 	// MaxHeartbeatsPerBatch bounds the heartbeats of one batch (POST
-	// /api/v1/heartbeats, api.md §7; 1024). The facade enforces it; the
+	// /api/v1/heartbeats, docs/api.md#batched-heartbeats; 1024). The facade enforces it; the
 	// core does not read it.
 	MaxHeartbeatsPerBatch int
 
@@ -76,34 +76,34 @@ type Config struct {
 	AllocationGracefulPreemptionTimeout clock.Duration // 60 s
 
 	// NonPreemptibleResourceUsageThreshold is the tree default of
-	// non_preemptible_resource_usage_threshold (spec.md §4): while an
+	// non_preemptible_resource_usage_threshold (docs/semantics.md#preemption-statuses): while an
 	// operation's usage strictly stays below it in every resource, its
 	// allocations are not preemptible. Empty (the default) means no
 	// threshold; unspecified components of a partial one are infinite.
 	// Pools override it, operations may only lower it per resource.
 	NonPreemptibleResourceUsageThreshold tree.PartialVec
 	// MaxUnpreemptibleRunningAllocationCount fills the threshold's
-	// user_slots when that is unspecified (spec.md §8.1; unset by default).
+	// user_slots when that is unspecified (docs/configuration.md; unset by default).
 	MaxUnpreemptibleRunningAllocationCount tree.OptInt
 	// AllowPreemptionFromStarvingOperations lets the preemptive stages take
-	// allocations of an operation that is itself starving (spec.md §5.4;
+	// allocations of an operation that is itself starving (docs/semantics.md#preemptive-stages;
 	// false: a starving operation's allocations are no victims).
 	AllowPreemptionFromStarvingOperations bool
 	// EnableGuaranteePriorityScheduling puts operations whose
 	// promised-guarantee fair share strictly dominates their usage on
 	// non-blocked resources in the high scheduling priority class, which
-	// the regular stage serves first (spec.md §3.6, §8.1; false).
+	// the regular stage serves first (docs/semantics.md; false).
 	EnableGuaranteePriorityScheduling bool
 	// AllowAggressivePreemption is the root's allow_aggressive_preemption,
-	// inherited by pools that set none (spec.md §4; docs: true).
+	// inherited by pools that set none (docs/semantics.md#preemption-statuses; docs: true).
 	AllowAggressivePreemption bool
-	// SchedulingPreemptionPriorityScope is spec.md §3.5's scope.
+	// SchedulingPreemptionPriorityScope is docs/semantics.md#starvation's scope.
 	SchedulingPreemptionPriorityScope PreemptionPriorityScope
 	// AllowedNodeResourcesOvercommitDuration is how long a node's usage may
-	// exceed its limits before allocations are aborted (spec.md §5.6; 0).
+	// exceed its limits before allocations are aborted (docs/semantics.md#scheduling-on-a-heartbeat; 0).
 	AllowedNodeResourcesOvercommitDuration clock.Duration
 	// BestAllocationShareUpdatePeriod is how often an operation's best
-	// allocation share is recomputed (spec.md §1.5, §8.1; 60 s); it is
+	// allocation share is recomputed (docs/semantics.md; 60 s); it is
 	// also recomputed when its nodes' memory sizes change.
 	BestAllocationShareUpdatePeriod clock.Duration
 
@@ -111,7 +111,7 @@ type Config struct {
 	Limits    limits.Config
 }
 
-// DefaultConfig returns the defaults of spec.md §8 and §11: the settings
+// DefaultConfig returns the defaults of docs/configuration.md: the settings
 // table's, and those of the fair-share update and the limits.
 func DefaultConfig() Config {
 	c := Config{FairShare: fairshare.DefaultConfig(), Limits: limits.DefaultConfig()}

@@ -1,4 +1,4 @@
-// Package schedule is fairsched's scheduling core (spec.md §3–§7): it admits
+// Package schedule is fairsched's scheduling core (docs/semantics.md): it admits
 // operations, answers node heartbeats with the allocations to start, preempt
 // and abort, and runs the fair-share update that everything is judged by.
 //
@@ -29,8 +29,8 @@
 //     satisfaction with live usage, refreshed lazily; see opIndex) for the
 //     regular stage's search, so a heartbeat does not scan every operation.
 //
-//   - Each operation keeps its allocations' preemption statuses (spec.md
-//     §4) in one list in start order cut in three by two boundaries, under
+//   - Each operation keeps its allocations' preemption statuses
+//     (docs/semantics.md#preemption-statuses) in one list in start order cut in three by two boundaries, under
 //     its own mutex, because its allocations live on nodes of every shard.
 //     An allocation's status is where its rank falls between the
 //     boundaries' ranks, which the operation publishes under a sequence
@@ -71,16 +71,16 @@
 // # Where things are
 //
 //   - heartbeat.go: the heartbeat's decisions (start, preempt, abort) and
-//     Heartbeat itself, which runs the stages below in spec.md §5.1's order;
-//   - regular_stage.go: the regular (non-preemptive) stage (§5.2–§5.3);
+//     Heartbeat itself, which runs the stages below in docs/semantics.md#scheduling-on-a-heartbeat's order;
+//   - regular_stage.go: the regular (non-preemptive) stage;
 //   - preemptive_stages.go: the preemptive stages and which operations they
-//     start for (§5.4); victims.go: how victims are chosen and preempted
-//     (§5.5); graceful.go: graceful preemption (§7); overcommit.go: the
-//     node overcommit abort (§5.6);
+//     start for; victims.go: how victims are chosen and preempted;
+//     graceful.go: graceful preemption; overcommit.go: the
+//     node overcommit abort;
 //   - preemption_status.go: allocations' preemption statuses, the
-//     per-operation status lists (§4);
+//     per-operation status lists;
 //   - update.go: UpdateFairShare and what it publishes (the Snapshot,
-//     starvation of operations and pools, §3); orchid.go: the read-only views
+//     starvation of operations and pools, docs/semantics.md#satisfaction-and-status); orchid.go: the read-only views
 //     (operations, pools, nodes) the API serves;
 //   - scheduler.go: operations' lifecycle and the pool tree's mutations;
 //     settings.go: the configuration table; opindex.go: the shards' index of
@@ -88,6 +88,6 @@
 //   - tags.go: scheduling tag filters (which nodes an operation may use,
 //     compiled once per tree change and memoized per node) and what the
 //     nodes allow each element in the fair-share update: the resources of
-//     the nodes its filter matches and the best allocation share (§1.3,
-//     §1.5).
+//     the nodes its filter matches and the best allocation share (docs/semantics.md#pools-and-operations,
+//     docs/semantics.md#best-allocation-share).
 package schedule

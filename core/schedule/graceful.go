@@ -3,7 +3,7 @@ package schedule
 import "github.com/fairsched/fairsched/core/clock"
 
 // preemptGracefully preempts every Preemptible allocation of a graceful
-// operation on the node with the graceful timeout (spec.md §7): a graceful
+// operation on the node with the graceful timeout (docs/semantics.md#graceful-preemption): a graceful
 // operation continuously sheds what it runs above its fair share.
 func (s *Scheduler) preemptGracefully(now clock.Time, sh *shard, n *node, resp *Response) {
 	if len(n.graceful) == 0 {

@@ -12,7 +12,7 @@ import (
 // AllocationState is what a node reports about an allocation.
 type AllocationState uint8
 
-// Reported allocation states (api.md §4).
+// Reported allocation states (docs/api.md#node-heartbeats).
 const (
 	AllocRunning AllocationState = iota
 	AllocCompleted
@@ -33,13 +33,13 @@ type AllocationReport struct {
 	// running allocation keeps the usage it had.
 	HasUsage bool
 	// HasOrigin says that the node reported what allocations_to_start gave
-	// it (api.md §7): NodeHeartbeat.AllocationOrigins at the report's
+	// it (docs/api.md#node-heartbeats): NodeHeartbeat.AllocationOrigins at the report's
 	// index. A restarted scheduler adopts running allocations by it.
 	HasOrigin bool
 }
 
 // AllocationOrigin is what a node reports back of an allocation's start:
-// its operation, task and resources (api.md §7).
+// its operation, task and resources (docs/api.md#node-heartbeats).
 type AllocationOrigin struct {
 	// Operation is the operation's id; the scheduler does not retain it.
 	Operation []byte
@@ -47,7 +47,7 @@ type AllocationOrigin struct {
 	Resources resource.Vec
 }
 
-// NodeHeartbeat is a node's heartbeat (api.md §4, §7). The scheduler does
+// NodeHeartbeat is a node's heartbeat (docs/api.md#node-heartbeats). The scheduler does
 // not retain it or its slices.
 //
 // Allocations lists every allocation the node holds (running, preempted
@@ -91,7 +91,7 @@ const (
 	AbortOperationFinished
 	AbortPreemptionTimedOut
 	AbortNodeOvercommit
-	// AbortVanished: the node stopped listing the allocation (api.md §7),
+	// AbortVanished: the node stopped listing the allocation (docs/api.md#node-heartbeats),
 	// say because its agent restarted; the scheduler finished it as
 	// aborted. The node is told in case it still runs it.
 	AbortVanished
@@ -132,12 +132,12 @@ type AbortDecision struct {
 	OperationState OperationState
 }
 
-// PreemptReason says why an allocation is preempted (spec.md §5.4–5.6, §7).
+// PreemptReason says why an allocation is preempted (docs/semantics.md).
 type PreemptReason uint8
 
 // Preemption reasons. The first three name why the operation an
 // allocation made room for was allowed to preempt: it starves itself, it
-// starves aggressively, or an ancestor pool starves (spec.md §3.5 scope
+// starves aggressively, or an ancestor pool starves (docs/semantics.md#starvation scope
 // operation_and_ancestors).
 const (
 	PreemptForStarving PreemptReason = iota
@@ -147,10 +147,10 @@ const (
 	// uses more than its specified resource limits.
 	PreemptLimitViolated
 	// PreemptGraceful: a graceful operation sheds an allocation above its
-	// fair share (spec.md §7).
+	// fair share (docs/semantics.md#graceful-preemption).
 	PreemptGraceful
 	// PreemptNodeOvercommit: the node's usage exceeds its limits and the
-	// preemptive stage started nothing (spec.md §5.5).
+	// preemptive stage started nothing (docs/semantics.md#preemptive-stages).
 	PreemptNodeOvercommit
 
 	// PreemptReasonCount is the number of preemption reasons (for tables
@@ -202,7 +202,7 @@ func (r *Response) Reset() {
 }
 
 // Heartbeat processes a node heartbeat at virtual time now and appends the
-// decisions to resp (spec.md §5.1):
+// decisions to resp (docs/semantics.md#scheduling-on-a-heartbeat):
 //
 //  1. reported allocations are settled: completed jobs count once; failed
 //     and aborted jobs return to pending; a running allocation's reported
@@ -210,23 +210,23 @@ func (r *Response) Reset() {
 //     finished operations and preempted allocations past their deadline
 //     are told to abort; allocations the node holds but no longer lists
 //     are finished as vanished (both rules below);
-//  2. graceful preemption (spec.md §7);
+//  2. graceful preemption (docs/semantics.md#graceful-preemption);
 //  3. the regular stage starts allocations on the node's free resources,
-//     least satisfied operation first (§5.2–5.3);
+//     least satisfied operation first;
 //  4. at most every Config.PreemptiveSchedulingBackoff seconds per node,
-//     the preemptive stages (§5.4–5.5) start at most one allocation using
+//     the preemptive stages start at most one allocation using
 //     the resources of preemptible allocations and preempt those;
 //  5. a node whose limits no longer hold its allocations aborts the most
-//     preemptible ones (§5.6).
+//     preemptible ones.
 //
-// Reported usage (api.md §4, §7): the usage a running allocation reports
+// Reported usage (docs/api.md#node-heartbeats): the usage a running allocation reports
 // (AllocationReport.HasUsage) is its usage from this heartbeat on,
 // whatever it is — above what the allocation was started with (the node
 // measures what it uses), below it, or zero. The node's usage, the
 // operation's usage (so its demand and satisfaction), the usage charged to
 // the resource limits of the operation and its ancestor pools and the
 // usage summed by the operation's preemption status lists follow at once,
-// and the lists are rebalanced (spec.md §4). A report without a usage
+// and the lists are rebalanced (docs/semantics.md#preemption-statuses). A report without a usage
 // keeps the allocation's current usage (nothing restores what it started
 // with). A preempted allocation is out of the status lists and the limit
 // counters already: its usage changes the node's and the operation's usage
@@ -234,11 +234,11 @@ func (r *Response) Reset() {
 // usage of a completed, failed or aborted report and of an unknown
 // allocation is ignored. A usage above the request is not refused: it can
 // take the node above its limits (then the preemptive stage and the
-// overcommit abort, §5.5–5.6, act as for any overcommit) and the operation
+// overcommit abort, docs/semantics.md#preemptive-stages, act as for any overcommit) and the operation
 // or a pool above its resource limits (its allocations become preemptible
 // as limit violations).
 //
-// Vanished allocations (api.md §7): an allocation the node holds that the
+// Vanished allocations (docs/api.md#node-heartbeats): an allocation the node holds that the
 // heartbeat does not list, neither running nor finished, is finished at
 // this heartbeat: its job returns to pending as for an aborted report and
 // its resources are free for this heartbeat's stages. A not preempted
@@ -465,7 +465,7 @@ func (s *Scheduler) runStages(now clock.Time, sh *shard, n *node, snap *Snapshot
 	}
 }
 
-// checkUsage validates the usage of the reports that have one (api.md §1:
+// checkUsage validates the usage of the reports that have one (docs/api.md#conventions:
 // non-negative amounts of at most 2^53). It allocates only to reject.
 func checkUsage(hb *NodeHeartbeat) error {
 	for i := range hb.Allocations {
@@ -492,7 +492,7 @@ func checkUsage(hb *NodeHeartbeat) error {
 // allocation is preempted, the limit counters (without a check: a measured
 // usage is a fact, an excess shows as a limit violation) and the sums of
 // the operation's status lists. Then the lists of every operation whose
-// usage changed are rebalanced, once each (spec.md §4). Shard mutex held.
+// usage changed are rebalanced, once each (docs/semantics.md#preemption-statuses). Shard mutex held.
 func (s *Scheduler) applyUsage(sh *shard, n *node, hb *NodeHeartbeat) {
 	var locked *operation // consecutive allocations of one operation share its lock
 	changed := sh.changed[:0]
@@ -658,7 +658,7 @@ func (s *Scheduler) release(sh *shard, n *node, a *allocation, completed bool) {
 }
 
 // settleLists rebalances the status lists that releases of this shard left
-// waiting (spec.md §4), once per operation. Shard mutex held.
+// waiting (docs/semantics.md#preemption-statuses), once per operation. Shard mutex held.
 func (s *Scheduler) settleLists(sh *shard) {
 	for _, o := range sh.unsettled {
 		o.pre.mu.Lock()

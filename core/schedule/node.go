@@ -55,7 +55,7 @@ type node struct {
 	// unschedulable: its last heartbeat cordoned it (nothing starts).
 	unschedulable bool
 	// overcommitted: the node's usage exceeds its limits since
-	// overcommitSince (spec.md §5.6).
+	// overcommitSince (docs/semantics.md#scheduling-on-a-heartbeat).
 	overcommitted bool
 	// adopting is set until the end of the first heartbeat after a
 	// registration with NodeRegistration.Adopt: that heartbeat adopts the
@@ -78,14 +78,14 @@ type node struct {
 	// one contiguous array instead of an allocation per probe.
 	allocs []*allocation
 	// graceful holds its not preempted allocations of graceful operations
-	// (spec.md §7) in ID order, with their operations and ranks, so that
+	// (docs/semantics.md#graceful-preemption) in ID order, with their operations and ranks, so that
 	// graceful preemption reads only their operations' published statuses.
 	graceful []gracefulAlloc
 	tags     []string
 
 	// preemptedUsage is the part of usage held by preempted allocations
 	// that still run: the node is told to stop them, so the preemptive
-	// stages and the overcommit check treat it as free (spec.md §5.5).
+	// stages and the overcommit check treat it as free (docs/semantics.md#preemptive-stages).
 	// Zero when preemptedN is.
 	preemptedUsage resource.Vec
 	// seq is the low half of the last allocation ID it handed out; seqEnd
@@ -151,7 +151,7 @@ func (n *node) pruneRefused(now clock.Time) {
 // recycled through their shard's free list.
 //
 // Its resources are its usage: what it was started with until its node
-// reports a resource_usage (api.md §7), then the last usage reported. They
+// reports a resource_usage (docs/api.md#node-heartbeats), then the last usage reported. They
 // are written under the shard mutex and, while the allocation is listed,
 // the operation's mutex too: the operation's status lists sum them from
 // any shard.
@@ -161,7 +161,7 @@ type allocation struct {
 	node *node
 	task int32
 	// preempted is set once the node was told to stop it; deadline is when
-	// it must be gone (spec.md §5.5). Shard mutex.
+	// it must be gone (docs/semantics.md#preemptive-stages). Shard mutex.
 	preempted bool
 	// status is the status it had when it was preempted (orchid).
 	status PreemptionStatus

@@ -13,7 +13,7 @@ import (
 // OperationState is an operation's lifecycle state.
 type OperationState uint32
 
-// Operation states: pending (waiting for a running slot, spec.md §6),
+// Operation states: pending (waiting for a running slot, docs/semantics.md#operation-limits-pending-queues-and-lightweight-operations),
 // running, and the two final states.
 const (
 	StatePending OperationState = iota
@@ -37,7 +37,7 @@ func (s OperationState) String() string {
 // Final reports whether the state is completed or aborted.
 func (s OperationState) Final() bool { return s >= StateCompleted }
 
-// PreemptionMode is an operation's preemption mode (spec.md §7).
+// PreemptionMode is an operation's preemption mode (docs/semantics.md#graceful-preemption).
 type PreemptionMode uint8
 
 // Preemption modes.
@@ -61,7 +61,7 @@ type TaskSpec struct {
 	DurationHintS float64
 }
 
-// OperationSpec describes an operation to start (api.md §3).
+// OperationSpec describes an operation to start (docs/api.md#operations).
 type OperationSpec struct {
 	ID             string // empty: the scheduler names it op-<n>
 	Pool           string // empty: the root
@@ -76,10 +76,10 @@ type OperationSpec struct {
 	FairShareStarvationTolerance        tree.OptFloat
 	FairShareStarvationTimeout          tree.OptDuration
 	// NonPreemptibleResourceUsageThreshold may only lower the inherited
-	// threshold, per resource (spec.md §4, §8.4).
+	// threshold, per resource (docs/semantics.md).
 	NonPreemptibleResourceUsageThreshold tree.PartialVec
 	// SchedulingTagFilter restricts the operation to the nodes it matches,
-	// besides its pools' filters (spec.md §1.3, §5.2).
+	// besides its pools' filters (docs/semantics.md).
 	SchedulingTagFilter tagfilter.Filter
 
 	Tasks []TaskSpec
@@ -136,7 +136,7 @@ type operation struct {
 	best bestShare
 	// limited holds the usage counters of the operation itself and of every
 	// ancestor pool with specified resource limits, checked and charged
-	// when an allocation starts (spec.md §5.2 precommit).
+	// when an allocation starts (docs/semantics.md#scheduling-on-a-heartbeat precommit).
 	limited atomic.Pointer[[]*limitCounter]
 	// own is the counter of the operation's own resource limits (control
 	// plane; nil without limits).
@@ -147,7 +147,7 @@ type operation struct {
 	startTime  clock.Time
 
 	// pre holds the preemption status lists of the operation's allocations
-	// (spec.md §4) under their own mutex: the allocations live on nodes of
+	// (docs/semantics.md#preemption-statuses) under their own mutex: the allocations live on nodes of
 	// every shard.
 	pre opPreemption
 	// view is the operation in the last published snapshot (nil before
@@ -188,7 +188,7 @@ func (o *operation) preemptedUsage() resource.Vec {
 func (o *operation) graceful() bool { return o.spec.PreemptionMode == PreemptionGraceful }
 
 // limitViolated reports whether the operation's or an ancestor pool's
-// specified resource limits are exceeded (spec.md §5.5).
+// specified resource limits are exceeded (docs/semantics.md#preemptive-stages).
 func (o *operation) limitViolated() bool {
 	lp := o.limited.Load()
 	if lp == nil {
@@ -204,8 +204,8 @@ func (o *operation) limitViolated() bool {
 	return false
 }
 
-// demand is usage plus every pending job (spec.md §11: demand is derived
-// from unfinished jobs).
+// demand is usage plus every pending job (demand is derived
+// from unfinished jobs, docs/semantics.md#pools-and-operations).
 func (o *operation) demand() resource.Vec {
 	d := o.Usage()
 	for i := range o.tasks {
@@ -301,7 +301,7 @@ func (o *operation) fitsLimits(v resource.Vec) bool {
 
 // recharge adds d, a change of a running allocation's measured usage of
 // either sign, to the operation's and its limited ancestors' counters
-// without checking their limits (spec.md §5.5: an excess is a limit
+// without checking their limits (docs/semantics.md#preemptive-stages: an excess is a limit
 // violation, repaid by preemption).
 func (o *operation) recharge(d resource.Vec) {
 	lp := o.limited.Load()

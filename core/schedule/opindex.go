@@ -9,14 +9,14 @@ import (
 )
 
 // opIndex is a shard's index of the snapshot's operations for the regular
-// stage's search (spec.md §5.2: the least satisfied operation with a
+// stage's search (docs/semantics.md#scheduling-on-a-heartbeat: the least satisfied operation with a
 // pending job that fits and whose scheduling tag filters match the node).
 // Operations with pending jobs are kept in binary min-heaps, one per filter
 // class (see tagTable; class 0, the operations without any filter on their
 // path, is the only one when no filter is set) and need bucket (the bit
 // length of the smallest cpu of their tasks with pending jobs), each keyed
 // by (scheduling priority class, satisfaction with live usage, snapshot
-// pre-order index), so that the high class (§3.6) goes first and ties go to
+// pre-order index), so that the high class goes first and ties go to
 // the operation first in the tree as with a scan. A search walks the heaps
 // whose class matches the node and whose bucket's jobs may fit its free
 // cpu, and takes the best of their answers. Shard mutex.
@@ -87,7 +87,7 @@ type heapItem struct {
 	// cannot fit the node without reading it.
 	need needBound
 	// high: the operation is in the high scheduling priority class, which
-	// comes before every operation of the medium class (spec.md §3.6).
+	// comes before every operation of the medium class (docs/semantics.md#scheduling-on-a-heartbeat).
 	high bool
 }
 
@@ -290,7 +290,7 @@ func (h *opIndex) applyPending() {
 }
 
 // satisfaction is an operation's local satisfaction with its live usage
-// (spec.md §3.1, §5.2).
+// (docs/semantics.md).
 func satisfaction(v *opView, total resource.Vec) float64 {
 	return starvation.LocalSatisfaction(v.fairShare, v.demandShare, resource.FromResources(v.op.Usage(), total))
 }
@@ -336,7 +336,7 @@ func (h *opIndex) sync(snap *Snapshot) {
 		h.pos[i] = -1
 		it := &snap.items[i]
 		if it.absent {
-			continue // not schedulable in this snapshot (spec.md §7), or no pending job
+			continue // not schedulable in this snapshot (docs/semantics.md#graceful-preemption), or no pending job
 		}
 		hi := h.heapOf(&it.heapItem)
 		q := &h.heaps[hi]
@@ -369,7 +369,7 @@ func (h *opIndex) sync(snap *Snapshot) {
 // and pending tasks now, in its heap at once.
 func (h *opIndex) rekey(v *opView) {
 	if v.op.graceful() && !v.belowFairShare {
-		return // not schedulable in this snapshot (spec.md §7)
+		return // not schedulable in this snapshot (docs/semantics.md#graceful-preemption)
 	}
 	need, ok := pendingNeed(v.op)
 	if !ok {

@@ -16,7 +16,7 @@ import (
 // Snapshot returns the last published snapshot.
 func (s *Scheduler) Snapshot() *Snapshot { return s.snap.Load() }
 
-// OperationInfo is an operation's orchid view (api.md §3, §5).
+// OperationInfo is an operation's orchid view (docs/api.md#operations).
 type OperationInfo struct {
 	ID, Pool string
 	State    OperationState
@@ -27,11 +27,11 @@ type OperationInfo struct {
 	Starvation     starvation.State
 	// Satisfaction is the satisfaction ratio of the last update (an
 	// operation's is its local one); SchedulingSatisfaction is the one the
-	// regular stage orders by now, with the live usage (spec.md §3.1, §5.2).
+	// regular stage orders by now, with the live usage (docs/semantics.md).
 	Satisfaction           float64
 	SchedulingSatisfaction float64
 	// HighSchedulingPriority: the operation is in the high scheduling
-	// priority class (spec.md §3.6).
+	// priority class (docs/semantics.md#scheduling-on-a-heartbeat).
 	HighSchedulingPriority bool
 	RunningAllocations     int64
 	PendingJobs            int64
@@ -42,19 +42,19 @@ type OperationInfo struct {
 	WaitingLimit int64
 	StartTime    clock.Time
 	// PreemptionPriority is the operation's preemption priority at the
-	// last update (spec.md §3.5).
+	// last update (docs/semantics.md#starvation).
 	PreemptionPriority PreemptionPriority
 	// AllocationsByStatus counts its running, not preempted allocations
-	// per preemption status (spec.md §4), indexed by PreemptionStatus;
+	// per preemption status (docs/semantics.md#preemption-statuses), indexed by PreemptionStatus;
 	// PreemptedAllocations counts those told to stop that still run.
 	AllocationsByStatus  [statusCount]int64
 	PreemptedAllocations int64
-	// SchedulingTagFilter is the operation's own filter (spec.md §1.3).
+	// SchedulingTagFilter is the operation's own filter (docs/semantics.md#pools-and-operations).
 	SchedulingTagFilter tagfilter.Filter
 	// SchedulingTagFilterResourceLimits are the resources of the nodes
 	// that match it at the last update (all nodes without a filter), and
 	// BestAllocationShare the share of the cluster its allocations could
-	// use by memory granularity (spec.md §1.5; zero before its first update).
+	// use by memory granularity (docs/semantics.md#best-allocation-share; zero before its first update).
 	SchedulingTagFilterResourceLimits tree.PartialVec
 	BestAllocationShare               resource.Share
 }
@@ -125,7 +125,7 @@ func (s *Scheduler) operationInfo(o *operation) OperationInfo {
 	return info
 }
 
-// PoolInfo is a pool's orchid view (api.md §5).
+// PoolInfo is a pool's orchid view (docs/api.md#the-orchid).
 type PoolInfo struct {
 	Name, Parent   string
 	Config         tree.PoolConfig
@@ -134,7 +134,7 @@ type PoolInfo struct {
 	Starvation     starvation.State
 	// Satisfaction is the minimum over the pool's schedulable children at
 	// the last update (infinite without any); LocalSatisfaction is the
-	// pool's own local ratio (spec.md §3.1).
+	// pool's own local ratio (docs/semantics.md#satisfaction-and-status).
 	Satisfaction, LocalSatisfaction  float64
 	OperationCount                   int64
 	RunningOperationCount            int64
@@ -144,7 +144,7 @@ type PoolInfo struct {
 	MaxRunningOperationCount         int64
 	// SchedulingTagFilterResourceLimits are the resources of the nodes that
 	// match the pool's scheduling_tag_filter at the last update (all nodes
-	// without a filter; spec.md §1.3).
+	// without a filter; docs/semantics.md#pools-and-operations).
 	SchedulingTagFilterResourceLimits tree.PartialVec
 }
 
@@ -237,7 +237,7 @@ type AllocationInfo struct {
 	Task      int
 	Resources resource.Vec
 	Start     clock.Time
-	// Status is the allocation's preemption status (spec.md §4); for a
+	// Status is the allocation's preemption status (docs/semantics.md#preemption-statuses); for a
 	// preempted allocation the one it had when it was preempted.
 	Status    PreemptionStatus
 	Preempted bool

@@ -9,7 +9,7 @@ import (
 
 // abortOvercommitted aborts allocations of a node whose usage exceeds its
 // limits for longer than Config.AllowedNodeResourcesOvercommitDuration
-// (spec.md §5.6): least preemptible first, an allocation is kept if it
+// (docs/semantics.md#scheduling-on-a-heartbeat): least preemptible first, an allocation is kept if it
 // still fits beside those kept before it. Preempted allocations are
 // already going away and are left alone.
 func (s *Scheduler) abortOvercommitted(now clock.Time, sh *shard, n *node, resp *Response) {

@@ -9,7 +9,7 @@ import (
 	"github.com/fairsched/fairsched/core/tree"
 )
 
-// PreemptionStatus is an allocation's preemption status (spec.md §4).
+// PreemptionStatus is an allocation's preemption status (docs/semantics.md#preemption-statuses).
 type PreemptionStatus uint8
 
 // Preemption statuses, from least to most preemptible.
@@ -31,7 +31,7 @@ func (s PreemptionStatus) String() string {
 	return "non_preemptible"
 }
 
-// PreemptionPriority is an operation's preemption priority (spec.md §3.5):
+// PreemptionPriority is an operation's preemption priority (docs/semantics.md#starvation):
 // the preemptive stage whose target it is.
 type PreemptionPriority uint8
 
@@ -54,7 +54,7 @@ func (p PreemptionPriority) String() string {
 	return "none"
 }
 
-// preemptParams are the inputs of the rebalancing (spec.md §4), set after
+// preemptParams are the inputs of the rebalancing (docs/semantics.md#preemption-statuses), set after
 // every fair-share publish.
 type preemptParams struct {
 	fairShare, demandShare resource.Share
@@ -70,7 +70,7 @@ type preemptParams struct {
 }
 
 // opPreemption is an operation's NonPreemptible | AggressivelyPreemptible |
-// Preemptible lists (spec.md §4, the reference's operation shared state).
+// Preemptible lists (docs/semantics.md#preemption-statuses, the reference's operation shared state).
 // Together the lists hold the operation's running, not preempted
 // allocations in start order.
 //
@@ -204,7 +204,7 @@ func (p *opPreemption) publish() {
 func (p *opPreemption) counts() [statusCount]int64 { return p.n }
 
 // add registers a newly started allocation: it joins the tail of
-// Preemptible (spec.md §4) and the lists are rebalanced. Caller holds mu.
+// Preemptible (docs/semantics.md#preemption-statuses) and the lists are rebalanced. Caller holds mu.
 func (p *opPreemption) add(a *allocation) {
 	a.seq = p.nextSeq
 	p.nextSeq++
@@ -307,7 +307,7 @@ func (p *opPreemption) setLast(i int, a *allocation) {
 }
 
 // resize makes u the usage of allocation a and keeps the sum of its status
-// list; the caller rebalances the lists (spec.md §4: on every resource
+// list; the caller rebalances the lists (docs/semantics.md#preemption-statuses: on every resource
 // update) once it has resized what it would. Caller holds mu.
 func (p *opPreemption) resize(a *allocation, u resource.Vec) {
 	if a.listed {
@@ -332,7 +332,7 @@ func (p *opPreemption) resize(a *allocation, u resource.Vec) {
 // 1e-9 of the cluster is far below any allocation's share.
 const statusPrecision = resource.Epsilon
 
-// below is "usage is below bound" of spec.md §4: the absolute threshold
+// below is "usage is below bound" of docs/semantics.md#preemption-statuses: the absolute threshold
 // strictly dominates usage, or bound strictly dominates the usage share on
 // the non-blocked resources. infinite stands for a bound of +∞. The bounds
 // rebalance passes are lowered by statusPrecision, so that a usage share
@@ -345,7 +345,7 @@ func (p *opPreemption) below(usage resource.Vec, bound resource.Share, infinite 
 	return starvation.StrictlyDominatesNonBlocked(bound, u, p.params.fairShare, p.params.demandShare)
 }
 
-// balance moves the boundary between lists left and left+1 (spec.md §4):
+// balance moves the boundary between lists left and left+1 (docs/semantics.md#preemption-statuses):
 // shrink left from its tail while the prefix without the tail is still not
 // below bound, then grow it from the right list's head while the prefix is
 // below bound. prefix is the usage of every list up to and including left.
@@ -385,7 +385,7 @@ func (p *opPreemption) balance(left PreemptionStatus, prefix resource.Vec, bound
 	}
 }
 
-// rebalance runs the balance procedure (spec.md §4) and publishes the
+// rebalance runs the balance procedure (docs/semantics.md#preemption-statuses) and publishes the
 // boundaries. The procedure runs twice because moving one boundary may
 // move the other's threshold.
 //
@@ -420,7 +420,7 @@ func (p *opPreemption) setParams(params preemptParams) {
 	p.rebalance()
 }
 
-// operationPreemptible is operation_preemptible of spec.md §4: when the
+// operationPreemptible is operation_preemptible of docs/semantics.md#preemption-statuses: when the
 // fair share equals the demand, no allocation may be Preemptible.
 func operationPreemptible(fairShare, demandShare resource.Share) bool {
 	return !fairShare.Near(demandShare, resource.Epsilon) || demandShare.Near(resource.Share{}, resource.Epsilon)

@@ -85,7 +85,7 @@ func listsError(p *opPreemption) string {
 	return ""
 }
 
-// TestPreemptionListsBalance pins the balance procedure of spec.md §4 on
+// TestPreemptionListsBalance pins the balance procedure of docs/semantics.md#preemption-statuses on
 // the lists alone: scanning oldest-first with a running sum, an allocation
 // is NonPreemptible while the sum before it is below F·a, Aggressively-
 // preemptible while below F·p and Preemptible after; the boundary-crossing
@@ -257,7 +257,7 @@ func TestDoNotPreemptAllocationsIfFairShareEqualsDemandShare(t *testing.T) {
 
 // TestNonPreemptibleThresholdInheritance: the tree default (with
 // max_unpreemptible_running_allocation_count filling user_slots), a pool's
-// override and an operation's per-resource lowering (spec.md §4, §8).
+// override and an operation's per-resource lowering (docs/semantics.md).
 // With aggressive threshold 0 only the absolute threshold makes
 // allocations NonPreemptible.
 func TestNonPreemptibleThresholdInheritance(t *testing.T) {
@@ -306,7 +306,7 @@ func TestPreemptorReason(t *testing.T) {
 	f(starvation.NonStarving, PriorityAggressive, PreemptForStarvingAncestor)
 }
 
-// TestPreemptionListsMatchScan checks the lists against spec.md §4's
+// TestPreemptionListsMatchScan checks the lists against docs/semantics.md#preemption-statuses's
 // reading of the balance procedure, on seeded random histories of starts,
 // finishes (rebalanced at once or later), usage changes and new fair
 // shares, whenever they are balanced: scanning the allocations

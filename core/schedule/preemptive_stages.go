@@ -6,7 +6,7 @@ import (
 	"github.com/fairsched/fairsched/core/starvation"
 )
 
-// stage is a preemptive scheduling stage (spec.md §5.4).
+// stage is a preemptive scheduling stage (docs/semantics.md#preemptive-stages).
 type stage struct {
 	target PreemptionPriority
 	// aggressive: victims are allocations of level ≥ AggressivelyPreemptible
@@ -18,8 +18,8 @@ type stage struct {
 	force bool
 }
 
-// preemptiveStages are spec.md §5.4's stages without the SSD and GPU ones
-// (out of scope, §11), in order.
+// preemptiveStages are docs/semantics.md#preemptive-stages's stages without the SSD and GPU ones
+// (out of scope), in order.
 var preemptiveStages = [...]stage{
 	{target: PriorityAggressive, aggressive: true},
 	{target: PriorityNormal, force: true},
@@ -27,7 +27,7 @@ var preemptiveStages = [...]stage{
 
 // schedulePreemptive runs the preemptive stages on node n and stops after
 // the first stage that started an allocation: at most one allocation per
-// heartbeat starts using preemption (spec.md §5.4, §9.5). started is the
+// heartbeat starts using preemption (docs/semantics.md#preemptive-stages). started is the
 // number of allocations the regular stage started (for
 // Config.MaxStartedAllocationsPerHeartbeat).
 func (s *Scheduler) schedulePreemptive(now clock.Time, sh *shard, n *node, snap *Snapshot, started int, resp *Response) {
@@ -49,8 +49,8 @@ func (s *Scheduler) schedulePreemptive(now clock.Time, sh *shard, n *node, snap 
 	}
 }
 
-// blockedByAncestor is spec.md §5.4's blocked_by_ancestor: graceful
-// operations are never victims of the preemptive stages (§7), the normal
+// blockedByAncestor is docs/semantics.md#preemptive-stages's blocked_by_ancestor: graceful
+// operations are never victims of the preemptive stages, the normal
 // stage may not preempt below a pool (or operation) with
 // allow_normal_preemption = false, and an operation that is starving itself
 // is no victim unless allow_preemption_from_starving_operations.

@@ -8,7 +8,7 @@ import (
 	"github.com/fairsched/fairsched/core/resource"
 )
 
-// canStartMore is CanStartMoreAllocations (spec.md §5.1): the node keeps at
+// canStartMore is CanStartMoreAllocations (docs/semantics.md#scheduling-on-a-heartbeat): the node keeps at
 // least the minimum spare resources after usage less discount.
 func (s *Scheduler) canStartMore(n *node, usage, discount resource.Vec, started int) bool {
 	if m := s.cfg.MaxStartedAllocationsPerHeartbeat; m > 0 && started >= m || len(n.allocs) >= MaxNodeAllocations {
@@ -17,7 +17,7 @@ func (s *Scheduler) canStartMore(n *node, usage, discount resource.Vec, started 
 	return n.limits.Add(discount).Dominates(usage.Add(s.cfg.MinSpareAllocationResources))
 }
 
-// scheduleRegular is the regular (non-preemptive) stage (spec.md §5.3):
+// scheduleRegular is the regular (non-preemptive) stage (docs/semantics.md#scheduling-on-a-heartbeat):
 // while the node has room, start one job of the least satisfied operation
 // that has a pending job fitting the node, found with the shard's index.
 // Preempted allocations still hold their resources here: the node has not
@@ -88,7 +88,7 @@ func (s *Scheduler) place(now clock.Time, sh *shard, n *node, o *operation, t in
 
 // bestTarget returns the operation of the given preemption priority with
 // the least satisfaction that has a pending job fitting free, and that
-// job's task (spec.md §5.2; with composite satisfaction the minimum over
+// job's task (docs/semantics.md#scheduling-on-a-heartbeat; with composite satisfaction the minimum over
 // children, descending the tree by least satisfaction reaches the least
 // satisfied active operation). The preemptive stages use it: only their
 // target operations are active, usually few, so it scans them; those whose

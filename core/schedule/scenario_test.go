@@ -12,8 +12,8 @@ import (
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the expected outputs of the scripts under testdata/scenarios")
 
-// TestScenarios runs the scenario scripts under testdata/scenarios (spec.md
-// §3–§7 on a simulated cluster; the language is documented in
+// TestScenarios runs the scenario scripts under testdata/scenarios
+// (docs/semantics.md on a simulated cluster; the language is documented in
 // core/coretest/scenario). Each script says what it shows in its header.
 // Regenerate the expected outputs with
 //

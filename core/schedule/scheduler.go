@@ -28,7 +28,7 @@ const (
 )
 
 // errorf returns a rejected request: Path is field, the offending field
-// relative to the request's element (a JSON key of api.md), or "" when there
+// relative to the request's element (a JSON key of docs/api.md), or "" when there
 // is none.
 func errorf(code, field, format string, args ...any) *apierr.Error {
 	return &apierr.Error{Code: code, Path: field, Message: fmt.Sprintf(format, args...), Pkg: "schedule"}
@@ -122,33 +122,11 @@ func (s *Scheduler) ApplyPools(ms ...tree.Mutation) (int, error) {
 	// Operations finished by heartbeats leave their pools first, so that an
 	// emptied pool can be removed at once.
 	s.retireFinished()
-	for i, m := range ms {
-		switch m.Kind {
-		case tree.AddPool, tree.SetPool, tree.RemovePool:
-		default:
-			return i, errorf(CodeInvalidValue, "", "cannot apply an operation mutation to the pool tree: use StartOperation")
-		}
-	}
-	type move struct{ pool, oldParent tree.ID }
-	var moves []move
-	for _, m := range ms {
-		if m.Kind == tree.SetPool && m.Parent != "" {
-			if id, ok := s.tree.Lookup(m.Name); ok && !s.tree.IsOperation(id) {
-				moves = append(moves, move{id, s.tree.Parent(id)})
-			}
-		}
-	}
-	i, err := s.tree.Apply(ms...)
+	i, scratch, err := applyPoolMutations(s.tree, s.limits, s.scratchIDs[:0], ms)
+	s.scratchIDs = scratch
 	if err != nil {
 		return i, err
 	}
-	for _, mv := range moves {
-		if s.tree.Parent(mv.pool) != mv.oldParent {
-			s.scratchIDs = s.limits.PoolMoved(mv.pool, mv.oldParent, s.scratchIDs[:0])
-		}
-	}
-	// Limits may have been raised: re-check the pending queues.
-	s.scratchIDs = s.limits.RescanAll(s.scratchIDs[:0])
 	s.syncStates()
 	s.refreshLimitCounters()
 	s.countPoolFilters()
@@ -306,11 +284,11 @@ func (c *limitCounter) add(v resource.Vec, sign int64) {
 
 // ---- operations ----
 
-// StartOperation validates and admits an operation (spec.md §6): it returns
+// StartOperation validates and admits an operation (docs/semantics.md#operation-limits-pending-queues-and-lightweight-operations): it returns
 // the operation's ID and whether it runs or waits in a pending queue. A
 // rejected operation changes nothing. Starting an operation with the ID of
 // an existing one returns that operation when the specs are equal, and a
-// duplicate_id error otherwise (api.md §3 idempotency).
+// duplicate_id error otherwise (docs/api.md#operations idempotency).
 func (s *Scheduler) StartOperation(now clock.Time, spec OperationSpec) (string, OperationState, error) {
 	if err := validateSpec(&spec); err != nil {
 		return "", 0, err
@@ -587,9 +565,9 @@ func (s *Scheduler) SetOperationWeight(id string, w float64) error {
 }
 
 // SetOperationResourceLimits changes an operation's runtime resource limits
-// (PatchOperation with the limits alone). Allocations already running are
-// not preempted here; the next heartbeats' limit-violation preemption
-// brings usage under the limits.
+// (PatchOperation with the limits alone, docs/api.md#operations).
+// Allocations already running are not preempted here; the next
+// heartbeats' limit-violation preemption brings usage under the limits.
 func (s *Scheduler) SetOperationResourceLimits(id string, l tree.PartialVec) error {
 	_, err := s.PatchOperation(id, OperationPatch{ResourceLimits: l, HasResourceLimits: true})
 	return err
@@ -600,10 +578,7 @@ func (s *Scheduler) SetOperationResourceLimits(id string, l tree.PartialVec) err
 // settings apply from the next update, and raised operation limits start
 // queued operations at once.
 func (s *Scheduler) SetConfig(cfg Config) error {
-	if cfg.Shards != 0 && cfg.Shards != len(s.shards) {
-		return errorf(CodeInvalidValue, "shards", "cannot change the shard count at run time (have %d)", len(s.shards))
-	}
-	if err := ValidateConfig(&cfg); err != nil {
+	if err := checkRuntimeConfig(&cfg, len(s.shards)); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -620,7 +595,7 @@ func (s *Scheduler) SetConfig(cfg Config) error {
 }
 
 // MoveOperation moves an operation to another pool, re-validating the
-// operation limits of the new ancestors (spec.md §6.2).
+// operation limits of the new ancestors (docs/semantics.md#operation-limits-pending-queues-and-lightweight-operations).
 func (s *Scheduler) MoveOperation(id, pool string) error {
 	_, err := s.PatchOperation(id, OperationPatch{Pool: pool, HasPool: true})
 	return err

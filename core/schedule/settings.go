@@ -9,8 +9,8 @@ import (
 	"github.com/fairsched/fairsched/core/tree"
 )
 
-// The scheduler's settings table: every key of the scheduler config (spec.md
-// §8.1–§8.2) once, with its field in Config, its range, its default and
+// The scheduler's settings table: every key of the scheduler config
+// (docs/configuration.md) once, with its field in Config, its range, its default and
 // whether it may change at run time. DefaultConfig, validation, the wire
 // decoder and encoder (facade/wire) and the configuration reference
 // (docs/configuration.md, written by AppendSettingsDoc) are all driven by it,
@@ -185,7 +185,7 @@ func LookupSetting(k string) (*Setting, bool) { return settingsTable.Lookup(k) }
 func applyDefaults(c *Config) { settingsTable.ApplyDefaults(c) }
 
 // ValidateConfig checks every setting of c against its range, then the rules
-// that relate settings (spec.md §8.1), then c.FairShare
+// that relate settings (docs/configuration.md), then c.FairShare
 // (fairshare.ValidateConfig). The error is an *apierr.Error whose Path is a
 // key of the settings tables.
 func ValidateConfig(c *Config) error {

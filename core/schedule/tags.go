@@ -9,8 +9,8 @@ import (
 	"github.com/fairsched/fairsched/core/tree"
 )
 
-// Scheduling tag filters (spec.md §1.3, §5.2) and the best allocation share
-// (§1.5): what the nodes allow each element.
+// Scheduling tag filters (docs/semantics.md#scheduling-tag-filters) and the best allocation
+// share (docs/semantics.md#best-allocation-share): what the nodes allow each element.
 //
 // Semantics:
 //
@@ -23,7 +23,7 @@ import (
 //     resources of the nodes matching its own filter only (no filter: it has
 //     none; the reference's TestSchedulingTagFilterResourceLimits). They
 //     bound its limits share in the fair-share update (tree.NodeLimits).
-//   - An operation's best allocation share (§1.5) is the share of the
+//   - An operation's best allocation share is the share of the
 //     cluster its allocations could use given how many fit on each node
 //     that matches its own filter, by memory: with m = demand.memory /
 //     demand.user_slots (whole bytes; tasks of different sizes are
@@ -479,7 +479,7 @@ type bestShare struct {
 }
 
 // nodeLimits returns what the nodes allow operation o at an update at now
-// with demand (spec.md §1.3, §1.5): the resources of the nodes that match
+// with demand (docs/semantics.md): the resources of the nodes that match
 // its own filter, and its best allocation share, recomputed when it has
 // none yet, when best_allocation_share_update_period passed since it was,
 // or when the memory distribution of its nodes changed; and whether they
@@ -520,7 +520,7 @@ func (s *Scheduler) nodeLimits(o *operation, demand resource.Vec, now clock.Time
 	return l, true
 }
 
-// bestAllocationShare is spec.md §1.5 (the reference's
+// bestAllocationShare is docs/semantics.md#best-allocation-share (the reference's
 // GetAdjustedResourceLimits): total with memory replaced by the memory
 // that whole allocations of demand.memory/demand.user_slots bytes can use
 // on nodes of the distribution, as a share of total. Demands without slots

@@ -19,7 +19,7 @@ type Snapshot struct {
 	tags *tagTable
 	// targets lists the operations (indices into ops) of each preemption
 	// priority: the candidates of the preemptive stage with that target; a
-	// stage without any is skipped (spec.md §5.4).
+	// stage without any is skipped (docs/semantics.md#preemptive-stages).
 	targets [priorityCount][]int32
 	// items are the shards' index items of ops (opIndex.sync), computed
 	// once at the publish; absent marks an operation not to index (not
@@ -41,14 +41,14 @@ type opView struct {
 	demandShare    resource.Share
 	belowFairShare bool
 	starvation     starvation.State
-	// priority is the operation's preemption priority (spec.md §3.5).
+	// priority is the operation's preemption priority (docs/semantics.md#starvation).
 	priority PreemptionPriority
 	// highPriority puts the operation in the high scheduling priority
-	// class (spec.md §3.6, enable_guarantee_priority_scheduling).
+	// class (docs/semantics.md#scheduling-on-a-heartbeat, enable_guarantee_priority_scheduling).
 	highPriority bool
-	// allowAggressive is the effective allow_aggressive_preemption (§4).
+	// allowAggressive is the effective allow_aggressive_preemption.
 	allowAggressive bool
-	// normalBlocked: allow_normal_preemption = false on the path (§5.4).
+	// normalBlocked: allow_normal_preemption = false on the path.
 	normalBlocked bool
 	// detached marks a copy held by an operation that left the snapshots
 	// (see detachViews); it is never an element of Snapshot.ops.
@@ -63,7 +63,7 @@ type starvationState struct {
 	tracker        starvation.Tracker
 	belowFairShare bool
 	// satisfaction is the element's satisfaction ratio at the last update
-	// (spec.md §3.1): an operation's own; a pool's the minimum over its
+	// (docs/semantics.md#satisfaction-and-status): an operation's own; a pool's the minimum over its
 	// schedulable children, infinite when it has none.
 	// localSatisfaction is the element's own local ratio.
 	satisfaction, localSatisfaction float64
@@ -74,7 +74,7 @@ type effective struct {
 	tolerance float64
 	params    starvation.Params
 	// starving and aggressive: the element or an ancestor pool starves
-	// (aggressively) — spec.md §3.4's lowest (aggressively) starving
+	// (aggressively) — docs/semantics.md#starvation's lowest (aggressively) starving
 	// ancestor exists.
 	starving, aggressive bool
 	allowAggressive      bool
@@ -87,9 +87,9 @@ type effective struct {
 // Config.FairShareUpdatePeriod): it retires finished operations,
 // unregisters silent nodes (their jobs return to pending), feeds every
 // operation's demand and usage to the fair-share core, judges statuses,
-// starvation and preemption priorities (spec.md §3), publishes a new
+// starvation and preemption priorities (docs/semantics.md#satisfaction-and-status), publishes a new
 // Snapshot for heartbeats and rebalances every operation's preemption
-// status lists with its new fair share (§4).
+// status lists with its new fair share.
 func (s *Scheduler) UpdateFairShare(now clock.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -215,7 +215,7 @@ func inSnapshot(snap *Snapshot, v *opView) bool {
 	return int(v.index) < len(snap.ops) && &snap.ops[v.index] == v
 }
 
-// preemptionPriority is spec.md §3.5 for a schedulable operation in state
+// preemptionPriority is docs/semantics.md#starvation for a schedulable operation in state
 // st whose parent's inherited flags are in e (e.starving/aggressive
 // include the ancestor pools).
 func (s *Scheduler) preemptionPriority(st starvation.State, e *effective) PreemptionPriority {
@@ -235,7 +235,7 @@ func (s *Scheduler) preemptionPriority(st starvation.State, e *effective) Preemp
 }
 
 // publishPreemption installs an operation's new fair share in its status
-// lists and rebalances them (spec.md §4).
+// lists and rebalances them (docs/semantics.md#preemption-statuses).
 func (s *Scheduler) publishPreemption(v *opView, total, threshold resource.Vec) {
 	o := v.op
 	o.pre.mu.Lock()
@@ -252,7 +252,7 @@ func (s *Scheduler) publishPreemption(v *opView, total, threshold resource.Vec) 
 }
 
 // effectiveParams inherits tolerance, timeouts and the preemption settings
-// down the tree (spec.md §3.3–3.4, §4, §5.4): pools take their own value or
+// down the tree (docs/semantics.md): pools take their own value or
 // their parent's; operations may only be more conservative (lower
 // tolerance, longer timeout, lower non-preemptible threshold).
 func (s *Scheduler) effectiveParams(id tree.ID, eff []effective) effective {
@@ -322,7 +322,7 @@ func (s *Scheduler) poolStarvationAt(now clock.Time, id tree.ID, a *fairshare.At
 }
 
 // poolSatisfaction sets and returns the satisfaction ratio of every pool of
-// the subtree of id after an update (spec.md §3.1): a composite's is the
+// the subtree of id after an update (docs/semantics.md#satisfaction-and-status): a composite's is the
 // minimum over its schedulable children — running operations and pools —
 // and infinite when it has none. Operations' are set already.
 func (s *Scheduler) poolSatisfaction(id tree.ID) float64 {

@@ -13,7 +13,7 @@ import (
 	"github.com/fairsched/fairsched/core/tree"
 )
 
-// Reported usage and vanished allocations (api.md §4, §7; Heartbeat's doc
+// Reported usage and vanished allocations (docs/api.md#node-heartbeats; Heartbeat's doc
 // states the rules these tests pin).
 
 // cpuLimit is resource_limits of cpu only.
@@ -212,7 +212,7 @@ func TestReportedUsageRejected(t *testing.T) {
 
 // TestResizeRebalancesStatusLists: a changed usage moves the boundaries of
 // the status lists as if the allocations had been scanned again in start
-// order (spec.md §4; thresholds of "defaults" in TestPreemptionListsBalance:
+// order (docs/semantics.md#preemption-statuses; thresholds of "defaults" in TestPreemptionListsBalance:
 // NonPreemptible while the sum before is below 0.025, Aggressively-
 // preemptible below 0.125, one allocation a share of 0.01).
 func TestResizeRebalancesStatusLists(t *testing.T) {
@@ -249,7 +249,7 @@ func TestResizeRebalancesStatusLists(t *testing.T) {
 // TestReportedUsageMovesStatuses: through heartbeats, an allocation whose
 // usage drops to zero is no longer counted towards its operation's fair
 // share: the next one becomes NonPreemptible, and so on down the lists
-// (spec.md §4, defaults a = 0.2, p = 1: a's fair share 0.5, one job 0.1).
+// (docs/semantics.md#preemption-statuses, defaults a = 0.2, p = 1: a's fair share 0.5, one job 0.1).
 func TestReportedUsageMovesStatuses(t *testing.T) {
 	c := newCluster(t, DefaultConfig(), 1, smallNode)
 	c.start(OperationSpec{ID: "a", Tasks: tasks(10, job(1, 1))})

@@ -27,7 +27,7 @@ func (s *Scheduler) collectVictims(sh *shard, n *node, st *stage) resource.Vec {
 			sh.victims = append(sh.victims, victim{a: a, status: Preemptible})
 		case AggressivelyPreemptible:
 			// Without allow_aggressive_preemption the level of an
-			// AggressivelyPreemptible allocation is NonPreemptible (§4).
+			// AggressivelyPreemptible allocation is NonPreemptible.
 			if !st.aggressive {
 				continue
 			}
@@ -44,7 +44,7 @@ func (s *Scheduler) collectVictims(sh *shard, n *node, st *stage) resource.Vec {
 }
 
 // compareVictims is the reference's SortAllocationsWithPreemptionInfo
-// order (spec.md §5.5): status ascending; for non-Preemptible statuses
+// order (docs/semantics.md#preemptive-stages): status ascending; for non-Preemptible statuses
 // allocations without a cpu gap first; preemptible progress start time
 // ascending. NB: the cpu gap (a usage below what the allocation was
 // started with, since nodes report usage) is not tracked, and an
@@ -63,7 +63,7 @@ func compareVictims(x, y victim) int {
 // preemptAfterScheduling preempts victims, most preemptible and most
 // recently started first, until the node's usage fits its limits; then
 // the remaining victims whose operation or an ancestor pool is over its
-// resource limits (spec.md §5.5). Greedy, not a minimal subset.
+// resource limits (docs/semantics.md#preemptive-stages). Greedy, not a minimal subset.
 func (s *Scheduler) preemptAfterScheduling(now clock.Time, sh *shard, n *node, st *stage, started *allocation, resp *Response) {
 	vs := sh.victims
 	slices.SortFunc(vs, func(x, y victim) int { return compareVictims(y, x) })

@@ -1,4 +1,4 @@
-// Package snapshot is the model of a solve snapshot (api.md §6) in core
+// Package snapshot is the model of a solve snapshot (docs/api.md#solve) in core
 // types, and Solve, which runs its updates on the fair-share core.
 //
 // Decoding from JSON lives in facade/wire; this package holds no encoding.

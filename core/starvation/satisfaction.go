@@ -5,7 +5,7 @@ import (
 )
 
 // LocalSatisfaction is the satisfaction ratio of an element with fair share
-// f, demand share d and usage share u (spec.md §3.1): below 1 the element
+// f, demand share d and usage share u (docs/semantics.md#satisfaction-and-status): below 1 the element
 // uses less than its fair share in the resources it still needs.
 func LocalSatisfaction(f, d, u resource.Share) float64 {
 	if f.MaxComponent() <= resource.Epsilon {
@@ -60,7 +60,7 @@ func ratio(a, b, zeroByZero float64) float64 {
 }
 
 // StrictlyDominatesNonBlocked is the reference's IsStrictlyDominatesNonBlocked
-// (spec.md §3.2), with blocked resources those where fairShare ≥ demand: if
+// (docs/semantics.md#satisfaction-and-status), with blocked resources those where fairShare ≥ demand: if
 // every resource is blocked, a[r] > b[r] for some r; otherwise a[r] > b[r]
 // for every non-blocked r.
 func StrictlyDominatesNonBlocked(a, b, fairShare, demand resource.Share) bool {
@@ -84,7 +84,7 @@ func StrictlyDominatesNonBlocked(a, b, fairShare, demand resource.Share) bool {
 	return false
 }
 
-// BelowFairShare is the schedulable status of spec.md §3.3: usage is below
+// BelowFairShare is the schedulable status of docs/semantics.md#satisfaction-and-status: usage is below
 // min(fair share × tolerance, demand) in the resources the element needs.
 func BelowFairShare(f, d, u resource.Share, tolerance float64) bool {
 	bound := f.Mul(tolerance).Min(d)

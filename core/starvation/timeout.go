@@ -22,7 +22,7 @@ func (s State) String() string {
 	return "non_starving"
 }
 
-// Params are an element's effective starvation parameters (spec.md §3.4).
+// Params are an element's effective starvation parameters (docs/semantics.md#starvation).
 type Params struct {
 	Timeout           clock.Duration
 	AggressiveTimeout clock.Duration
@@ -38,7 +38,7 @@ type Tracker struct {
 }
 
 // Observe advances the state machine with the status of an update at now
-// (spec.md §3.4): the first below-fair-share observation arms the timer,
+// (docs/semantics.md#starvation): the first below-fair-share observation arms the timer,
 // starvation is declared strictly after the timeout.
 func (t *Tracker) Observe(now clock.Time, belowFairShare bool, p Params) State {
 	if !belowFairShare {

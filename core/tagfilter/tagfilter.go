@@ -1,5 +1,5 @@
-// Package tagfilter parses and evaluates scheduling tag filters (spec.md
-// §1.3, §5.2): boolean formulas over node tags that pools and operations set
+// Package tagfilter parses and evaluates scheduling tag filters
+// (docs/semantics.md): boolean formulas over node tags that pools and operations set
 // as scheduling_tag_filter, such as
 //
 //	gpu & !preemptible
@@ -11,7 +11,7 @@
 // that order, and parentheses; whitespace between tokens is ignored. A tag
 // is written bare — a run of any characters other than whitespace and
 // !&|()" — or quoted, "…", with \" and \\ for a quote and a backslash
-// inside, so that every tag a node may report (api.md §4: 1–256 bytes of
+// inside, so that every tag a node may report (docs/api.md#node-heartbeats: 1–256 bytes of
 // anything) can be named. The empty formula (or only whitespace) is no
 // filter: it matches every node.
 //

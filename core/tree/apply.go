@@ -23,7 +23,7 @@ const (
 )
 
 // errorf returns the tree's validation error: Path is field, the offending
-// attribute relative to the mutated element (a JSON key of api.md), which
+// attribute relative to the mutated element (a JSON key of docs/api.md), which
 // callers join to the element's path.
 func errorf(code, field, format string, args ...any) *apierr.Error {
 	return &apierr.Error{Code: code, Path: field, Message: fmt.Sprintf(format, args...), Pkg: "tree"}
@@ -109,7 +109,7 @@ func ValidNodeName[S ~string | ~[]byte](s S) bool {
 }
 
 // ValidName reports whether s is a valid pool or operation name: 1–128
-// characters of [A-Za-z0-9._:-] other than "." and ".." (api.md §1), so
+// characters of [A-Za-z0-9._:-] other than "." and ".." (docs/api.md#conventions), so
 // that a name is carried unchanged by a URL path (a client or proxy
 // resolves the dot segments away). It takes bytes too, so that a request
 // path is checked without a conversion.
@@ -403,7 +403,7 @@ func validateDuration(o OptDuration, field string, lo, hi clock.Duration) error 
 	return nil
 }
 
-// ValidatePool checks a pool configuration on its own (spec.md §8.3, api.md §2).
+// ValidatePool checks a pool configuration on its own (docs/semantics.md#pool-attributes, docs/api.md#pools).
 func ValidatePool(c *PoolConfig) error {
 	if c.Mode > ModeFIFO {
 		return errorf(CodeInvalidValue, "mode", "cannot use mode %d", c.Mode)

@@ -2,7 +2,7 @@ package tree
 
 import "github.com/fairsched/fairsched/core/internal/invariants"
 
-// checkLinks verifies the tree's structure (style.md rule 6): every live
+// checkLinks verifies the tree's structure: every live
 // element but the root has a live parent; each parent's child list, walked
 // both ways, holds exactly the elements that name it as their parent, with
 // childCount and childPools to match; following parents from any element

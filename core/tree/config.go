@@ -8,7 +8,7 @@ import (
 	"github.com/fairsched/fairsched/core/tagfilter"
 )
 
-// Mode is a pool's scheduling mode (spec.md §1.3).
+// Mode is a pool's scheduling mode (docs/semantics.md#pools-and-operations).
 type Mode uint8
 
 // Pool modes.
@@ -24,7 +24,7 @@ func (m Mode) String() string {
 	return "fair_share"
 }
 
-// GuaranteeType is a pool's integral guarantee type (spec.md §2.5–2.7).
+// GuaranteeType is a pool's integral guarantee type (docs/semantics.md#integral-guarantees).
 type GuaranteeType uint8
 
 // Integral guarantee types.
@@ -44,7 +44,7 @@ func (g GuaranteeType) String() string {
 	return "none"
 }
 
-// FifoSortParam is one key of a FIFO pool's ordering (spec.md §2.14).
+// FifoSortParam is one key of a FIFO pool's ordering (docs/semantics.md#fifo-pools).
 type FifoSortParam uint8
 
 // FIFO sort keys.
@@ -64,7 +64,7 @@ func (p FifoSortParam) String() string {
 	return "weight"
 }
 
-// Weight bounds (spec.md §1.3): [sqrt(DBL_EPSILON), 1/sqrt(DBL_EPSILON)].
+// Weight bounds (docs/semantics.md#pools-and-operations): [sqrt(DBL_EPSILON), 1/sqrt(DBL_EPSILON)].
 var (
 	MinWeight = math.Sqrt(0x1p-52)
 	MaxWeight = 1 / MinWeight
@@ -140,7 +140,7 @@ func (o OptInt) Or(def int64) int64 {
 
 // PartialVec is a resource vector whose components may each be unspecified.
 // Unspecified components mean 0 in guarantees and "no limit" in limits; the
-// strong-guarantee inference (spec.md §2.2) needs to know which were given.
+// strong-guarantee inference (docs/semantics.md#strong-guarantees) needs to know which were given.
 type PartialVec struct {
 	V   resource.Vec
 	Set [resource.Count]bool
@@ -176,7 +176,7 @@ func Full(v resource.Vec) PartialVec {
 	return PartialVec{V: v, Set: [resource.Count]bool{true, true, true, true, true}}
 }
 
-// IntegralConfig is a pool's integral guarantee configuration (spec.md §8.3).
+// IntegralConfig is a pool's integral guarantee configuration (docs/semantics.md#pool-attributes).
 type IntegralConfig struct {
 	Type                        GuaranteeType
 	ResourceFlow                PartialVec
@@ -186,7 +186,7 @@ type IntegralConfig struct {
 	ShouldDistributeFreeVolume  OptBool  // unset → tree
 }
 
-// PoolConfig is the configuration of a pool (spec.md §8.3, api.md §2).
+// PoolConfig is the configuration of a pool (docs/semantics.md#pool-attributes, docs/api.md#pools).
 // The zero value is a valid default pool.
 type PoolConfig struct {
 	Mode                     Mode
@@ -212,7 +212,7 @@ type PoolConfig struct {
 	EnablePriorityStrongGuaranteeAdjustmentDonorship bool
 
 	// SchedulingTagFilter restricts the pool's subtree to the nodes it
-	// matches (spec.md §1.3, §5.2); the empty filter matches every node.
+	// matches (docs/semantics.md); the empty filter matches every node.
 	SchedulingTagFilter tagfilter.Filter
 
 	// ACL and InheritACL are the pool's access control list and whether
@@ -254,11 +254,11 @@ func (c *PoolConfig) SortParameters() []FifoSortParam {
 }
 
 // OperationSpec is the part of an operation the pool tree and the fair-share
-// update need (spec.md §1.3, §8.4).
+// update need (docs/semantics.md).
 type OperationSpec struct {
 	Weight OptFloat
 	IsGang bool
-	// Vanilla operations may be lightweight in FIFO pools (spec.md §6.3).
+	// Vanilla operations may be lightweight in FIFO pools (docs/semantics.md#operation-limits-pending-queues-and-lightweight-operations).
 	Vanilla        bool
 	StartTime      clock.Time
 	ResourceLimits PartialVec

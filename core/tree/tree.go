@@ -1,4 +1,4 @@
-// Package tree is the pool tree in flat arrays (style.md §2).
+// Package tree is the pool tree in flat arrays indexed by element ID.
 //
 // Every element — the root, pools and operations — has an int32 ID that
 // indexes parallel slices (struct of arrays): kind, name, parent and the
@@ -67,7 +67,7 @@ type Tree struct {
 	freeOpSlots   []int32
 
 	// byName maps the names of the root and the pools to their IDs, byOp
-	// those of the operations: separate namespaces (api.md §1), so that an
+	// those of the operations: separate namespaces (docs/api.md#conventions), so that an
 	// operation "team-a" does not stop a pool "team-a".
 	byName map[string]ID
 	byOp   map[string]ID
@@ -98,7 +98,7 @@ type opState struct {
 }
 
 // New returns a tree holding only the root pool, configured by root.
-// The root is always in fair-share mode (spec.md §1.3) and holds every
+// The root is always in fair-share mode (docs/semantics.md#pools-and-operations) and holds every
 // node: a fifo mode or a scheduling tag filter in root is ignored.
 func New(root PoolConfig) *Tree {
 	root.Mode = ModeFairShare
@@ -190,7 +190,7 @@ func (t *Tree) SetPendingJobCount(id ID, n int64) {
 }
 
 // NodeLimits is what the cluster's nodes allow an element, besides its
-// configured resource limits (spec.md §1.3, §1.5). The scheduler computes
+// configured resource limits (docs/semantics.md). The scheduler computes
 // it from its nodes before each fair-share update; the zero value limits
 // nothing.
 type NodeLimits struct {
@@ -199,7 +199,7 @@ type NodeLimits struct {
 	TagFilter PartialVec
 	// BestAllocationShare (operations only, when HasBestAllocationShare)
 	// is the share of the cluster the operation's allocations could use
-	// given how many of them fit on each node (spec.md §1.5).
+	// given how many of them fit on each node (docs/semantics.md#best-allocation-share).
 	BestAllocationShare    resource.Share
 	HasBestAllocationShare bool
 }

@@ -337,14 +337,14 @@ func TestValidation(t *testing.T) {
 }
 
 func TestRootIsAlwaysFairShare(t *testing.T) {
-	// spec.md §1.3: "root is always fair_share". A root without child pools
+	// docs/semantics.md#pools-and-operations: "root is always fair_share". A root without child pools
 	// can currently be switched to fifo, and the update then treats the
 	// root's children as a FIFO queue.
 	tr := New(PoolConfig{})
 	mustApply(t, tr, mkOp("x", ""))
 	_, err := tr.Apply(mkSetPool(RootName, "", PoolConfig{Mode: ModeFIFO}))
 	if err == nil {
-		t.Fatal("SetPool(<Root>, mode=fifo) was accepted; spec.md §1.3 says the root is always fair_share")
+		t.Fatal("SetPool(<Root>, mode=fifo) was accepted; docs/semantics.md#pools-and-operations says the root is always fair_share")
 	}
 	checkTreeError(t, err, CodeInvalidValue, "mode")
 }

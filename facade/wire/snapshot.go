@@ -65,7 +65,7 @@ const (
 // Resource amounts follow api.md §1: cpu is converted to centi-cores (rounded
 // to the nearest one), the other resources must be whole numbers; all are
 // non-negative and at most 2^53 (cpu: 2^53 centi-cores). accumulated_resource_volume
-// is in resource·seconds and stored with cpu in centi-core·seconds (×100) in
+// is a finite non-negative float of any magnitude in resource·seconds and stored with cpu in centi-core·seconds (×100) in
 // Element.AccumulatedVolume. A missing config field takes its value from
 // fairshare.DefaultConfig; an update's partial config overrides the snapshot's
 // config for that update only, and Update.Config holds the full result (nil
@@ -117,9 +117,16 @@ func volumes(path string, v any) ([resource.Count]float64, *Error) {
 		if !ok {
 			return vol, jsonpath.UnknownResource(path, name)
 		}
-		x, e := jsonpath.Range(jsonpath.Key(path, name), m[name], 0, math.MaxFloat64/resource.CPUScale, "a non-negative number")
+		x, e := jsonpath.Float(jsonpath.Key(path, name), m[name])
 		if e != nil {
 			return vol, e
+		}
+		switch {
+		case x < 0:
+			return vol, jsonpath.Invalid(jsonpath.Key(path, name), m[name], "a non-negative number")
+		case k == resource.CPU && x > math.MaxFloat64/resource.CPUScale:
+			// cpu is kept in centi-core·seconds, which must stay finite
+			return vol, jsonpath.Invalid(jsonpath.Key(path, name), m[name], "at most 1.7976931348623157e306 core·seconds")
 		}
 		if k == resource.CPU {
 			x *= resource.CPUScale

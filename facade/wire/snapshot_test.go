@@ -86,6 +86,10 @@ func TestDecodeSnapshotErrors(t *testing.T) {
 		CodeInvalidValue, "$.tree.children[0].min_share_resources")
 	f("negative volume", tr(`{"pool": "a", "accumulated_resource_volume": {"cpu": -5}}`),
 		CodeInvalidValue, "$.tree.children[0].accumulated_resource_volume.cpu")
+	f("infinite volume", tr(`{"pool": "a", "accumulated_resource_volume": {"memory": 1e400}}`),
+		CodeInvalidValue, "$.tree.children[0].accumulated_resource_volume.memory")
+	f("cpu volume beyond centi-core·seconds", tr(`{"pool": "a", "accumulated_resource_volume": {"cpu": 1e307}}`),
+		CodeInvalidValue, "$.tree.children[0].accumulated_resource_volume.cpu")
 
 	// Config.
 	f("unknown config key", `{"total_resources": {}, "tree": {}, "config": {"main_resourse": "cpu"}}`, CodeUnknownAttribute, "$.config.main_resourse")
@@ -305,6 +309,35 @@ func TestDecodeSnapshotValues(t *testing.T) {
 	for i := range want {
 		if u2.Set[i] != want[i] {
 			t.Errorf("set[%d] = %+v, want %+v", i, u2.Set[i], want[i])
+		}
+	}
+}
+
+// TestDecodeSnapshotLargeVolumes: accumulated volumes are floating
+// resource·seconds, finite and non-negative of any magnitude; the server
+// reports volumes past 2^53 (a memory pool accumulates byte·seconds), so a
+// snapshot of a live cluster holds them. Amounts stay bounded by 2^53.
+func TestDecodeSnapshotLargeVolumes(t *testing.T) {
+	for _, tc := range []struct {
+		vol  string
+		want [resource.Count]float64
+	}{
+		{`{"memory": 1.05e16}`, [resource.Count]float64{resource.Memory: 1.05e16}},
+		{`{"memory": 9007199254740993}`, [resource.Count]float64{resource.Memory: 9007199254740993}},
+		{`{"network": 4.75e16, "gpu": 1e300}`, [resource.Count]float64{resource.Network: 4.75e16, resource.GPU: 1e300}},
+		{`{"cpu": 1e16}`, [resource.Count]float64{resource.CPU: 1e18}},
+	} {
+		in := `{"total_resources": {"memory": 1048576}, "tree": {"children": [{"pool": "a",
+			"integral_guarantees": {"guarantee_type": "relaxed", "resource_flow": {"memory": 1}},
+			"accumulated_resource_volume": ` + tc.vol + `}]}}`
+		s, err := DecodeSnapshot([]byte(in))
+		if err != nil {
+			t.Errorf("%s: %v", tc.vol, err)
+			continue
+		}
+		revalidate(t, s)
+		if got := s.Root.Children[0].AccumulatedVolume; got != tc.want {
+			t.Errorf("%s: accumulated volume %v, want %v", tc.vol, got, tc.want)
 		}
 	}
 }

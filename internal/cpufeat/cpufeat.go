@@ -2,7 +2,7 @@
 // github.com/klauspost/cpuid/v2, into plain values that cmd/ logs at start-up, exports as
 // metrics and uses to select kernels.
 //
-// The core never imports this package (style.md: core ↛ internal/cpufeat): core
+// The core never imports this package (internal/lint forbids the import): core
 // behaviour must not depend on the machine. Callers that pick a kernel by CPU feature
 // pass the choice into the core as configuration.
 package cpufeat

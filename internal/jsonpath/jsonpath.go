@@ -1,7 +1,7 @@
 // Package jsonpath is the toolkit of fairsched's JSON decoders (facade/wire,
 // sim, loadgen): parse a document into generic values, read those values
 // with typed accessors, and report the first problem as an *Error naming the
-// JSON path of the offending field (api.md §1), e.g.
+// JSON path of the offending field (docs/api.md#conventions), e.g.
 //
 //	$.tree.children[1].demand.cpu: cannot use -1: want a non-negative number
 //
@@ -19,14 +19,14 @@
 //		}
 //	}
 //
-// Messages follow style.md §10: "cannot use <value>: want <what>", the value
+// Messages take one form: "cannot use <value>: want <what>", the value
 // rendered by Describe. The package is stateless and safe for concurrent use.
 // It allocates on the decoding paths (generic values, paths, messages) and
 // is meant for control-plane bodies and files; hot paths scan bytes instead
 // (internal/jsonscan, under facade/wire's heartbeat decoder) and share only
 // the error text.
 //
-// NB: it imports core/resource for the resource objects of api.md §1,
+// NB: it imports core/resource for the resource objects of docs/api.md#conventions,
 // core/apierr for its error type and internal/jsonscan for the tokenizer,
 // and nothing else of the module; core/ must never import it
 // (internal/lint).
@@ -42,7 +42,7 @@ import (
 	"github.com/fairsched/fairsched/internal/jsonscan"
 )
 
-// Error is a validation error of a JSON document (api.md §1): apierr.Error,
+// Error is a validation error of a JSON document (docs/api.md#conventions): apierr.Error,
 // the type of the core's validation errors too. Code is stable snake_case,
 // Message a sentence naming the field and the value, Path the absolute JSON
 // path of the offending field ("$" for the whole document); Error() returns

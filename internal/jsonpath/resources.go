@@ -6,7 +6,7 @@ import (
 	"github.com/fairsched/fairsched/core/resource"
 )
 
-// Amount decodes one resource amount of kind k (api.md §1): a non-negative
+// Amount decodes one resource amount of kind k (docs/api.md#conventions): a non-negative
 // number, cpu in cores with two decimal digits (rounded to the nearest
 // centi-core, resource.Cores), the others whole numbers; all at most 2^53
 // (cpu: 2^53 centi-cores).

@@ -53,7 +53,7 @@ func Bool(path string, v any) (bool, *Error) {
 }
 
 // MaxMagnitude is the largest magnitude a number may have: 2^53, the
-// largest range in which float64 holds every integer exactly (api.md §1).
+// largest range in which float64 holds every integer exactly (docs/api.md#conventions).
 const MaxMagnitude = 1 << 53
 
 // Number returns v as a finite float64 of magnitude at most 2^53. A number
@@ -109,6 +109,22 @@ func atMostTwoPow53(lit string) bool {
 		return digits+strings.Repeat("0", len(p53)-len(digits)) <= p53
 	}
 	return digits[:len(p53)] < p53
+}
+
+// Float returns v as a finite float64 of any magnitude. Number bounds
+// amounts by 2^53 so that they stay whole and exact; a measured quantity
+// such as an accumulated volume in resource·seconds is a float that the
+// server itself lets grow past 2^53, and needs only to be finite.
+func Float(path string, v any) (float64, *Error) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, WrongType(path, v, "a number")
+	}
+	x, err := strconv.ParseFloat(string(n), 64)
+	if err != nil || math.IsInf(x, 0) || math.IsNaN(x) {
+		return 0, Invalid(path, v, "a finite number")
+	}
+	return x, nil
 }
 
 // Range returns v as a number in [lo, hi] (hi may be +Inf); want describes

@@ -6,7 +6,7 @@ import "testing"
 
 // TestScannerAllocs: reading a document allocates nothing, with the raw
 // reads at once and with the unescaping ones once the scratch buffer has
-// grown (style.md §4).
+// grown.
 func TestScannerAllocs(t *testing.T) {
 	data := heartbeat()
 	data = append(data[:len(data)-1], ",\"x\":\"\xff \\\"esc\\\" \\u00e9\"}"...)

@@ -1,6 +1,6 @@
 // Package lint holds repository-wide checks written as Go tests, in the style of
-// cockroachdb/pebble's internal/lint: the import arrows of style.md ("Arrows that must
-// never exist") and gofmt. They shell out to the go and gofmt binaries and skip when the
+// cockroachdb/pebble's internal/lint: the import arrows that must
+// never exist (TestForbiddenImports) and gofmt. They shell out to the go and gofmt binaries and skip when the
 // go binary is not on PATH ("go test" puts GOROOT/bin first on PATH, so it normally is).
 package lint
 
@@ -375,7 +375,7 @@ func loadPackages(t *testing.T) map[string]*pkgImports {
 	return pkgs
 }
 
-// TestForbiddenImports enforces style.md's "Arrows that must never exist". Packages that
+// TestForbiddenImports enforces the import arrows that must never exist (the table below). Packages that
 // do not exist yet match no rule.
 func TestForbiddenImports(t *testing.T) {
 	registerInputs(t)

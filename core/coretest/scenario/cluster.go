@@ -203,7 +203,7 @@ func (c *Cluster) heartbeat(i int) error {
 	}
 	for _, p := range c.resp.Preempt {
 		// A property of every scenario: no operation is preempted to make
-		// room for itself (spec.md §5.4–§5.5).
+		// room for itself (docs/semantics.md#preemptive-stages).
 		if p.ForOperation != "" && p.ForOperation == p.Operation {
 			return errorf("heartbeat of %s at %g preempted allocation %d of %s to start allocation %d of the same operation",
 				n.name, c.now, p.Allocation, p.Operation, p.ForAllocation)
@@ -265,7 +265,7 @@ func (c *Cluster) run(until, dt float64, heartbeats bool) error {
 
 // checkGates reports the nodes on which preemption for a starving operation
 // (a preemption that made room for an allocation) happened twice less than
-// backoff apart, within one heartbeat excepted (spec.md §5.4).
+// backoff apart, within one heartbeat excepted (docs/semantics.md#preemptive-stages).
 func (c *Cluster) checkGates(backoff float64) []string {
 	var bad []string
 	last := map[string]float64{}

@@ -34,6 +34,7 @@ func init() {
 		"info":      (*Cluster).cmdInfo,
 		"stats":     (*Cluster).cmdStats,
 		"check":     (*Cluster).cmdCheck,
+		"explain":   (*Cluster).cmdExplain,
 	}
 }
 
@@ -71,7 +72,7 @@ func rejected(err error) string { return "error: " + err.Error() + "\n" }
 // setConfig reads the config command's argument key into cfg. The keys are
 // those of the scheduler's and the fair-share settings tables
 // (schedule.Settings, fairshare.Settings), durations written without their
-// _s (the names of spec.md §8, in seconds); null resets a nullable setting.
+// _s (the names of docs/configuration.md, in seconds); null resets a nullable setting.
 func setConfig(a *args, key string, cfg *schedule.Config) error {
 	spec, set, ok := configSetting(key, cfg)
 	if !ok {

@@ -88,7 +88,7 @@
 //
 //	usage node=NAME alloc=LIST|op=ID [slots=... cpu=... ...] [clear]
 //
-// From its next heartbeat on, the node reports a resource_usage (api.md §7)
+// From its next heartbeat on, the node reports a resource_usage (docs/api.md#node-heartbeats)
 // for the named running allocations: LIST is allocations as events write
 // them, and ranges of them, separated by commas (0:1,0:4..0:6); op= names
 // every allocation of that operation the node runs. The usage has the
@@ -102,8 +102,8 @@
 // The node forgets the named allocations (every allocation it holds by
 // default, as an agent that restarts), running or finished but not yet
 // reported: it neither runs nor lists them, and reports nothing about
-// them. The scheduler finishes them at the node's next heartbeat (api.md
-// §7); prints ok.
+// them. The scheduler finishes them at the node's next heartbeat
+// (docs/api.md#node-heartbeats); prints ok.
 //
 //	update [t=...] [resource=...]
 //
@@ -132,8 +132,8 @@
 // priority (and scheduling_priority=high when it is in the high scheduling
 // class), its scheduling tag filter with the resources of the nodes it
 // matches and its limits share (when it has a filter), its best allocation
-// share in memory with its limits share in memory (when below 1: spec.md
-// §1.5) and its running, not preempted allocations per preemption status; a
+// share in memory with its limits share in memory
+// (when below 1: docs/semantics.md#best-allocation-share) and its running, not preempted allocations per preemption status; a
 // pool's operation counts and limits, shares, satisfaction (the minimum over
 // its schedulable children) and local satisfaction, status, starvation, the
 // fair share's decomposition, its scheduling tag filter as for an
@@ -141,6 +141,15 @@
 // preempted usage, tags and allocations with their start, status, once
 // preempted, deadline and, when it is not what the allocation was started
 // with, usage.
+//
+//	explain op=ID|pool=NAME [t=...]
+//
+// Prints the explanation of an operation (Scheduler.ExplainOperation, with
+// the preemptions of its allocations in the log) or of a pool
+// (ExplainPool) at the current time: "NAME: STATE", then one finding per
+// line, the binding one first, as its code and its fields key=value (the
+// JSON keys of schedule.Finding; shares as resource:usage/fair_share/demand,
+// protected victims as rule:count@pool), with its message indented below.
 //
 //	stats
 //
@@ -151,7 +160,7 @@
 //
 // Fails unless every node preempted for a starving operation (a preemption
 // that made room for an allocation) at most once per backoff (default: the
-// configured preemptive_scheduling_backoff), spec.md §5.4.
+// configured preemptive_scheduling_backoff), docs/semantics.md#preemptive-stages.
 //
 // # Events
 //
