@@ -10,7 +10,7 @@ import (
 	"github.com/fairsched/fairsched/core/limits"
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/tree"
-	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // Error codes of the facade itself (the decoders' and the core's codes pass

@@ -8,7 +8,7 @@ import (
 
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/tree"
-	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // hbScratch is the per-request state of a heartbeat, pooled (style.md §5):

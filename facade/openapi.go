@@ -6,9 +6,9 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/fairsched/fairsched/docs"
-	"github.com/fairsched/fairsched/facade/wire"
 	"github.com/fairsched/fairsched/internal/buildinfo"
 	"github.com/fairsched/fairsched/internal/jsonpath"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // serveOpenAPI answers GET /api/v1/openapi.json with the OpenAPI 3.1

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/wire"
 )
 
 const reloadBase = `{"config": {"preemptive_scheduling_backoff_s": 5}, "pools": [

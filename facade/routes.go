@@ -11,7 +11,7 @@ import (
 	"github.com/valyala/fasthttp/pprofhandler"
 
 	"github.com/fairsched/fairsched/core/tree"
-	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // Handle is the Server's fasthttp.RequestHandler: it bounds the requests in

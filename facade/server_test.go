@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/fairsched/fairsched/core/clock"
-	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // manualClock is a clock.Clock for tests, safe for concurrent use.

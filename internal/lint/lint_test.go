@@ -157,7 +157,7 @@ var rules = []rule{
 		why:        "the core does no encoding: internal/jsonscan is the facade's and loadgen's tokenizer",
 	},
 	{
-		// facade/wire, sim, loadgen and cmd share it; it must not reach back.
+		// wire, sim, loadgen and cmd share it; it must not reach back.
 		from:       []string{mod("internal/jsonpath")},
 		to:         []string{module},
 		allow:      []string{mod("core/resource"), mod("core/apierr"), mod("internal/jsonscan")},
@@ -180,7 +180,7 @@ var rules = []rule{
 	{
 		from:       []string{mod("loadgen")},
 		to:         []string{mod("facade")},
-		allow:      []string{mod("facade/wire")},
+		allow:      []string{mod("wire")},
 		transitive: true,
 		why:        "loadgen talks to the facade over HTTP; it shares only the wire types",
 	},
@@ -243,6 +243,15 @@ var rules = []rule{
 		to:         []string{mod("internal/etcdtest")},
 		testAllow:  []string{mod("internal/etcdtest")},
 		why:        "internal/etcdtest embeds an etcd server: only _test.go files may import it",
+	},
+	{
+		// A test helper that starts a real server: production code never
+		// carries it.
+		from:       []string{module},
+		exceptFrom: []string{mod("facade/facadetest")},
+		to:         []string{mod("facade/facadetest")},
+		testAllow:  []string{mod("facade/facadetest")},
+		why:        "facade/facadetest starts servers for tests: only _test.go files may import it",
 	},
 	{
 		// The dashboard is static files: it knows nothing of the server
