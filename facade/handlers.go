@@ -269,20 +269,33 @@ func (s *Server) patchConfig(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if next != s.cfg {
-		if err := s.sched.SetConfig(next); err != nil {
+		prev := s.cfg
+		if err := s.applyConfig(next); err != nil {
 			s.fail(ctx, err, "$")
 			return
 		}
 		if !s.await(ctx, s.submit(configWrite(&next))) {
 			return
 		}
-		s.logChange(ctx, "config changed", "keys", changedKeys(&s.cfg, &next))
+		s.logChange(ctx, "config changed", "keys", changedKeys(&prev, &next))
+	}
+	c := s.cfg
+	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte { return wire.AppendConfig(dst, &c) })
+}
+
+// applyConfig makes next the config the server runs with: the core takes
+// it (schedule.Scheduler.SetConfig), and everything derived from it is
+// refreshed — the updater's period, the batches' bound. Reload and PATCH
+// /api/v1/config both apply a config through it. A config the core refuses
+// changes nothing. The caller holds s.mu.
+func (s *Server) applyConfig(next schedule.Config) error {
+	if err := s.sched.SetConfig(next); err != nil {
+		return err
 	}
 	s.cfg = next
 	s.setPeriod(next.FairShareUpdatePeriod)
 	s.storeMaxBatch(next.MaxHeartbeatsPerBatch)
-	c := s.cfg
-	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte { return wire.AppendConfig(dst, &c) })
+	return nil
 }
 
 // ---- operations (api.md §3) ----

@@ -53,12 +53,15 @@ type durable struct {
 	// quarantined are the operations whose records could not be read.
 	quarantined []string
 	// The work-preserving restart (recovery.go).
-	nodes      *nodeRegistry
-	done       completions
-	cp         checkpointState // the fair-share loop's
-	epoch      uint64          // this process's: 1 + the opens before it
-	recovering bool            // the fair-share loop's: the window's end not logged yet
-	writing    bool            // writeCompletions runs (Server.lnMu)
+	nodes *nodeRegistry
+	done  completions
+	cp    checkpointState // the fair-share loop's
+	epoch uint64          // this process's: 1 + the opens before it
+	// goneAtStart are the nodes known to have gone at the last checkpoint
+	// of the process before (checkpointState.gone).
+	goneAtStart map[string]nodeRecord
+	recovering  bool // the fair-share loop's: the window's end not logged yet
+	writing     bool // writeCompletions runs (Server.lnMu)
 }
 
 // Store names and error code of the durable server.
@@ -207,7 +210,7 @@ type loaded struct {
 	nodes          map[string]nodeRecord
 	completed      map[string][]int64
 	volumes        map[string]poolCheckpoint
-	aliveNodes     []string
+	goneNodes      map[string]nodeRecord
 	badCheckpoints []string
 	epoch          uint64
 }

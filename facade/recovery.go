@@ -27,6 +27,9 @@ import (
 //	checkpoints/op/<id>      [completed jobs per task], while it runs
 //	checkpoints/pool/<name>  {"accumulated_resource_volume": {…}}, integral pools
 //	checkpoints/nodes        ["n-1", …]: the nodes alive at the last checkpoint
+//	checkpoints/gone_nodes   {"n-2": {"index", "seq_end"}, …}: the registered nodes
+//	                         known to have gone at the last checkpoint, with
+//	                         their registration then
 //	meta/epoch               how many times the store was opened
 //
 // A node's first heartbeat of the process waits for its registration
@@ -34,8 +37,10 @@ import (
 // background whenever half of it is used), so that no allocation id is
 // handed out twice across restarts. Checkpoints are written every
 // checkpoint_period_s without being awaited. After a restart the scheduler
-// is in recovery (schedule.BeginRecovery) until the nodes alive at the last
-// checkpoint reported or recovery_timeout_s passed: /healthz says
+// is in recovery (schedule.BeginRecovery) until every node of the registry
+// not known to have gone reported or recovery_timeout_s passed (a node that
+// registered after the last checkpoint is expected too: its registration
+// was durable before its first heartbeat was answered): /healthz says
 // "recovering" and /readyz answers 503 recovering.
 
 // nodeSeqBlock is how many allocation ids a node's registration reserves.
@@ -234,6 +239,7 @@ type checkpointState struct {
 	last      clock.Time
 	completed map[string][]int64
 	nodes     []string
+	gone      map[string]nodeRecord
 }
 
 // checkpoint writes, without waiting, the completed job counts of the
@@ -270,6 +276,9 @@ func (s *Server) checkpoint(now clock.Time) {
 		b, _ := json.Marshal(poolCheckpoint{Volume: volumeJSON(p.Attrs.Integral.AccumulatedVolume)})
 		ws = append(ws, store.Put(store.Checkpoints, "pool/"+p.Name, b))
 	}
+	// The registry is read before the scheduler's nodes: a node that
+	// registers in between is alive, never gone.
+	registered := s.d.nodes.snapshot()
 	var nodes []string
 	all, _ := s.sched.Nodes(nil, "", 0)
 	for _, n := range all {
@@ -280,6 +289,11 @@ func (s *Server) checkpoint(now clock.Time) {
 		b, _ := json.Marshal(nodes)
 		ws = append(ws, store.Put(store.Checkpoints, "nodes", b))
 	}
+	if gone := s.goneNodes(registered, nodes); !maps.Equal(gone, cp.gone) {
+		cp.gone = gone
+		b, _ := json.Marshal(gone)
+		ws = append(ws, store.Put(store.Checkpoints, "gone_nodes", b))
+	}
 	if len(ws) == 0 {
 		return
 	}
@@ -289,6 +303,53 @@ func (s *Server) checkpoint(now clock.Time) {
 			s.storeFailed(err)
 		}
 	}()
+}
+
+// snapshot copies the registry's settled registrations (not those being
+// written) and whether each registered in this process.
+func (reg *nodeRegistry) snapshot() map[string]registeredNode {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	m := make(map[string]registeredNode, len(reg.nodes))
+	for name, rn := range reg.nodes {
+		if _, busy := reg.inflight[name]; !busy {
+			m[name] = *rn
+		}
+	}
+	return m
+}
+
+// goneNodes are the registered nodes known to have gone: those that
+// registered in this process and are not alive now, and those of earlier
+// processes that have not registered in this one and were known to have
+// gone when it started (with the same registration).
+func (s *Server) goneNodes(registered map[string]registeredNode, alive []string) map[string]nodeRecord {
+	gone := map[string]nodeRecord{}
+	for name, rn := range registered {
+		if rn.adopted {
+			if _, ok := slices.BinarySearch(alive, name); !ok {
+				gone[name] = rn.nodeRecord
+			}
+		} else if r, ok := s.d.goneAtStart[name]; ok && r == rn.nodeRecord {
+			gone[name] = r
+		}
+	}
+	return gone
+}
+
+// expectedNodes are the nodes a restart's recovery window waits for: every
+// registered node but those known to have gone at the last checkpoint
+// (with the registration they have still; one that registered again since
+// came back). Without a gone_nodes checkpoint none is known to have gone.
+func (l *loaded) expectedNodes() []string {
+	var names []string
+	for name, r := range l.nodes {
+		if g, ok := l.goneNodes[name]; !ok || g != r {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // poolCheckpoint is an integral pool's checkpoint.
@@ -327,7 +388,10 @@ func (l *loaded) loadRecovery(b store.Backend) error {
 		var err error
 		switch {
 		case k == "nodes":
-			err = json.Unmarshal(v, &l.aliveNodes)
+			// The nodes alive at the last checkpoint (for older binaries):
+			// the registry and gone_nodes say more.
+		case k == "gone_nodes":
+			err = json.Unmarshal(v, &l.goneNodes)
 		case strings.HasPrefix(k, "op/"):
 			var c []int64
 			err = json.Unmarshal(v, &c)
@@ -418,7 +482,8 @@ func (s *Server) beginDurable(l *loaded) error {
 				return fmt.Errorf("writing the store: %w", err)
 			}
 		}
-		s.sched.BeginRecovery(now, l.aliveNodes)
+		s.d.goneAtStart = l.goneNodes
+		s.sched.BeginRecovery(now, l.expectedNodes())
 		st := s.sched.Recovery(now)
 		s.d.recovering = st.Active // watchRecovery logs its end
 		s.log.Info("recovery: adopting the running allocations that nodes report", "epoch", epoch+1,

@@ -333,3 +333,46 @@ func TestCompletionWrittenAtOnce(t *testing.T) {
 		t.Fatalf("after the restart: %v, want completed", op["state"])
 	}
 }
+
+// TestRecoveryExpectsNodesRegisteredSinceTheCheckpoint: nodes whose first
+// heartbeats came after the last checkpoint (a kill within
+// checkpoint_period_s of them) are in the durable node registry, and the
+// restart's recovery window waits for them; a node that had gone (expired
+// after node_heartbeat_timeout_s) by the last checkpoint is not waited for.
+func TestRecoveryExpectsNodesRegisteredSinceTheCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	mc := &manualClock{}
+	mc.set(clock.Time(1_000_000))
+	a := startDurable(t, dir, mc, `{"config": {"node_heartbeat_timeout_s": 2, "checkpoint_period_s": 5}}`, nil)
+	old := &echoNode{name: "old", limits: `{"cpu": 1, "user_slots": 10, "memory": 17179869184}`}
+	old.heartbeat(a, nil)
+	mc.AdvanceSeconds(6) // "old" expires, and a checkpoint sees it gone
+	a.srv.UpdateFairShare()
+	a.srv.d.c.Commit()
+	if a.srv.sched.NodeRegistered("old") {
+		t.Fatal("node old is still registered after node_heartbeat_timeout_s")
+	}
+	n1 := &echoNode{name: "n1", limits: `{"cpu": 2, "user_slots": 10, "memory": 17179869184}`}
+	n2 := &echoNode{name: "n2", limits: `{"cpu": 2, "user_slots": 10, "memory": 17179869184}`}
+	mc.AdvanceSeconds(1) // within checkpoint_period_s of the checkpoint: none follows
+	n1.heartbeat(a, nil)
+	n2.heartbeat(a, nil)
+	a.stop()
+
+	b := startDurable(t, dir, mc, ``, nil)
+	h := b.must(200, "GET", "/healthz", "")
+	if rec := obj(h["recovery"]); h["status"] != "recovering" || num(rec["expected_nodes"]) != 2 || num(rec["reported_nodes"]) != 0 {
+		t.Fatalf("/healthz after the restart: %v, want recovering with n1 and n2 expected", h)
+	}
+	if e := b.must(503, "GET", "/readyz", ""); obj(e["error"])["code"] != CodeRecovering {
+		t.Fatalf("/readyz before any node reported: %v", e)
+	}
+	n1.heartbeat(b, nil)
+	b.must(503, "GET", "/readyz", "")
+	n2.heartbeat(b, nil)
+	h = b.must(200, "GET", "/healthz", "")
+	if rec := obj(h["recovery"]); h["status"] != "ok" || num(rec["reported_nodes"]) != 2 {
+		t.Fatalf("/healthz once n1 and n2 reported: %v", h)
+	}
+	b.must(200, "GET", "/readyz", "")
+}

@@ -92,13 +92,11 @@ func (s *Server) Reload(sc *wire.ServeConfig) (ReloadResult, error) {
 		}
 	}
 	if next != s.cfg {
-		if err := s.sched.SetConfig(next); err != nil {
+		if err := s.applyConfig(next); err != nil {
 			// Validated above: only a bug gets here; undo the pools.
 			panic("BUG: a validated config was refused: " + err.Error())
 		}
 		res.ConfigChanged = true
-		s.cfg = next
-		s.setPeriod(next.FairShareUpdatePeriod)
 	}
 	res.Removed, res.Kept = s.removeLeftOut(inFile)
 	s.rebuildACL()
