@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/server"
 	"github.com/fairsched/fairsched/store"
 )
 
@@ -84,7 +85,7 @@ func TestRestartAdoptsRunningWork(t *testing.T) {
 	n1.heartbeat(a, map[string]string{n1.allocs[0]["id"].(string): "completed"})
 	mc.AdvanceSeconds(6)
 	a.srv.UpdateFairShare()
-	a.srv.d.c.Commit() // the checkpoint is not awaited: wait for it here
+	a.srv.Core().WaitDurable() // the checkpoint is not awaited: wait for it here
 	if len(n1.allocs) != 4 {
 		t.Fatalf("n1 holds %d allocations after the completion, want 4 (one started in its place)", len(n1.allocs))
 	}
@@ -158,7 +159,7 @@ func TestRecoveryWindowTimesOut(t *testing.T) {
 	back.heartbeat(a, nil)
 	mc.AdvanceSeconds(6) // a checkpoint names both nodes
 	a.srv.UpdateFairShare()
-	a.srv.d.c.Commit()
+	a.srv.Core().WaitDurable()
 	a.stop()
 
 	b := startDurable(t, dir, mc, ``, nil)
@@ -213,7 +214,7 @@ func TestRestartKeepsIntegralVolumes(t *testing.T) {
 		mc.AdvanceSeconds(1)
 		a.srv.UpdateFairShare()
 	}
-	a.srv.d.c.Commit()
+	a.srv.Core().WaitDurable()
 	vol := func(ts *durableServer) float64 {
 		p := ts.must(200, "GET", "/api/v1/orchid/pools/burst", "")
 		return num(obj(p["accumulated_resource_volume"])["cpu"])
@@ -275,7 +276,7 @@ func TestConcurrentRegistrations(t *testing.T) {
 	defer st.Close()
 	indices := map[uint32]string{}
 	if err := st.Scan(store.Nodes, func(k string, v []byte) error {
-		var r nodeRecord
+		var r server.NodeRecord
 		if err := json.Unmarshal(v, &r); err != nil {
 			return err
 		}
@@ -283,8 +284,8 @@ func TestConcurrentRegistrations(t *testing.T) {
 			t.Errorf("nodes %s and %s share index %d", k, other, r.Index)
 		}
 		indices[r.Index] = k
-		if r.SeqEnd != nodeSeqBlock {
-			t.Errorf("node %s reserved up to seq %d, want one block (%d): registered more than once", k, r.SeqEnd, nodeSeqBlock)
+		if r.SeqEnd != server.NodeSeqBlock {
+			t.Errorf("node %s reserved up to seq %d, want one block (%d): registered more than once", k, r.SeqEnd, server.NodeSeqBlock)
 		}
 		return nil
 	}); err != nil {
@@ -318,7 +319,7 @@ func TestCompletionWrittenAtOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var st operationState
+		var st server.OperationState
 		if ok && json.Unmarshal(v, &st) == nil && st.State == "completed" {
 			break
 		}
@@ -348,7 +349,7 @@ func TestRecoveryExpectsNodesRegisteredSinceTheCheckpoint(t *testing.T) {
 	old.heartbeat(a, nil)
 	mc.AdvanceSeconds(6) // "old" expires, and a checkpoint sees it gone
 	a.srv.UpdateFairShare()
-	a.srv.d.c.Commit()
+	a.srv.Core().WaitDurable()
 	if a.srv.sched.NodeRegistered("old") {
 		t.Fatal("node old is still registered after node_heartbeat_timeout_s")
 	}

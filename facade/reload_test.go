@@ -123,7 +123,7 @@ func TestReloadRefreshesEverythingDerived(t *testing.T) {
 	if r := ts.must(200, "POST", "/api/v1/heartbeats", batch); len(arr(r["responses"])) != 3 {
 		t.Fatalf("a batch of 3 after the reload to max_heartbeats_per_batch 3: %v", r)
 	}
-	if got := ts.srv.period.Load(); got != int64(500*time.Millisecond) {
+	if got := int64(ts.srv.Core().Period()); got != int64(500*time.Millisecond) {
 		t.Fatalf("the updater's period after the reload is %v, want 500ms", time.Duration(got))
 	}
 }

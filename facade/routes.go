@@ -33,7 +33,7 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	if !s.guard(ctx) {
 		return
 	}
-	if s.d != nil && isChange(ctx) && !s.storeOK(ctx) {
+	if isChange(ctx) && !s.storeOK(ctx) {
 		return
 	}
 	s.route(ctx)

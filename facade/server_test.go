@@ -734,7 +734,7 @@ func TestConfig(t *testing.T) {
 		t.Fatalf("config %v", c)
 	}
 	c = ts.must(200, "PATCH", "/api/v1/config", `{"fair_share_update_period_s": 0.5}`)
-	if num(c["fair_share_update_period_s"]) != 0.5 || ts.srv.period.Load() != int64(500*time.Millisecond) {
+	if num(c["fair_share_update_period_s"]) != 0.5 || int64(ts.srv.Core().Period()) != int64(500*time.Millisecond) {
 		t.Fatalf("config %v", c)
 	}
 	c = ts.must(200, "PATCH", "/api/v1/config", `{"max_operation_count": 100000, "preemptive_scheduling_backoff_s": 2.5}`)

@@ -165,6 +165,14 @@ var rules = []rule{
 		why:        "internal/jsonpath is the JSON decoders' toolkit: it knows resource vectors, the error type and the tokenizer and nothing else of the module",
 	},
 	{
+		// The service below the HTTP API: the facade, a replica's term and
+		// any other front end drive it.
+		from:       []string{mod("server")},
+		to:         []string{mod("facade"), mod("replica"), "github.com/valyala/fasthttp", "net/http"},
+		transitive: true,
+		why:        "server is the scheduling service without HTTP: it knows nothing of the API that serves it",
+	},
+	{
 		from:       []string{mod("facade")},
 		to:         []string{mod("loadgen"), mod("bench"), mod("cmd")},
 		transitive: true,
@@ -222,7 +230,7 @@ var rules = []rule{
 		// Replicas (issue 15): the etcd client is the replica's and the
 		// etcd store's; the scheduling core, the wire types and the facade
 		// know nothing of where the state is replicated.
-		from:       []string{mod("core"), mod("facade"), mod("client"), mod("loadgen")},
+		from:       []string{mod("core"), mod("server"), mod("facade"), mod("client"), mod("loadgen")},
 		to:         []string{"go.etcd.io/etcd"},
 		transitive: true,
 		why:        "etcd is reached through store/etcdstore and the replica package only",

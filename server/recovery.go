@@ -1,4 +1,4 @@
-package facade
+package server
 
 import (
 	"encoding/json"
@@ -10,8 +10,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
@@ -19,8 +17,8 @@ import (
 	"github.com/fairsched/fairsched/store"
 )
 
-// The work-preserving restart of a durable server (docs/operations.md,
-// "State and restarts"):
+// The work-preserving restart of a durable server
+// (docs/operations.md#state-and-restarts), with the records of records.go:
 //
 //	nodes/<name>             {"index", "seq_end"}: the index its allocation ids
 //	                         embed and the end of the id range reserved for it
@@ -33,7 +31,7 @@ import (
 //	meta/epoch               how many times the store was opened
 //
 // A node's first heartbeat of the process waits for its registration
-// (reserving an id range of nodeSeqBlock ids, then another one in the
+// (reserving an id range of NodeSeqBlock ids, then another one in the
 // background whenever half of it is used), so that no allocation id is
 // handed out twice across restarts. Checkpoints are written every
 // checkpoint_period_s without being awaited. After a restart the scheduler
@@ -43,17 +41,8 @@ import (
 // was durable before its first heartbeat was answered): /healthz says
 // "recovering" and /readyz answers 503 recovering.
 
-// nodeSeqBlock is how many allocation ids a node's registration reserves.
-const nodeSeqBlock = 1 << 16
-
-// CodeRecovering is /readyz's error code during the recovery window.
-const CodeRecovering = "recovering"
-
-// nodeRecord is the stored registration of a node.
-type nodeRecord struct {
-	Index  uint32 `json:"index"`
-	SeqEnd uint32 `json:"seq_end"`
-}
+// NodeSeqBlock is how many allocation ids a node's registration reserves.
+const NodeSeqBlock = 1 << 16
 
 // nodeRegistry is the durable node registry of a durable server.
 type nodeRegistry struct {
@@ -66,7 +55,7 @@ type nodeRegistry struct {
 }
 
 type registeredNode struct {
-	nodeRecord
+	NodeRecord
 	// adopted: the node registered in this process already (its first
 	// registration adopted what it reported; later ones adopt nothing).
 	adopted bool
@@ -76,19 +65,11 @@ func newNodeRegistry() *nodeRegistry {
 	return &nodeRegistry{nodes: map[string]*registeredNode{}, inflight: map[string]chan struct{}{}}
 }
 
-func nodeWrite(name string, r nodeRecord) store.Write {
-	b, err := json.Marshal(r)
-	if err != nil {
-		panic("BUG: " + err.Error())
-	}
-	return store.Put(store.Nodes, name, b)
-}
-
 // registerNodes registers names (unregistered nodes about to heartbeat) in
 // the store and then in the scheduler: their registrations are written in
-// one group and awaited together. It answers 503 store_unavailable and
-// reports false when the store failed.
-func (s *Server) registerNodes(ctx *fasthttp.RequestCtx, names []string) bool {
+// one group and awaited together. It returns the refusal
+// (CodeStoreUnavailable) when the store failed.
+func (s *Server) registerNodes(names []string) error {
 	reg := s.d.nodes
 	type todo struct {
 		r    schedule.NodeRegistration
@@ -105,29 +86,29 @@ func (s *Server) registerNodes(ctx *fasthttp.RequestCtx, names []string) bool {
 		}
 		rn := reg.nodes[name]
 		if rn == nil {
-			rn = &registeredNode{nodeRecord: nodeRecord{Index: reg.next}}
+			rn = &registeredNode{NodeRecord: NodeRecord{Index: reg.next}}
 			reg.next++
 			reg.nodes[name] = rn
 		}
-		if rn.SeqEnd > math.MaxUint32-nodeSeqBlock {
+		if rn.SeqEnd > math.MaxUint32-NodeSeqBlock {
 			// The index's ids are used up: the node takes a new one.
-			rn.nodeRecord = nodeRecord{Index: reg.next}
+			rn.NodeRecord = NodeRecord{Index: reg.next}
 			reg.next++
 		}
 		r := schedule.NodeRegistration{Name: name, Index: rn.Index, Seq: rn.SeqEnd,
-			SeqEnd: rn.SeqEnd + nodeSeqBlock, SeqLow: rn.SeqEnd + nodeSeqBlock/2, Adopt: !rn.adopted}
+			SeqEnd: rn.SeqEnd + NodeSeqBlock, SeqLow: rn.SeqEnd + NodeSeqBlock/2, Adopt: !rn.adopted}
 		rn.SeqEnd, rn.adopted = r.SeqEnd, true
 		done := make(chan struct{})
 		reg.inflight[name] = done
-		mine = append(mine, todo{r: r, p: s.d.c.Submit(nodeWrite(name, rn.nodeRecord)), done: done})
+		mine = append(mine, todo{r: r, p: s.d.c.Submit(nodeWrite(name, rn.NodeRecord)), done: done})
 	}
 	reg.mu.Unlock()
-	ok := true
-	now := s.now()
+	var failed error
+	now := s.Now()
 	for _, t := range mine {
 		if err := t.p.Wait(); err != nil {
-			if ok {
-				ok = s.await(ctx, t.p) // answers 503, fail-stop
+			if failed == nil {
+				failed = s.await(t.p) // fail-stop
 			}
 		} else {
 			s.sched.RegisterNode(now, t.r)
@@ -140,10 +121,10 @@ func (s *Server) registerNodes(ctx *fasthttp.RequestCtx, names []string) bool {
 	for _, ch := range waits {
 		<-ch
 	}
-	if ok && s.d.failed.Load() {
-		return s.storeOK(ctx)
+	if failed == nil {
+		failed = s.storeOK()
 	}
-	return ok
+	return failed
 }
 
 // extendNode reserves another id range for a node that used half of its
@@ -152,21 +133,21 @@ func (s *Server) extendNode(name string, index, end uint32) {
 	reg := s.d.nodes
 	reg.mu.Lock()
 	rn := reg.nodes[name]
-	if rn == nil || rn.Index != index || rn.SeqEnd != end || end > math.MaxUint32-nodeSeqBlock {
+	if rn == nil || rn.Index != index || rn.SeqEnd != end || end > math.MaxUint32-NodeSeqBlock {
 		// Registered again since with a longer range, or out of ids (the
 		// node registers with a new index when it comes back).
 		reg.mu.Unlock()
 		return
 	}
-	rn.SeqEnd = end + nodeSeqBlock
-	rec := rn.nodeRecord
+	rn.SeqEnd = end + NodeSeqBlock
+	rec := rn.NodeRecord
 	p := s.d.c.Submit(nodeWrite(name, rec))
 	reg.mu.Unlock()
 	if err := p.Wait(); err != nil {
 		s.storeFailed(err)
 		return
 	}
-	s.sched.ExtendNode(name, index, rec.SeqEnd, rec.SeqEnd-nodeSeqBlock/2)
+	s.sched.ExtendNode(name, index, rec.SeqEnd, rec.SeqEnd-NodeSeqBlock/2)
 }
 
 // ---- operations that finish by themselves ----
@@ -221,15 +202,15 @@ func (s *Server) recordCompleted(id string) {
 	if err != nil || !info.State.Final() {
 		return
 	}
-	now := s.now()
+	now := s.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.ops[id]
-	if r == nil || r.state.State != "live" {
+	if r == nil || r.state.State != StateLive {
 		return
 	}
 	r.state.State, r.state.FinishUnixUS = info.State.String(), s.unixUS(now)
-	r.durable = s.submit(s.operationStateWrite(id, &r.state), store.Delete(store.Checkpoints, "op/"+id))
+	r.durable = s.submit(operationStateWrite(id, &r.state), store.Delete(store.Checkpoints, "op/"+id))
 }
 
 // ---- checkpoints ----
@@ -239,7 +220,7 @@ type checkpointState struct {
 	last      clock.Time
 	completed map[string][]int64
 	nodes     []string
-	gone      map[string]nodeRecord
+	gone      map[string]NodeRecord
 }
 
 // checkpoint writes, without waiting, the completed job counts of the
@@ -273,7 +254,7 @@ func (s *Server) checkpoint(now clock.Time) {
 		if p.Config.Integral.Type == tree.GuaranteeNone {
 			continue
 		}
-		b, _ := json.Marshal(poolCheckpoint{Volume: volumeJSON(p.Attrs.Integral.AccumulatedVolume)})
+		b, _ := json.Marshal(PoolCheckpoint{Volume: volumeJSON(p.Attrs.Integral.AccumulatedVolume)})
 		ws = append(ws, store.Put(store.Checkpoints, "pool/"+p.Name, b))
 	}
 	// The registry is read before the scheduler's nodes: a node that
@@ -323,14 +304,14 @@ func (reg *nodeRegistry) snapshot() map[string]registeredNode {
 // registered in this process and are not alive now, and those of earlier
 // processes that have not registered in this one and were known to have
 // gone when it started (with the same registration).
-func (s *Server) goneNodes(registered map[string]registeredNode, alive []string) map[string]nodeRecord {
-	gone := map[string]nodeRecord{}
+func (s *Server) goneNodes(registered map[string]registeredNode, alive []string) map[string]NodeRecord {
+	gone := map[string]NodeRecord{}
 	for name, rn := range registered {
 		if rn.adopted {
 			if _, ok := slices.BinarySearch(alive, name); !ok {
-				gone[name] = rn.nodeRecord
+				gone[name] = rn.NodeRecord
 			}
-		} else if r, ok := s.d.goneAtStart[name]; ok && r == rn.nodeRecord {
+		} else if r, ok := s.d.goneAtStart[name]; ok && r == rn.NodeRecord {
 			gone[name] = r
 		}
 	}
@@ -352,28 +333,13 @@ func (l *loaded) expectedNodes() []string {
 	return names
 }
 
-// poolCheckpoint is an integral pool's checkpoint.
-type poolCheckpoint struct {
-	Volume map[string]float64 `json:"accumulated_resource_volume"`
-}
-
-func volumeJSON(v [resource.Count]float64) map[string]float64 {
-	m := map[string]float64{}
-	for k, x := range v {
-		if x != 0 {
-			m[resource.Kind(k).String()] = x
-		}
-	}
-	return m
-}
-
 // ---- loading ----
 
 // loadRecovery reads the node registry, the checkpoints and the epoch.
 func (l *loaded) loadRecovery(b store.Backend) error {
-	l.nodes = map[string]nodeRecord{}
+	l.nodes = map[string]NodeRecord{}
 	if err := b.Scan(store.Nodes, func(k string, v []byte) error {
-		var r nodeRecord
+		var r NodeRecord
 		if err := json.Unmarshal(v, &r); err != nil {
 			return fmt.Errorf("nodes/%s: %w", k, err)
 		}
@@ -383,7 +349,7 @@ func (l *loaded) loadRecovery(b store.Backend) error {
 		return err
 	}
 	l.completed = map[string][]int64{}
-	l.volumes = map[string]poolCheckpoint{}
+	l.volumes = map[string]PoolCheckpoint{}
 	if err := b.Scan(store.Checkpoints, func(k string, v []byte) error {
 		var err error
 		switch {
@@ -397,7 +363,7 @@ func (l *loaded) loadRecovery(b store.Backend) error {
 			err = json.Unmarshal(v, &c)
 			l.completed[k[len("op/"):]] = c
 		case strings.HasPrefix(k, "pool/"):
-			var p poolCheckpoint
+			var p PoolCheckpoint
 			err = json.Unmarshal(v, &p)
 			l.volumes[k[len("pool/"):]] = p
 		}
@@ -434,19 +400,19 @@ func (s *Server) beginDurable(l *loaded) error {
 		OnNodeSeqLow:         func(node string, index, end uint32) { go s.extendNode(node, index, end) },
 		OnOperationCompleted: s.completed})
 	var epoch uint64
-	now := s.now()
+	now := s.Now()
 	if l != nil {
 		epoch = l.epoch
 		reg := s.d.nodes
 		for name, r := range l.nodes {
-			reg.nodes[name] = &registeredNode{nodeRecord: r}
+			reg.nodes[name] = &registeredNode{NodeRecord: r}
 			reg.next = max(reg.next, r.Index+1)
 			s.sched.KnowNode(r.Index, name)
 		}
 		var ws []store.Write
 		for _, id := range slices.Sorted(maps.Keys(l.completed)) {
 			r := s.ops[id]
-			if r == nil || r.state.State != "live" {
+			if r == nil || r.state.State != StateLive {
 				ws = append(ws, store.Delete(store.Checkpoints, "op/"+id))
 				continue
 			}
@@ -459,7 +425,7 @@ func (s *Server) beginDurable(l *loaded) error {
 			if finished {
 				// Its last jobs completed before the stop.
 				r.state.State, r.state.FinishUnixUS = schedule.StateCompleted.String(), s.unixUS(now)
-				ws = append(ws, s.operationStateWrite(id, &r.state), store.Delete(store.Checkpoints, "op/"+id))
+				ws = append(ws, operationStateWrite(id, &r.state), store.Delete(store.Checkpoints, "op/"+id))
 				delete(s.d.cp.completed, id)
 			}
 		}
@@ -512,11 +478,11 @@ func (s *Server) watchRecovery(now clock.Time) {
 		"took_s", st.Ended.Sub(st.Deadline.Add(-s.sched.Config().RecoveryTimeout)).Seconds())
 }
 
-// recoveryStatus is the scheduler's recovery state now (zero for a server
+// Recovery is the scheduler's recovery state now (zero for a server
 // without a store).
-func (s *Server) recoveryStatus() schedule.RecoveryStatus {
+func (s *Server) Recovery() schedule.RecoveryStatus {
 	if s.d == nil {
 		return schedule.RecoveryStatus{}
 	}
-	return s.sched.Recovery(s.now())
+	return s.sched.Recovery(s.Now())
 }
