@@ -57,7 +57,7 @@ func errorBody(err error, prefix string) (int, *wire.Error) {
 	return statusOf(e.Code, e.Path), &wire.Error{Code: e.Code, Message: e.Message, Path: fieldPath(prefix, e.Code, e.Path)}
 }
 
-// statusOf is the HTTP status of a core error code (api.md §1).
+// statusOf is the HTTP status of a core error code (docs/api.md#errors).
 func statusOf(code, field string) int {
 	switch code {
 	case server.CodeStoreUnavailable:
@@ -105,7 +105,7 @@ func writeJSON(ctx *fasthttp.RequestCtx, status int, body []byte) {
 	ctx.SetBody(body)
 }
 
-// writeError answers with the error body of api.md §1. An error without a
+// writeError answers with the error body of docs/api.md#errors. An error without a
 // path is about the whole request: its path is "$".
 func (s *Server) writeError(ctx *fasthttp.RequestCtx, status int, e *wire.Error) {
 	if e.Path == "" {
@@ -165,7 +165,7 @@ func (s *Server) expectContinue(ctx *fasthttp.RequestCtx) int {
 }
 
 // handleServerError answers fasthttp's own errors (a body over the limit, a
-// malformed request line or header) in the JSON of api.md §1.
+// malformed request line or header) in the JSON of docs/api.md#errors.
 func (s *Server) handleServerError(ctx *fasthttp.RequestCtx, err error) {
 	var small *fasthttp.ErrSmallBuffer
 	switch {

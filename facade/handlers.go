@@ -25,7 +25,7 @@ func (s *Server) respond(ctx *fasthttp.RequestCtx, status int, fn func(dst []byt
 	s.putBuf(bp)
 }
 
-// ---- pools (api.md §2) ----
+// ---- pools (docs/api.md#pools) ----
 
 func (s *Server) listPools(ctx *fasthttp.RequestCtx) { s.writePools(ctx, appendPoolConfig) }
 
@@ -226,7 +226,7 @@ func (s *Server) patchConfig(ctx *fasthttp.RequestCtx) {
 	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte { return wire.AppendConfig(dst, &next) })
 }
 
-// ---- operations (api.md §3) ----
+// ---- operations (docs/api.md#operations) ----
 
 // startOperation admits an operation: 201 {"id", "state"}. The same client
 // id with the same body returns the same operation (201 again); with a
@@ -407,7 +407,7 @@ func (s *Server) finishOperation(ctx *fasthttp.RequestCtx, id, action string) {
 	s.getOperation(ctx, id, false)
 }
 
-// ---- orchid (api.md §5) ----
+// ---- orchid (docs/api.md#the-orchid) ----
 
 func (s *Server) orchidPools(ctx *fasthttp.RequestCtx) { s.writePools(ctx, wire.AppendPoolOrchid) }
 
@@ -430,7 +430,7 @@ func (s *Server) orchidNode(ctx *fasthttp.RequestCtx, name string) {
 	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte { return wire.AppendNodeOrchid(dst, &n) })
 }
 
-// ---- solve (api.md §6) ----
+// ---- solve (docs/api.md#solve) ----
 
 // solve runs `fairsched solve` on the posted snapshot; no state is touched.
 func (s *Server) solve(ctx *fasthttp.RequestCtx) {

@@ -9,7 +9,7 @@ import (
 )
 
 // appendOperationHistory appends the members "tasks":[…],"recent_preemptions":[…]
-// of an operation's orchid (api.md, the orchid): its tasks as it was
+// of an operation's orchid (docs/api.md#the-orchid): its tasks as it was
 // started, and its recent preemptions, the most recent first, each
 // {"time_s","allocation_id","node_id","reason"} with the reason sentence
 // its node was sent.

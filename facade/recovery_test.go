@@ -15,7 +15,7 @@ import (
 )
 
 // echoNode is a node of the durable tests: it keeps what it was told to
-// start and reports it back with its origin, as api.md §7 asks.
+// start and reports it back with its origin, as docs/api.md#node-heartbeats asks.
 type echoNode struct {
 	name   string
 	limits string

@@ -144,7 +144,7 @@ func (s *Server) routeAPI(ctx *fasthttp.RequestCtx, path []byte) bool {
 		}
 		return true
 	case "heartbeats":
-		// /api/v1/heartbeats: a batch (api.md §7)
+		// /api/v1/heartbeats: a batch (docs/api.md#batched-heartbeats)
 		if len(rest) > 0 {
 			return false
 		}

@@ -89,6 +89,12 @@ type Options struct {
 	// from then on and the caller should stop it.
 	OnStoreFailure func(error)
 
+	// Service, when set, is the service the Server drives (a replica
+	// builds one per leadership term); Config, Clock, ManualUpdates,
+	// FinishedOperationRetention, Store and OnStoreFailure are then its
+	// own and ignored here. Shutdown closes it.
+	Service *server.Server
+
 	// Tokens, when set, are the users and bearer tokens every request but
 	// /healthz and /readyz must present (guard.go); SetTokens replaces
 	// them. Without tokens every caller may do everything: fairsched serve
@@ -187,15 +193,17 @@ func New(opts Options) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	core, err := server.New(server.Options{Config: opts.Config, Clock: opts.Clock, Logger: s.log,
-		ManualUpdates: opts.ManualUpdates, FinishedOperationRetention: opts.FinishedOperationRetention,
-		Store: opts.Store, OnStoreFailure: opts.OnStoreFailure,
-		OnPoolsChanged:    s.rebuildACL,
-		OnFairShareUpdate: func(d time.Duration) { s.m.fairShareUpdate.Observe(d.Seconds()) },
-		OnPendingWait:     func(d time.Duration) { s.m.pendingWait.Observe(d.Seconds()) }})
-	if err != nil {
-		return nil, err
+	hooks := server.Hooks{PoolsChanged: s.rebuildACL,
+		FairShareUpdate: func(d time.Duration) { s.m.fairShareUpdate.Observe(d.Seconds()) },
+		PendingWait:     func(d time.Duration) { s.m.pendingWait.Observe(d.Seconds()) }}
+	core := opts.Service
+	if core == nil {
+		var err error
+		if core, err = server.New(ServiceOptions(&opts)); err != nil {
+			return nil, err
+		}
 	}
+	core.SetHooks(hooks)
 	s.core, s.sched, s.clock = core, core.Scheduler(), core.Clock()
 	s.m = newMetrics(s)
 	s.hbPool.New = func() any { return new(hbScratch) }
@@ -211,6 +219,14 @@ func New(opts Options) (*Server, error) {
 	s.tags.init()
 	s.http = NewHTTPServer(s.Handle, s.handleServerError, s.expectContinue, &s.conns, opts.MaxBodySize, s.log)
 	return s, nil
+}
+
+// ServiceOptions are the options of the service that New builds from
+// opts (when opts.Service is nil).
+func ServiceOptions(opts *Options) server.Options {
+	return server.Options{Config: opts.Config, Clock: opts.Clock, Logger: opts.Logger,
+		ManualUpdates: opts.ManualUpdates, FinishedOperationRetention: opts.FinishedOperationRetention,
+		Store: opts.Store, OnStoreFailure: opts.OnStoreFailure}
 }
 
 // NewHTTPServer returns the fasthttp server of a Server, or of a front door

@@ -160,8 +160,8 @@ func (s *Server) StartOperation(spec schedule.OperationSpec, body []byte, owner 
 		if again = ok; !again {
 			if st == schedule.StatePending {
 				s.pendingSince[id] = now
-			} else if s.opts.OnPendingWait != nil {
-				s.opts.OnPendingWait(0)
+			} else if s.opts.Hooks.PendingWait != nil {
+				s.opts.Hooks.PendingWait(0)
 			}
 			s.opSeq++
 			r = &opRecord{seq: s.opSeq, state: OperationState{State: StateLive}, demand: demand, tasks: slices.Clone(spec.Tasks), owner: owner}

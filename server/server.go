@@ -70,15 +70,26 @@ type Options struct {
 	// write fails: every change is refused with CodeStoreUnavailable from
 	// then on and the caller should stop the server.
 	OnStoreFailure func(error)
-	// OnPoolsChanged is called, under the Server's mutex, after every
-	// change of the pools (a front end's permission index).
-	OnPoolsChanged func()
-	// OnFairShareUpdate receives the duration of each fair-share update;
-	// OnPendingWait the wait of each operation that started pending, once
-	// it runs (metrics; nil: none).
-	OnFairShareUpdate func(time.Duration)
-	OnPendingWait     func(time.Duration)
+	// Hooks are the front end's (SetHooks replaces them).
+	Hooks Hooks
 }
+
+// Hooks tell a front end what it derives from the service; nil members are
+// not called.
+type Hooks struct {
+	// PoolsChanged is called, under the Server's mutex, after every change
+	// of the pools (a front end's permission index).
+	PoolsChanged func()
+	// FairShareUpdate receives the duration of each fair-share update;
+	// PendingWait the wait of each operation that started pending, once it
+	// runs (metrics).
+	FairShareUpdate func(time.Duration)
+	PendingWait     func(time.Duration)
+}
+
+// SetHooks replaces the hooks of Options: a front end that is handed a
+// Server (a replica's term) calls it before Run and before any change.
+func (s *Server) SetHooks(h Hooks) { s.opts.Hooks = h }
 
 // Error codes of the service.
 const (
@@ -380,8 +391,8 @@ func (s *Server) UpdateFairShare() {
 	start := time.Now()
 	s.sched.UpdateFairShare(now)
 	took := time.Since(start)
-	if s.opts.OnFairShareUpdate != nil {
-		s.opts.OnFairShareUpdate(took)
+	if s.opts.Hooks.FairShareUpdate != nil {
+		s.opts.Hooks.FairShareUpdate(took)
 	}
 	s.observePendingWaits(now)
 	if period := s.Period(); took > period && !s.opts.ManualUpdates && time.Since(s.lastSlowLog) >= time.Minute {
@@ -413,8 +424,8 @@ func (s *Server) observePendingWaits(now clock.Time) {
 		case err != nil || o.State.Final():
 			delete(s.pendingSince, id) // forgotten, or finished while pending: no wait ended
 		case o.State == schedule.StateRunning:
-			if s.opts.OnPendingWait != nil {
-				s.opts.OnPendingWait(time.Duration(max(now.Sub(since), 0).Micros()) * time.Microsecond)
+			if s.opts.Hooks.PendingWait != nil {
+				s.opts.Hooks.PendingWait(time.Duration(max(now.Sub(since), 0).Micros()) * time.Microsecond)
 			}
 			delete(s.pendingSince, id)
 		}
@@ -458,7 +469,7 @@ func (s *Server) forgetFinished(now clock.Time) {
 
 // poolsChanged tells the front end the pools changed. s.mu held.
 func (s *Server) poolsChanged() {
-	if s.opts.OnPoolsChanged != nil {
-		s.opts.OnPoolsChanged()
+	if s.opts.Hooks.PoolsChanged != nil {
+		s.opts.Hooks.PoolsChanged()
 	}
 }
