@@ -326,33 +326,29 @@ func (s *Server) restoreOperation(op *loadedOp) error {
 	if op.err != nil {
 		return op.err
 	}
-	var body map[string]json.RawMessage
-	if err := json.Unmarshal(op.rec.Body, &body); err != nil {
-		return fmt.Errorf("operations/%s: body: %w", op.id, err)
-	}
-	id, _ := json.Marshal(op.id)
-	body["id"] = id
-	st := &op.state
-	if st.Pool != nil {
-		body["pool"], _ = json.Marshal(*st.Pool)
-	}
-	if st.Weight != nil {
-		body["weight"], _ = json.Marshal(*st.Weight)
-	}
-	if st.ResourceLimits != nil {
-		if string(st.ResourceLimits) == "null" {
-			delete(body, "resource_limits")
-		} else {
-			body["resource_limits"] = st.ResourceLimits
-		}
-	}
-	merged, err := json.Marshal(body)
-	if err != nil {
-		return err
-	}
-	spec, err := wire.DecodeStartOperation(merged)
+	// The start as it was asked for, with what changed since applied.
+	spec, err := wire.DecodeStartOperation(op.rec.Body)
 	if err != nil {
 		return fmt.Errorf("operations/%s: %w", op.id, err)
+	}
+	spec.ID = op.id
+	st := &op.state
+	if st.Pool != nil {
+		spec.Pool = *st.Pool
+		if spec.Pool == tree.RootName {
+			spec.Pool = ""
+		}
+	}
+	if st.Weight != nil {
+		spec.Weight = tree.Some(*st.Weight)
+	}
+	if st.ResourceLimits != nil {
+		// As a PATCH wrote them ("null": removed).
+		p, err := wire.DecodeOperationPatch(slices.Concat([]byte(`{"resource_limits":`), st.ResourceLimits, []byte("}")))
+		if err != nil {
+			return fmt.Errorf("operation_states/%s: %w", op.id, err)
+		}
+		spec.ResourceLimits = p.ResourceLimits
 	}
 	if _, _, err := s.sched.StartOperation(s.serverTime(op.rec.StartUnixUS), spec); err != nil {
 		return fmt.Errorf("operations/%s: %w", op.id, err)
