@@ -119,33 +119,11 @@ func (s *Scheduler) ApplyPools(ms ...tree.Mutation) (int, error) {
 	// Operations finished by heartbeats leave their pools first, so that an
 	// emptied pool can be removed at once.
 	s.retireFinished()
-	for i, m := range ms {
-		switch m.Kind {
-		case tree.AddPool, tree.SetPool, tree.RemovePool:
-		default:
-			return i, errorf(CodeInvalidValue, "", "cannot apply an operation mutation to the pool tree: use StartOperation")
-		}
-	}
-	type move struct{ pool, oldParent tree.ID }
-	var moves []move
-	for _, m := range ms {
-		if m.Kind == tree.SetPool && m.Parent != "" {
-			if id, ok := s.tree.Lookup(m.Name); ok && !s.tree.IsOperation(id) {
-				moves = append(moves, move{id, s.tree.Parent(id)})
-			}
-		}
-	}
-	i, err := s.tree.Apply(ms...)
+	i, scratch, err := applyPoolMutations(s.tree, s.limits, s.scratchIDs[:0], ms)
+	s.scratchIDs = scratch
 	if err != nil {
 		return i, err
 	}
-	for _, mv := range moves {
-		if s.tree.Parent(mv.pool) != mv.oldParent {
-			s.scratchIDs = s.limits.PoolMoved(mv.pool, mv.oldParent, s.scratchIDs[:0])
-		}
-	}
-	// Limits may have been raised: re-check the pending queues.
-	s.scratchIDs = s.limits.RescanAll(s.scratchIDs[:0])
 	s.syncStates()
 	s.refreshLimitCounters()
 	s.countPoolFilters()
@@ -616,10 +594,7 @@ func (s *Scheduler) SetOperationResourceLimits(id string, l tree.PartialVec) err
 // settings apply from the next update, and raised operation limits start
 // queued operations at once.
 func (s *Scheduler) SetConfig(cfg Config) error {
-	if cfg.Shards != 0 && cfg.Shards != len(s.shards) {
-		return errorf(CodeInvalidValue, "shards", "cannot change the shard count at run time (have %d)", len(s.shards))
-	}
-	if err := ValidateConfig(&cfg); err != nil {
+	if err := checkRuntimeConfig(&cfg, len(s.shards)); err != nil {
 		return err
 	}
 	s.mu.Lock()

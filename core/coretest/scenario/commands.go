@@ -34,6 +34,7 @@ func init() {
 		"info":      (*Cluster).cmdInfo,
 		"stats":     (*Cluster).cmdStats,
 		"check":     (*Cluster).cmdCheck,
+		"explain":   (*Cluster).cmdExplain,
 	}
 }
 

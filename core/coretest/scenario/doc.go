@@ -142,6 +142,15 @@
 // preempted, deadline and, when it is not what the allocation was started
 // with, usage.
 //
+//	explain op=ID|pool=NAME [t=...]
+//
+// Prints the explanation of an operation (Scheduler.ExplainOperation, with
+// the preemptions of its allocations in the log) or of a pool
+// (ExplainPool) at the current time: "NAME: STATE", then one finding per
+// line, the binding one first, as its code and its fields key=value (the
+// JSON keys of schedule.Finding; shares as resource:usage/fair_share/demand,
+// protected victims as rule:count@pool), with its message indented below.
+//
 //	stats
 //
 // Prints, per operation, how many events of each kind the log holds since
