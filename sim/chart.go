@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -77,10 +78,29 @@ func Charts(res *Result) ([]Chart, error) {
 			return nil, err
 		}
 	}
+	if res.Trace != nil {
+		for _, c := range []struct {
+			name string
+			p    *plot.Plot
+		}{{"fairness-error", fairnessChart(res)}, {"utilization", utilizationChart(res)}} {
+			if err := add(c.name, c.p); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// A trace replay may have hundreds of pools: it charts those that used
+	// the most (see PoolChartLimit).
+	var charted map[string]bool
+	if res.Trace != nil {
+		charted = topPools(res, "", PoolChartLimit)
+	}
 	for i := range res.Pools {
 		pr := &res.Pools[i]
 		if pr.Parent == "" || len(pr.Samples) == 0 {
 			continue // the root: see cluster-usage
+		}
+		if charted != nil && !charted[pr.Name] {
+			continue
 		}
 		if err := add("pool-"+fileName(pr.Name)+"-usage", usageChart(res, pr)); err != nil {
 			return nil, err
@@ -197,7 +217,15 @@ func clip(xys plotter.XYs, hi float64) bool {
 }
 
 func xRange(p *plot.Plot, res *Result) {
-	p.X.Min, p.X.Max = 0, res.Scenario.DurationS/3600
+	p.X.Min, p.X.Max = 0, runHours(res)
+}
+
+// runHours is the length of the run's record in hours.
+func runHours(res *Result) float64 {
+	if res.Scenario.Trace != nil {
+		return res.EndS / 3600
+	}
+	return res.Scenario.DurationS / 3600
 }
 
 func usageChart(res *Result, pr *PoolResult) *plot.Plot {
@@ -234,7 +262,7 @@ func volumeChart(res *Result, pr *PoolResult) *plot.Plot {
 	capacity := pr.Capacity[cpu] / 3600
 	capLine := make(plotter.XYs, 0, 2)
 	if len(vol) > 0 {
-		capLine = append(capLine, plotter.XY{X: 0, Y: capacity}, plotter.XY{X: res.Scenario.DurationS / 3600, Y: capacity})
+		capLine = append(capLine, plotter.XY{X: 0, Y: capacity}, plotter.XY{X: runHours(res), Y: capacity})
 	}
 	line(p, "capacity (resource_flow × saturation period)", capLine, colCapacity, 1, 4, 3)
 	line(p, "accumulated volume", vol, colUsage, 1.5)
@@ -254,9 +282,10 @@ func clusterChart(res *Result) *plot.Plot {
 	total := cores(res.Total[cpu])
 	hi := total
 	k := 0
+	shown := topPools(res, root, len(palette)-1)
 	for i := range res.Pools {
 		pr := &res.Pools[i]
-		if pr.Parent != root {
+		if pr.Parent != root || !shown[pr.Name] {
 			continue
 		}
 		usage, uHi := series(pr.Samples, func(s *Sample) float64 { return s.Usage[cpu] })
@@ -266,6 +295,9 @@ func clusterChart(res *Result) *plot.Plot {
 	}
 	used, _ := series(res.Pools[0].Samples, func(s *Sample) float64 { return s.Usage[cpu] })
 	line(p, "all pools", used, colDemand, 1, 4, 3)
+	if n := len(shown); n < countChildren(res, root) {
+		p.Title.Text = "cluster: cpu usage of the " + strconv.Itoa(n) + " top-level pools that used the most"
+	}
 	p.Y.Min, p.Y.Max = 0, hi*headroom
 	xRange(p, res)
 	return p
@@ -297,4 +329,100 @@ func workloadsChart(res *Result, pr *PoolResult) *plot.Plot {
 	p.Y.Min, p.Y.Max = 0, max(hi, 1)*headroom
 	xRange(p, res)
 	return p
+}
+
+// PoolChartLimit is how many pools of a trace replay get their own charts:
+// those with the most cpu usage over the run.
+const PoolChartLimit = 12
+
+// topPools returns the n pools with the most mean cpu usage among the
+// children of parent ("" for every non-root pool), ties by tree order.
+func topPools(res *Result, parent string, n int) map[string]bool {
+	type pu struct {
+		name  string
+		usage float64
+		i     int
+	}
+	var ps []pu
+	for i := range res.Pools {
+		pr := &res.Pools[i]
+		if pr.Parent == "" || parent != "" && pr.Parent != parent {
+			continue
+		}
+		ps = append(ps, pu{pr.Name, pr.Summary.AverageUsage["cpu"], i})
+	}
+	slices.SortStableFunc(ps, func(a, b pu) int {
+		if a.usage != b.usage {
+			if a.usage > b.usage {
+				return -1
+			}
+			return 1
+		}
+		return a.i - b.i
+	})
+	out := map[string]bool{}
+	for _, p := range ps[:min(n, len(ps))] {
+		out[p.name] = true
+	}
+	return out
+}
+
+func countChildren(res *Result, parent string) int {
+	n := 0
+	for i := range res.Pools {
+		if res.Pools[i].Parent == parent {
+			n++
+		}
+	}
+	return n
+}
+
+func fairnessXYs(res *Result) (plotter.XYs, float64) {
+	xys := make(plotter.XYs, len(res.Fairness))
+	hi := 0.0
+	for i, s := range res.Fairness {
+		xys[i] = plotter.XY{X: s.TimeS / 3600, Y: s.Error}
+		hi = max(hi, s.Error)
+	}
+	return xys, hi
+}
+
+// fairnessChart shows the fairness error over time.
+func fairnessChart(res *Result) *plot.Plot {
+	p := newPlot("fairness error: mean |dominant usage share − fair share| over pools with demand", "fairness error (share)")
+	xys, hi := fairnessXYs(res)
+	line(p, "fairness error", xys, colUsage, 1)
+	p.Y.Min, p.Y.Max = 0, max(hi, 0.01)*headroom
+	xRange(p, res)
+	return p
+}
+
+// utilizationChart shows the cluster's usage share of cpu, memory and gpu
+// (the resources it has) over time.
+func utilizationChart(res *Result) *plot.Plot {
+	p := newPlot("cluster utilization: usage share of each resource", "usage share")
+	for k, r := range reportResources {
+		if !usedResource(res, r) {
+			continue
+		}
+		xys := make(plotter.XYs, len(res.Fairness))
+		for i, s := range res.Fairness {
+			xys[i] = plotter.XY{X: s.TimeS / 3600, Y: s.Utilization[r]}
+		}
+		line(p, r.String(), xys, palette[k], 1)
+	}
+	p.Y.Min, p.Y.Max = 0, headroom
+	xRange(p, res)
+	return p
+}
+
+// usedResource reports whether the run ever used resource r (an swf
+// replay's nodes have memory that no job asks for).
+func usedResource(res *Result, r resource.Kind) bool {
+	for _, s := range res.Fairness {
+		if s.Utilization[r] > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -90,6 +90,16 @@
 // (per pool: averages, the fraction of the time with demand in which the
 // guarantee was met, preemptions suffered and caused, operations, job wait
 // percentiles, integral volume range) and the charts of Charts.
+//
+// # Trace replays
+//
+// OpenTrace reads a workload trace — swf (SWFReader) or alibaba-gpu-2023
+// (AlibabaReader) — checking every line; TraceScenario turns it and a
+// TraceConfig into a scenario whose workload is one entry a trace pool and
+// whose run streams the trace's jobs (Scenario.Trace). Such a run also
+// writes report.json, pools.csv and fairness.csv (TraceReport), and
+// Compare lines up two of them. docs/simulation.md ("Replaying workload
+// traces") describes the formats, the conversion and the report.
 package sim
 
 // Examples are the scenarios shipped in examples/ (file name without

@@ -2,12 +2,15 @@ package sim
 
 import (
 	"container/heap"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strconv"
 
 	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/core/limits"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/rng"
 	"github.com/fairsched/fairsched/core/schedule"
@@ -56,12 +59,35 @@ type engine struct {
 	finished []job
 
 	rec recorder
+
+	// A trace replay streams its jobs from trace: next is the one to
+	// arrive, live the trace operations that will finish.
+	trace     TraceReader
+	traceNext TraceJob
+	traceMore bool
+	origin    float64 // the trace's first submit time: time 0
+	live      int
+	byPool    map[string]int // workload index of each trace pool
+	// pending counts the jobs waiting to start; a trace replay skips the
+	// heartbeats that cannot change anything (see idleHeartbeat).
+	pending   int64
+	keepAlive clock.Duration
+	// progress is when a trace job last arrived, started or finished;
+	// maxRun the longest finite run time seen; ended why the replay ended.
+	progress clock.Time
+	maxRun   clock.Duration
+	ended    string
+	// dirty says that something the fair share depends on changed since
+	// the last update; integral says that the tree has integral pools.
+	dirty, integral bool
 }
 
 type simNode struct {
 	name   string
 	limits resource.Vec
+	tags   []string
 	jobs   []job
+	sent   clock.Time // the last heartbeat sent
 }
 
 type job struct {
@@ -92,6 +118,19 @@ type simOp struct {
 	unfinished int64
 	tasks      [][]pendingRun // per task: when its pending jobs became pending, FIFO
 	taskHead   []int
+	trace      *traceOp
+}
+
+// traceOp is what a trace job's operation tracks for the report.
+type traceOp struct {
+	submit    clock.Time
+	run       clock.Duration
+	forever   bool
+	runS      float64
+	recorded  float64 // the production wait, -1 unknown
+	lastStart clock.Time
+	lastEnd   clock.Time
+	started   int64
 }
 
 // pendingRun is n jobs that became pending at t.
@@ -137,6 +176,28 @@ func (e *engine) push(t clock.Time, work int, window bool) {
 // equal results.
 func Run(sc *Scenario) (*Result, error) {
 	e := &engine{sc: sc, end: at(sc.DurationS), ops: make(map[string]*simOp)}
+	if sc.Trace != nil {
+		if sc.DurationS == 0 {
+			e.end = clock.Never
+		}
+		r, c, err := sc.Trace.Open()
+		if err != nil {
+			return nil, fmt.Errorf("sim: %w", err)
+		}
+		defer c.Close()
+		e.trace, e.origin = r, sc.Trace.Info.FirstS
+		e.keepAlive = sc.Scheduler.NodeHeartbeatTimeout / 2
+		for _, m := range sc.Pools {
+			e.integral = e.integral || m.Pool.Integral.Type != tree.GuaranteeNone
+		}
+		e.byPool = make(map[string]int, len(sc.Workload))
+		for i := range sc.Workload {
+			e.byPool[sc.Workload[i].Pool] = i
+		}
+		if err := e.pullTrace(); err != nil {
+			return nil, err
+		}
+	}
 	e.sched = schedule.New(tree.New(tree.PoolConfig{}), sc.Scheduler)
 	if len(sc.Pools) > 0 {
 		if _, err := e.sched.ApplyPools(sc.Pools...); err != nil {
@@ -144,11 +205,15 @@ func Run(sc *Scenario) (*Result, error) {
 		}
 	}
 	e.pools = e.sched.Pools(e.pools[:0])
-	e.rec.init(sc, e.pools)
+	e.rec.init(sc, e.pools, e.end)
 
-	for _, g := range sc.Nodes {
+	for gi, g := range sc.Nodes {
+		var tags []string
+		if gi < len(sc.NodeTags) {
+			tags = sc.NodeTags[gi]
+		}
 		for range g.Count {
-			e.nodes = append(e.nodes, simNode{name: "node-" + strconv.Itoa(len(e.nodes)), limits: g.Resources})
+			e.nodes = append(e.nodes, simNode{name: "node-" + strconv.Itoa(len(e.nodes)), limits: g.Resources, tags: tags})
 		}
 	}
 	period := seconds(sc.HeartbeatPeriodS)
@@ -191,16 +256,42 @@ func Run(sc *Scenario) (*Result, error) {
 		if len(e.queue) > 0 {
 			t = min(t, e.queue[0].t)
 		}
+		if e.traceMore {
+			t = min(t, e.traceTime())
+		}
 		if t >= e.end {
+			e.ended = EndedDuration
 			break
 		}
+		if e.trace != nil && !e.traceMore {
+			if e.live == 0 {
+				e.ended = EndedDone
+				break
+			}
+			if t.Sub(e.progress) > e.maxRun+stallMargin {
+				// No job started or finished for longer than the longest
+				// run: nothing runs that will finish, and what waits
+				// cannot start (jobs still running at the trace's end
+				// hold what it needs).
+				e.ended = EndedStalled
+				break
+			}
+		}
 		switch {
+		case e.traceMore && e.traceTime() == t:
+			if err := e.traceArrive(t); err != nil {
+				return nil, err
+			}
 		case len(e.queue) > 0 && e.queue[0].t == t:
 			a := heap.Pop(&e.queue).(arrival)
 			e.arrive(t, a)
 		case e.hbTime() == t:
 			i := e.hbNext % len(e.nodes)
 			e.hbNext++
+			if e.trace != nil && skipIdle && e.idleHeartbeat(t, i) {
+				e.rec.stats.SkippedHeartbeats++
+				continue
+			}
 			if err := e.heartbeat(t, i); err != nil {
 				return nil, err
 			}
@@ -210,6 +301,110 @@ func Run(sc *Scenario) (*Result, error) {
 		}
 	}
 	return e.rec.result(e), nil
+}
+
+// Why a trace replay ended (TraceReport.Ended).
+const (
+	EndedDone     = "every job that could finish finished"
+	EndedDuration = "duration_s reached"
+	EndedStalled  = "stalled: the jobs left wait for resources that jobs running at the trace's end hold"
+)
+
+// stallMargin is how long past the longest run time a replay waits for
+// progress before it calls itself stalled.
+const stallMargin = clock.Duration(3600 * clock.Second)
+
+// skipIdle lets trace replays skip the heartbeats and fair-share updates
+// that cannot change anything; tests turn it off to prove that skipping
+// changes no result.
+var skipIdle = true
+
+// idleHeartbeat reports whether node i's heartbeat at t cannot change
+// anything: no job waits to start anywhere (so no start and no preemption
+// can follow), none of the node's jobs has ended or stopped, and the node
+// heartbeated less than half the core's node_heartbeat_timeout_s ago (so
+// it stays registered). A trace replay skips such heartbeats: months of
+// an idle cluster's heartbeats would cost most of its time and change no
+// result.
+func (e *engine) idleHeartbeat(t clock.Time, i int) bool {
+	n := &e.nodes[i]
+	if e.pending > 0 || t.Sub(n.sent) >= e.keepAlive {
+		return false
+	}
+	for k := range n.jobs {
+		if j := &n.jobs[k]; j.end <= t || j.preempted && j.stopAt <= t {
+			return false
+		}
+	}
+	return true
+}
+
+// pullTrace reads the trace's next job.
+func (e *engine) pullTrace() error {
+	j, err := e.trace.Next()
+	if err == io.EOF {
+		e.traceMore = false
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	e.traceNext, e.traceMore = j, true
+	return nil
+}
+
+// traceTime is when the next trace job arrives.
+func (e *engine) traceTime() clock.Time { return at(e.traceNext.SubmitS - e.origin) }
+
+// traceArrive starts the next trace job's operation at t and reads the one
+// after it.
+func (e *engine) traceArrive(t clock.Time) error {
+	j := &e.traceNext
+	ws := &e.works[e.byPool[j.Pool]]
+	e.rec.traceSubmitted(ws.pool)
+	fits := false
+	for i := range e.nodes {
+		n := &e.nodes[i]
+		if n.limits.Dominates(j.Resources) && (j.Filter.IsEmpty() || j.Filter.Match(n.tags)) {
+			fits = true
+			break
+		}
+	}
+	if !fits {
+		e.rec.skip("larger than every node of the configured cluster")
+		return e.pullTrace()
+	}
+	spec := schedule.OperationSpec{Pool: ws.w.Pool, Type: "vanilla", IsGang: j.Gang, SchedulingTagFilter: j.Filter,
+		Tasks: []schedule.TaskSpec{{Name: "job", JobCount: j.Jobs, Resources: j.Resources}}}
+	if j.Jobs > 1 {
+		spec.Type = "map"
+	}
+	id, _, err := e.sched.StartOperation(t, spec)
+	if err != nil {
+		e.rec.count(ws.pool, func(p *poolRec) *int64 { return &p.opsRejected })
+		reason := "rejected by the scheduler: " + err.Error()
+		if le := (*limits.LimitError)(nil); errors.As(err, &le) {
+			reason = "rejected by the scheduler's operation limits"
+		}
+		e.rec.skip(reason)
+		return e.pullTrace()
+	}
+	e.rec.count(ws.pool, func(p *poolRec) *int64 { return &p.opsStarted })
+	ws.started++
+	ws.inFlight++
+	o := &simOp{id: id, idBytes: []byte(id), work: ws, tasks: [][]pendingRun{{{t: t, n: j.Jobs}}}, taskHead: []int{0}, unfinished: j.Jobs}
+	o.trace = &traceOp{submit: t, run: seconds(j.RunS), forever: j.Forever, runS: j.RunS, recorded: j.RecordedWaitS}
+	e.progress = t
+	if !j.Forever {
+		e.maxRun = max(e.maxRun, o.trace.run)
+	}
+	e.pending += j.Jobs
+	e.dirty = true
+	if !j.Forever {
+		e.live++
+	}
+	e.ops[id] = o
+	return e.pullTrace()
 }
 
 // hbTime is the time of the next regular heartbeat.
@@ -318,6 +513,7 @@ func (e *engine) heartbeatAll(t clock.Time) {
 // heartbeat sends node i's heartbeat at t and carries out the answer.
 func (e *engine) heartbeat(t clock.Time, i int) error {
 	n := &e.nodes[i]
+	n.sent = t
 	reports := e.hb.Allocations[:0]
 	origins := e.hb.AllocationOrigins[:0]
 	kept := n.jobs[:0]
@@ -330,6 +526,7 @@ func (e *engine) heartbeat(t clock.Time, i int) error {
 		case j.preempted && j.stopAt <= t:
 			reports = append(reports, schedule.AllocationReport{ID: j.alloc, State: schedule.AllocAborted})
 			finished = append(finished, j)
+			e.rec.lostWork(j.op.work.pool, t.Sub(j.start), j.res)
 		default:
 			// With its origin, as nodes should report it (api.md §7).
 			reports = append(reports, schedule.AllocationReport{ID: j.alloc, State: schedule.AllocRunning, HasOrigin: true})
@@ -340,12 +537,15 @@ func (e *engine) heartbeat(t clock.Time, i int) error {
 			kept = append(kept, j)
 		}
 	}
-	e.hb = schedule.NodeHeartbeat{Node: n.name, Limits: n.limits, Allocations: reports, AllocationOrigins: origins}
+	e.hb = schedule.NodeHeartbeat{Node: n.name, Limits: n.limits, Tags: n.tags, Allocations: reports, AllocationOrigins: origins}
 	e.resp.Reset()
 	if err := e.sched.Heartbeat(t, &e.hb, &e.resp); err != nil {
 		return fmt.Errorf("sim: heartbeat of %s at %v s: %w", n.name, t.Seconds(), err)
 	}
 	n.jobs = kept
+	if len(finished) > 0 || len(e.resp.Start) > 0 || len(e.resp.Preempt) > 0 || len(e.resp.Abort) > 0 {
+		e.dirty = true
+	}
 	for _, j := range finished {
 		if j.end <= t {
 			e.jobCompleted(t, j)
@@ -364,6 +564,7 @@ func (e *engine) heartbeat(t clock.Time, i int) error {
 		switch ab.Reason {
 		case schedule.AbortPreemptionTimedOut, schedule.AbortNodeOvercommit:
 			// The scheduler released the allocation: its job is pending again.
+			e.rec.lostWork(j.op.work.pool, t.Sub(j.start), j.res)
 			e.jobReturned(t, j)
 		}
 	}
@@ -386,8 +587,20 @@ func (e *engine) heartbeat(t clock.Time, i int) error {
 			return fmt.Errorf("sim: heartbeat of %s started a job of unknown operation %q", n.name, st.Operation)
 		}
 		ws := o.work
-		d := drawDuration(&ws.tasks[st.Task], ws.w.Tasks[st.Task].Duration)
-		n.jobs = append(n.jobs, job{alloc: st.Allocation, op: o, task: st.Task, res: st.Resources, start: t, end: t.Add(d)})
+		var end clock.Time
+		if tr := o.trace; tr != nil {
+			end = t.Add(tr.run)
+			if tr.forever {
+				end = clock.Never
+			}
+			tr.lastStart = max(tr.lastStart, t)
+			e.progress = t
+			tr.started++
+		} else {
+			end = t.Add(drawDuration(&ws.tasks[st.Task], ws.w.Tasks[st.Task].Duration))
+		}
+		n.jobs = append(n.jobs, job{alloc: st.Allocation, op: o, task: st.Task, res: st.Resources, start: t, end: end})
+		e.pending--
 		since := o.popPending(st.Task)
 		if since < 0 {
 			since = t
@@ -411,6 +624,14 @@ func (e *engine) jobCompleted(t clock.Time, j job) {
 	o := j.op
 	e.rec.count(o.work.pool, func(p *poolRec) *int64 { return &p.jobsCompleted })
 	o.unfinished--
+	if tr := o.trace; tr != nil {
+		tr.lastEnd = max(tr.lastEnd, j.end)
+		e.progress = t
+		if o.unfinished == 0 {
+			e.live--
+			e.rec.traceCompleted(o.work.pool, tr)
+		}
+	}
 	if o.unfinished == 0 {
 		ws := o.work
 		ws.inFlight--
@@ -427,6 +648,7 @@ func (e *engine) jobCompleted(t clock.Time, j job) {
 func (e *engine) jobReturned(t clock.Time, j job) {
 	o := j.op
 	o.tasks[j.task] = append(o.tasks[j.task], pendingRun{t: t, n: 1})
+	e.pending++
 }
 
 // popPending takes the longest-pending job of task i and returns when it
@@ -477,11 +699,19 @@ func (e *engine) update(t clock.Time) {
 	for _, id := range e.forget {
 		if e.sched.ForgetOperation(id) == nil {
 			delete(e.ops, id)
+			e.dirty = true
 		} else {
 			kept = append(kept, id)
 		}
 	}
 	e.forget = kept
+	if e.trace != nil && skipIdle && !e.dirty && e.pending == 0 && !e.integral && len(e.forget) == 0 && t > 0 {
+		// Nothing changed since the last update and no job waits: the
+		// update would give the same fair shares (see idleUpdate).
+		e.rec.repeat(e, t)
+		return
+	}
+	e.dirty = false
 	e.sched.UpdateFairShare(t)
 	if t < 0 {
 		return

@@ -215,6 +215,9 @@ func Summarize(res *Result) Summary {
 		HeartbeatPeriodS: sc.HeartbeatPeriodS, FairShareUpdatePeriodS: sc.FairShareUpdatePeriodS, SamplePeriodS: sc.SamplePeriodS,
 		TotalResources: amounts(total, 1), GuaranteeMetRatio: GuaranteeMetRatio, Run: res.Run,
 	}
+	if sc.Trace != nil {
+		s.DurationS = res.EndS
+	}
 	for _, p := range res.Pools {
 		s.Pools = append(s.Pools, p.Summary)
 	}
@@ -258,6 +261,17 @@ func WriteOutputs(dir string, res *Result) ([]string, error) {
 	}
 	if err := write(SummaryFile, func(w io.Writer) error { return WriteSummary(w, res) }); err != nil {
 		return names, err
+	}
+	if res.Trace != nil {
+		if err := write(ReportFile, func(w io.Writer) error { return WriteReport(w, res.Trace) }); err != nil {
+			return names, err
+		}
+		if err := write(PoolsFile, func(w io.Writer) error { return WritePools(w, res.Trace) }); err != nil {
+			return names, err
+		}
+		if err := write(FairnessFile, func(w io.Writer) error { return WriteFairness(w, res) }); err != nil {
+			return names, err
+		}
 	}
 	charts, err := Charts(res)
 	if err != nil {

@@ -58,6 +58,12 @@ type Result struct {
 	Pools    []PoolResult // tree pre-order, the root first
 	Works    []WorkResult // the scenario's workload order
 	Run      RunStats
+	// Fairness is the cluster's fairness error and utilization at each
+	// sample; EndS is the last fair-share update's time.
+	Fairness []FairnessSample
+	EndS     float64
+	// Trace is the trace replay's report (nil for scenario files).
+	Trace *TraceReport
 }
 
 // RunStats count what the simulation did.
@@ -66,6 +72,11 @@ type RunStats struct {
 	Heartbeats       int64 `json:"heartbeats"`
 	FairShareUpdates int64 `json:"fair_share_updates"`
 	Samples          int   `json:"samples"`
+	// SkippedHeartbeats are the idle heartbeats a trace replay skipped.
+	SkippedHeartbeats int64 `json:"skipped_heartbeats,omitempty"`
+	// SkippedUpdates are the fair-share updates a trace replay skipped
+	// because nothing had changed since the previous one.
+	SkippedUpdates int64 `json:"skipped_fair_share_updates,omitempty"`
 }
 
 // poolRec accumulates one pool's statistics.
@@ -88,6 +99,20 @@ type poolRec struct {
 	preemptSuffered, preemptCause int64
 	preemptGraceful               int64
 	waits                         []clock.Duration
+
+	// Trace replays: per trace job (operation), its wait (submit to the
+	// start of its last job), bounded slowdown and the production wait the
+	// trace recorded; the work preemptions lost (resource·seconds, cpu in
+	// core·seconds).
+	leaf bool
+	// last is the latest observed sample and what it added to the
+	// integrals per second, for the updates a trace replay skips.
+	last                      Sample
+	lastDemand, lastMet       bool
+	traceSubmitted, traceDone int64
+	traceWaits, slowdowns     []float64
+	recordedWaits             []float64
+	lost                      Amounts
 }
 
 type recorder struct {
@@ -100,21 +125,93 @@ type recorder struct {
 	total      resource.Vec
 	stats      RunStats
 	works      []WorkResult
+
+	// Fairness and utilization over the whole run (trace replays report
+	// them): the time integral of the fairness error and of the root's
+	// usage share per resource, and their values at each sample.
+	fairIntegral float64
+	fairTime     float64
+	utilIntegral Amounts
+	fairness     []FairnessSample
+	lastT        clock.Time
+	traceSkips   skips
+	lastFE       float64
+	// sinceFE, sinceUtil and sinceT integrate since the last sample, whose
+	// FairnessSample holds the means over its interval.
+	sinceFE   float64
+	sinceUtil Amounts
+	sinceT    float64
+	lastUtil  Amounts
+	lastWith  int
 }
 
-func (r *recorder) init(sc *Scenario, pools []schedule.PoolInfo) {
+// FairnessSample is the cluster's fairness and utilization at a sample.
+type FairnessSample struct {
+	TimeS float64
+	// Error is the fairness error: the mean, over the leaf pools with
+	// demand, of |dominant usage share − dominant fair share|, shares of
+	// the cluster in the pool's dominant resource (0 with no demand).
+	Error           float64
+	PoolsWithDemand int
+	// Utilization is the root's usage share of each resource.
+	Utilization Amounts
+}
+
+func (r *recorder) init(sc *Scenario, pools []schedule.PoolInfo, end clock.Time) {
 	r.sc = sc
 	r.byName = make(map[string]int, len(pools))
 	r.fsPeriod = seconds(sc.FairShareUpdatePeriodS)
-	r.end = at(sc.DurationS)
+	r.end = end
 	for i, p := range pools {
 		r.byName[p.Name] = i
 		parent := -1
 		if p.Parent != "" {
 			parent = r.byName[p.Parent]
 		}
-		r.pools = append(r.pools, poolRec{name: p.Name, parent: p.Parent, parentIdx: parent, integral: p.Config.Integral.Type})
+		r.pools = append(r.pools, poolRec{name: p.Name, parent: p.Parent, parentIdx: parent, integral: p.Config.Integral.Type, leaf: true})
+		if parent >= 0 {
+			r.pools[parent].leaf = false
+		}
 	}
+}
+
+func (r *recorder) skip(reason string) { r.traceSkips.add(reason) }
+
+func (r *recorder) traceSubmitted(pool int) {
+	r.count(pool, func(p *poolRec) *int64 { return &p.traceSubmitted })
+}
+
+// slowdownFloor is the run time below which bounded slowdown counts a job
+// as this long, so that very short jobs do not dominate the mean.
+const slowdownFloor = 10.0
+
+// traceCompleted records a finished trace job.
+func (r *recorder) traceCompleted(pool int, tr *traceOp) {
+	wait := tr.lastStart.Sub(tr.submit).Seconds()
+	resp := tr.lastEnd.Sub(tr.submit).Seconds()
+	sd := max(1, resp/max(tr.runS, slowdownFloor))
+	r.up(pool, func(p *poolRec) {
+		p.traceDone++
+		p.traceWaits = append(p.traceWaits, wait)
+		p.slowdowns = append(p.slowdowns, sd)
+		if tr.recorded >= 0 {
+			p.recordedWaits = append(p.recordedWaits, tr.recorded)
+		}
+	})
+}
+
+// lostWork records that a preempted or aborted job lost d of work.
+func (r *recorder) lostWork(pool int, d clock.Duration, res resource.Vec) {
+	s := d.Seconds()
+	r.up(pool, func(p *poolRec) {
+		for k := range resource.Count {
+			x := float64(res[k])
+			if k == int(resource.CPU) {
+				x /= resource.CPUScale
+			}
+			p.lost[k] += x * s
+		}
+	})
 }
 
 func (r *recorder) poolIndex(name string) int {
@@ -208,7 +305,11 @@ func (r *recorder) observeWorkloads(e *engine, t clock.Time, total resource.Vec,
 func (r *recorder) observe(e *engine, t clock.Time, total resource.Vec, pools []schedule.PoolInfo) bool {
 	r.total = total
 	r.stats.FairShareUpdates++
+	r.lastT = t
 	dt := min(r.fsPeriod, r.end.Sub(t)).Seconds()
+	var fairSum float64
+	var withDemand int
+	var util Amounts
 	sample := t >= r.nextSample
 	if sample {
 		r.stats.Samples++
@@ -256,28 +357,119 @@ func (r *recorder) observe(e *engine, t clock.Time, total resource.Vec, pools []
 			p.fairShare[res] += s.FairShare[res] * dt
 		}
 		dom := a.DominantResource
+		p.last, p.lastDemand, p.lastMet = s, false, false
+		if p.parentIdx < 0 {
+			for res := range resource.Count {
+				util[res] = a.UsageShare[res]
+			}
+		}
+		if p.leaf && a.DemandShare[dom] > 1e-9 {
+			withDemand++
+			fairSum += math.Abs(a.UsageShare[dom] - a.FairShare.Total[dom])
+		}
 		if s.Demand[dom] > 1e-9*math.Max(1, float64(total[dom])) {
 			p.demandTime += dt
+			p.lastDemand = true
 			bound := min(s.Guarantee[dom], s.Demand[dom])
 			if s.Usage[dom] >= GuaranteeMetRatio*bound-1e-9*math.Max(1, bound) {
 				p.metTime += dt
+				p.lastMet = true
 			}
 		}
 		if sample {
 			p.samples = append(p.samples, s)
 		}
 	}
+	fe := 0.0
+	if withDemand > 0 {
+		fe = fairSum / float64(withDemand)
+	}
+	r.lastFE, r.lastUtil, r.lastWith = fe, util, withDemand
+	r.integrateFairness(t, dt, sample)
 	return sample
+}
+
+// integrateFairness adds dt of the last fairness error and utilization to
+// the integrals and, at a sample, records their means since the previous
+// one (the current values at the first).
+func (r *recorder) integrateFairness(t clock.Time, dt float64, sample bool) {
+	if sample {
+		fs := FairnessSample{TimeS: t.Seconds(), Error: r.lastFE, PoolsWithDemand: r.lastWith, Utilization: r.lastUtil}
+		if r.sinceT > 0 {
+			fs.Error = r.sinceFE / r.sinceT
+			for res := range resource.Count {
+				fs.Utilization[res] = r.sinceUtil[res] / r.sinceT
+			}
+		}
+		r.fairness = append(r.fairness, fs)
+		r.sinceFE, r.sinceUtil, r.sinceT = 0, Amounts{}, 0
+	}
+	r.fairIntegral += r.lastFE * dt
+	r.fairTime += dt
+	r.sinceFE += r.lastFE * dt
+	r.sinceT += dt
+	for res := range resource.Count {
+		r.utilIntegral[res] += r.lastUtil[res] * dt
+		r.sinceUtil[res] += r.lastUtil[res] * dt
+	}
+}
+
+// repeat records a fair-share update at t that a trace replay skipped
+// because nothing changed: every pool is as last observed.
+func (r *recorder) repeat(e *engine, t clock.Time) {
+	r.stats.FairShareUpdates++
+	r.stats.SkippedUpdates++
+	r.lastT = t
+	dt := min(r.fsPeriod, r.end.Sub(t)).Seconds()
+	sample := t >= r.nextSample
+	if sample {
+		r.stats.Samples++
+		for r.nextSample <= t {
+			r.nextSample = r.nextSample.Add(seconds(r.sc.SamplePeriodS))
+		}
+	}
+	for i := range r.pools {
+		p := &r.pools[i]
+		p.time += dt
+		for res := range resource.Count {
+			p.usage[res] += p.last.Usage[res] * dt
+			p.demand[res] += p.last.Demand[res] * dt
+			p.fairShare[res] += p.last.FairShare[res] * dt
+		}
+		if p.lastDemand {
+			p.demandTime += dt
+		}
+		if p.lastMet {
+			p.metTime += dt
+		}
+		if sample {
+			s := p.last
+			s.TimeS = t.Seconds()
+			p.samples = append(p.samples, s)
+		}
+	}
+	r.integrateFairness(t, dt, sample)
+	if sample {
+		if len(r.works) > 0 {
+			e.opInfos = e.sched.Operations(e.opInfos[:0])
+			r.observeWorkloads(e, t, r.total, e.opInfos)
+		}
+	}
 }
 
 func (r *recorder) result(e *engine) *Result {
 	res := &Result{Scenario: r.sc, Total: r.total, Works: r.works}
 	r.stats.Nodes = len(e.nodes)
-	r.stats.Heartbeats = int64(e.hbNext) + int64(len(e.nodes))
+	r.stats.Heartbeats = int64(e.hbNext) + int64(len(e.nodes)) - r.stats.SkippedHeartbeats
 	if r.sc.WarmUpS > 0 {
 		r.stats.Heartbeats += int64(len(e.nodes))
 	}
 	res.Run = r.stats
+	res.Fairness = r.fairness
+	res.EndS = r.lastT.Seconds()
+	if r.sc.Trace != nil {
+		res.Trace = r.traceReport(e)
+	}
 	for i := range r.pools {
 		p := &r.pools[i]
 		res.Pools = append(res.Pools, PoolResult{

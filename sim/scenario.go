@@ -49,6 +49,14 @@ type Scenario struct {
 	// Pools creates the pool tree: AddPool mutations in pre-order.
 	Pools    []tree.Mutation
 	Workload []Workload
+
+	// NodeTags are the tags of each node group's nodes (trace replays).
+	NodeTags [][]string
+	// Trace, when set, replaces the workload's arrivals: the run streams
+	// the trace's jobs (TraceScenario builds such a scenario), and lasts
+	// DurationS when it is set, otherwise until every job that will
+	// finish has.
+	Trace *TraceSource
 }
 
 // NodeGroup is Count identical nodes.
@@ -112,6 +120,8 @@ const (
 	// ArriveConcurrent: a closed loop keeping Concurrent operations
 	// unfinished; a new one starts when one completes.
 	ArriveConcurrent
+	// ArriveTrace: from the scenario's trace (a trace pool's entry).
+	ArriveTrace
 )
 
 // Arrivals is a workload's arrival process inside a window [StartS, EndS)

@@ -4,6 +4,7 @@
 //	                         serve the HTTP/JSON API (docs/api.md) until SIGINT/SIGTERM
 //	fairsched solve [FILE]   run a snapshot's fair-share updates
 //	fairsched simulate SCENARIO --out DIR
+//	fairsched simulate --trace FILE --trace-format F --out DIR [--compare B.json]
 //	                         replay a scenario on the core with a virtual clock
 //	fairsched pools|operations|nodes|config VERB …
 //	                         read and change a running server (package client)
@@ -37,6 +38,11 @@ commands:
                 replay a scenario (cluster, pool tree, workload) on the
                 scheduling core with a virtual clock; write a time series,
                 a summary and charts into DIR
+  simulate --trace FILE --trace-format swf|alibaba-gpu-2023 --out DIR
+           [--trace-nodes FILE] [--pools-by user|group|queue|qos] [--no-gang]
+           [--config A.json] [--compare B.json]
+                replay a workload trace; with --compare, replay it under
+                two configurations and print them side by side
 
   pools list|get|put|patch|delete        a running server's pools
   operations list|get|start|patch|complete|abort

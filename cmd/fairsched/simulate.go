@@ -13,6 +13,9 @@ import (
 )
 
 const simulateUsage = `usage: fairsched simulate SCENARIO --out DIR [--seed N]
+       fairsched simulate --trace FILE --trace-format swf|alibaba-gpu-2023 --out DIR
+                          [--trace-nodes FILE] [--pools-by FIELD] [--no-gang]
+                          [--config A.json] [--compare B.json] [--seed N]
 
 Replays SCENARIO (a JSON scenario file, "-" for stdin; see sim's package
 documentation and the README's Simulator section) on the scheduling core
@@ -31,6 +34,20 @@ A scenario that is not valid is reported as
   fairsched simulate: <json path>: <message>
 with exit status 2; I/O errors exit with status 1.
 
+With --trace, replays a workload trace instead (docs/simulation.md,
+"Replaying workload traces"): swf (the Standard Workload Format v2.2 of
+the Parallel Workloads Archive; pools by user, group or queue) or
+alibaba-gpu-2023 (Alibaba's GPU cluster pod list, with its node list in
+--trace-nodes; pools by qos). Gzip is read as such. --config sets the pool
+tree and the scheduler (default: one pool a trace pool, equal weights);
+--compare replays the same trace under a second config and prints the two
+side by side, with overlaid charts. Besides the files above DIR gets
+report.json, pools.csv and fairness.csv (with --compare: DIR/a, DIR/b and
+compare.json, compare.csv, compare-*.svg/png in DIR). A malformed trace
+line is reported as
+  fairsched simulate: FILE:line N: <field>: <message>
+with exit status 2; lines that cannot be replayed are counted, by reason.
+
 flags:
 `
 
@@ -40,6 +57,15 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	out := fs.String("out", "", "the output directory (created if needed)")
 	seed := fs.Int64("seed", -1, "override the scenario's seed (>= 0)")
+	var to traceFlags
+	fs.StringVar(&to.trace, "trace", "", "replay this workload trace (gzip or plain) instead of a scenario")
+	fs.StringVar(&to.format, "trace-format", "", "the trace's format: swf or alibaba-gpu-2023")
+	fs.StringVar(&to.nodes, "trace-nodes", "", "alibaba-gpu-2023: the node list CSV")
+	fs.StringVar(&to.poolsBy, "pools-by", "", "the trace field that names pools: user (default), group or queue for swf; qos for alibaba-gpu-2023")
+	fs.BoolVar(&to.noGang, "no-gang", false, "swf: start jobs as non-gang operations")
+	fs.StringVar(&to.config, "config", "", "the trace replay's config (pool tree, scheduler, periods); default one pool a trace pool")
+	fs.StringVar(&to.compare, "compare", "", "replay the trace under this second config too and compare")
+	fs.BoolVar(&to.all, "all-rows", false, "with --compare: print the pool rows that are equal too")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), simulateUsage)
 		fs.PrintDefaults()
@@ -58,6 +84,21 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		pos = append(pos, fs.Arg(0))
 		args = fs.Args()[1:]
+	}
+	if to.trace != "" || to.format != "" || to.nodes != "" || to.config != "" || to.compare != "" || to.poolsBy != "" || to.noGang {
+		if len(pos) != 0 {
+			fmt.Fprintf(stderr, "fairsched simulate: cannot use SCENARIO %q with --trace: a trace replay takes its workload from the trace\n", pos[0])
+			return 2
+		}
+		if to.trace == "" {
+			fmt.Fprint(stderr, "fairsched simulate: want --trace FILE with the trace flags\n")
+			return 2
+		}
+		if *out == "" {
+			fmt.Fprint(stderr, "fairsched simulate: want --out DIR for the outputs\n")
+			return 2
+		}
+		return runTrace(to, *out, *seed, stdout, stderr)
 	}
 	if len(pos) != 1 {
 		fmt.Fprintf(stderr, "fairsched simulate: want exactly one SCENARIO, got %d\n\n", len(pos))

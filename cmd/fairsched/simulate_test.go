@@ -78,3 +78,73 @@ func TestSimulateErrors(t *testing.T) {
 	f(`{"duration_s": 1`, []string{"SCENARIO", "--out", out}, 2, "fairsched simulate: $: cannot parse JSON")
 	f(smallScenario, []string{filepath.Join(dir, "missing.json"), "--out", out}, 1, "cannot read the scenario")
 }
+
+func traceFile(name string) string { return filepath.Join("..", "..", "testdata", "traces", name) }
+
+// TestSimulateTrace drives a trace replay and an A/B comparison from the
+// command line.
+func TestSimulateTrace(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "swf")
+	code, stdout, stderr := call("", "simulate", "--trace", traceFile("small.swf"), "--trace-format", "swf", "--pools-by", "user",
+		"--config", traceFile("config.json"), "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, stderr)
+	}
+	for _, want := range []string{"19 lines", "5 jobs in 3 pools (by user)", "skipped 1: run time unknown (-1)",
+		"replayed 5 jobs under config.json", "s of wall time", "overall", "user-unknown", "rec p50"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	for _, f := range []string{"report.json", "pools.csv", "fairness.csv", "summary.json", "timeseries.csv", "fairness-error.png", "utilization.svg"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("missing output: %v", err)
+		}
+	}
+	code, stdout, stderr = call("", "simulate", "--trace", traceFile("pods.csv"), "--trace-format", "alibaba-gpu-2023",
+		"--trace-nodes", traceFile("nodes.csv"), "--out", filepath.Join(dir, "pods"))
+	if code != 0 || !strings.Contains(stdout, "4 jobs in 3 pools (by qos)") || !strings.Contains(stdout, "skipped 1: never scheduled") {
+		t.Errorf("alibaba: exit %d, stdout %s, stderr %s", code, stdout, stderr)
+	}
+	ab := filepath.Join(dir, "ab")
+	code, stdout, stderr = call("", "simulate", "--trace", traceFile("small.swf"), "--trace-format", "swf",
+		"--config", traceFile("config.json"), "--compare", traceFile("config-b.json"), "--out", ab)
+	if code != 0 || !strings.Contains(stdout, "B: config-b.json") || !strings.Contains(stdout, "fairness_error_integral") {
+		t.Fatalf("compare: exit %d, stdout %s, stderr %s", code, stdout, stderr)
+	}
+	for _, f := range []string{"a/report.json", "b/report.json", "compare.json", "compare.csv", "compare-waits.png", "compare-fairness-error.svg"} {
+		if _, err := os.Stat(filepath.Join(ab, f)); err != nil {
+			t.Errorf("missing output: %v", err)
+		}
+	}
+}
+
+func TestSimulateTraceErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.swf")
+	os.WriteFile(bad, []byte("; MaxProcs: 4\n1 0 -1 5 1 -1 -1 -1 -1 -1 1 7 2 -1 1 -1 -1 -1\n2 0 -1 x 1 -1 -1 -1 -1 -1 1 7 2 -1 1 -1 -1 -1\n"), 0o644)
+	badConfig := filepath.Join(dir, "c.json")
+	os.WriteFile(badConfig, []byte(`{"pools": {"user-7": "nowhere"}}`), 0o644)
+	out := filepath.Join(dir, "out")
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--trace", bad, "--trace-format", "swf", "--out", out}, 2, "bad.swf:line 3: field 4 (run time): cannot use \"x\": want a number"},
+		{[]string{"--trace", traceFile("small.swf"), "--trace-format", "swf", "--config", badConfig, "--out", out}, 2, `$.pools["user-7"]: cannot find pool "nowhere"`},
+		{[]string{"--trace", traceFile("small.swf"), "--out", out}, 2, "want --trace-format"},
+		{[]string{"--trace", traceFile("small.swf"), "--trace-format", "csv", "--out", out}, 2, `cannot read trace format "csv"`},
+		{[]string{"--trace", traceFile("pods.csv"), "--trace-format", "alibaba-gpu-2023", "--out", out}, 2, "want --trace-nodes FILE"},
+		{[]string{"--trace", traceFile("small.swf"), "--trace-format", "swf"}, 2, "want --out DIR"},
+		{[]string{"x.json", "--trace", traceFile("small.swf"), "--trace-format", "swf", "--out", out}, 2, "cannot use SCENARIO"},
+		{[]string{"--trace-format", "swf", "--out", out}, 2, "want --trace FILE"},
+		{[]string{"--trace", filepath.Join(dir, "missing.swf"), "--trace-format", "swf", "--out", out}, 1, "cannot open the trace"},
+	} {
+		code, _, stderr := call("", append([]string{"simulate"}, c.args...)...)
+		if code != c.code || !strings.Contains(stderr, c.want) {
+			t.Errorf("%q: exit %d, stderr %q; want %d, %q", c.args, code, stderr, c.code, c.want)
+		}
+	}
+}
