@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/fairsched/fairsched/facade"
-	"github.com/fairsched/fairsched/facade/wire"
 	"github.com/fairsched/fairsched/store"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // BenchmarkOperationStartDurable is POST /api/v1/operations through a

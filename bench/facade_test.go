@@ -17,8 +17,8 @@ import (
 
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/facade"
-	"github.com/fairsched/fairsched/facade/wire"
-	"github.com/fairsched/fairsched/internal/testserver"
+	"github.com/fairsched/fairsched/facade/facadetest"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // facadeNodes is the number of simulated nodes of BenchmarkFacadeHeartbeat.
@@ -59,7 +59,7 @@ func BenchmarkFacadeHeartbeat(b *testing.B) {
 		runHeartbeats(b, ln.Addr().String(), bodies)
 	})
 	b.Run("scheduler", func(b *testing.B) {
-		ts := testserver.Start(b, `{"pools": [{"name": "prod"}, {"name": "research"}]}`, testserver.WallClock)
+		ts := facadetest.Start(b, `{"pools": [{"name": "prod"}, {"name": "research"}]}`, facadetest.WallClock)
 		srv, addr := ts.Server, strings.TrimPrefix(ts.URL, "http://")
 		bodies := fillCluster(b, srv, addr)
 		runHeartbeats(b, addr, bodies)
@@ -233,7 +233,7 @@ func runHeartbeats(b *testing.B, addr string, bodies []string) {
 func BenchmarkHeartbeatBatch(b *testing.B) {
 	const nodes, batch = 10000, 64
 	b.Run(fmt.Sprintf("nodes=%d/batch=%d", nodes, batch), func(b *testing.B) {
-		ts := testserver.Start(b, `{"pools": [{"name": "prod"}, {"name": "research"}]}`, testserver.WallClock)
+		ts := facadetest.Start(b, `{"pools": [{"name": "prod"}, {"name": "research"}]}`, facadetest.WallClock)
 		srv, addr := ts.Server, strings.TrimPrefix(ts.URL, "http://")
 		bodies := fillClusterBatched(b, srv, addr, nodes, batch)
 		runBatches(b, addr, bodies, nodes)

@@ -13,8 +13,8 @@ import (
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/tree"
 	"github.com/fairsched/fairsched/examples"
-	"github.com/fairsched/fairsched/facade/wire"
 	"github.com/fairsched/fairsched/loadgen"
+	"github.com/fairsched/fairsched/wire"
 )
 
 const gib = int64(1) << 30

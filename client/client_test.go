@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairsched/fairsched/internal/testserver"
+	"github.com/fairsched/fairsched/facade/facadetest"
 )
 
 // newClient is a strict client of base with fast retries.
@@ -39,7 +39,7 @@ const testConfig = `{"pools": [
 // against a real server, decoding strictly: an answer key the client's types
 // lack fails the test.
 func TestEveryEndpointAgainstTheServer(t *testing.T) {
-	ts := testserver.Start(t, testConfig)
+	ts := facadetest.Start(t, testConfig)
 	c := newClient(t, ts.URL)
 	ctx := context.Background()
 
@@ -259,7 +259,7 @@ func sameSet(a, b []string) bool {
 // TestErrorsAreTyped checks that error answers become *Error with the code,
 // status and path, and that a refused request changed nothing.
 func TestErrorsAreTyped(t *testing.T) {
-	ts := testserver.Start(t, testConfig)
+	ts := facadetest.Start(t, testConfig)
 	c := newClient(t, ts.URL)
 	ctx := context.Background()
 	tests := []struct {
@@ -450,7 +450,7 @@ func TestBackoffDoubles(t *testing.T) {
 // TestLeaderIsFollowed: a not_leader answer that names the leader sends the
 // request, and every later one, there.
 func TestLeaderIsFollowed(t *testing.T) {
-	ts := testserver.Start(t, testConfig)
+	ts := facadetest.Start(t, testConfig)
 	var followerHits atomic.Int64
 	follower := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		followerHits.Add(1)

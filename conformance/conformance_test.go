@@ -17,7 +17,7 @@ import (
 	"testing"
 
 	"github.com/fairsched/fairsched/core/snapshot"
-	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/wire"
 )
 
 type vector struct {

@@ -115,8 +115,8 @@ func TestHeartbeatAllocs(t *testing.T) {
 		t.Errorf("a churn heartbeat request allocates %v times, want at most %d", allocs, maxHeartbeatAllocs)
 	}
 
-	// Usage: every running allocation reports its resource_usage (api.md
-	// §7), half of them half a core and half one and a half, swapping each
+	// Usage: every running allocation reports its resource_usage
+	// (docs/api.md#node-heartbeats), half of them half a core and half one and a half, swapping each
 	// time, so that the node stays full.
 	usageBody := func(flip int) string {
 		var b strings.Builder

@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/fairsched/fairsched/core/tree"
-	"github.com/fairsched/fairsched/facade/wire"
 	"github.com/fairsched/fairsched/internal/jsonpath"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // Who is calling (docs/operations.md, "Access control"): fairsched serve

@@ -9,7 +9,7 @@ import (
 
 // TestBadInputs sends requests that must be refused and checks the status,
 // the error code and path, and that the state read back afterwards is
-// exactly as before: a rejected request changes nothing (api.md §1).
+// exactly as before: a rejected request changes nothing (docs/api.md#errors).
 func TestBadInputs(t *testing.T) {
 	ts := startServer(t, `{"pools": [
 		{"name": "prod", "strong_guarantee_resources": {"cpu": 2}},

@@ -1,14 +1,14 @@
 package facade
 
 import (
-	"errors"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/fairsched/fairsched/core/schedule"
-	"github.com/fairsched/fairsched/facade/wire"
 	"github.com/fairsched/fairsched/internal/jsonpath"
+	"github.com/fairsched/fairsched/server"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // batchScratch is the per-request state of a batch of heartbeats, pooled as
@@ -26,7 +26,7 @@ type batchScratch struct {
 // keeps the storage of its heartbeat's slices).
 const maxPooledEntries = 4096
 
-// heartbeats handles POST /api/v1/heartbeats (api.md §7): a batch of node
+// heartbeats handles POST /api/v1/heartbeats (docs/api.md#batched-heartbeats): a batch of node
 // heartbeats, each processed exactly as its own POST
 // /api/v1/nodes/{id}/heartbeat would be (the same decoding, the same core
 // call, the same answer or error, the same metrics), in order, at one
@@ -41,7 +41,7 @@ func (s *Server) heartbeats(ctx *fasthttp.RequestCtx) {
 	start := time.Now()
 	sc := s.batchPool.Get().(*batchScratch)
 	defer s.putBatch(sc)
-	if err := sc.req.Decode(ctx.PostBody(), s.names, int(s.maxBatch.Load())); err != nil {
+	if err := sc.req.Decode(ctx.PostBody(), s.names, s.core.MaxHeartbeatsPerBatch()); err != nil {
 		s.fail(ctx, err, "$")
 		return
 	}
@@ -67,15 +67,12 @@ func (s *Server) heartbeats(ctx *fasthttp.RequestCtx) {
 				Allocations: h.Allocations, AllocationUsage: h.AllocationUsage, AllocationOrigins: h.AllocationOrigins,
 				Unschedulable: h.Unschedulable}
 			sc.resp.Reset()
-			err := s.sched.Heartbeat(now, &sc.hb, &sc.resp)
-			if errors.Is(err, schedule.ErrNodeNotRegistered) {
-				// A durable server's new nodes: this one and every later
-				// one of the batch are registered together (recovery.go).
-				if !s.registerNodes(ctx, s.unregistered(sc.req.Entries[i:])) {
-					return
-				}
-				sc.resp.Reset()
-				err = s.sched.Heartbeat(now, &sc.hb, &sc.resp)
+			// A durable server's new nodes: this one and every later one
+			// of the batch are registered together.
+			err := s.core.BatchHeartbeat(now, &sc.hb, &sc.resp, sc.req.Entries[i:])
+			if server.IsStoreUnavailable(err) {
+				s.fail(ctx, err, "$")
+				return
 			}
 			if err != nil {
 				e.Err = s.entryError(ctx, err, i)
@@ -87,7 +84,6 @@ func (s *Server) heartbeats(ctx *fasthttp.RequestCtx) {
 				out = wire.AppendHeartbeatResponseMembers(out, &sc.resp)
 				out = append(out, '}')
 				sc.tally.add(&sc.resp)
-				s.preemptions.observeAt(now, e.Node, &sc.resp)
 				continue
 			}
 		}
@@ -100,18 +96,6 @@ func (s *Server) heartbeats(ctx *fasthttp.RequestCtx) {
 	sc.out = out
 	writeJSON(ctx, fasthttp.StatusOK, out)
 	s.m.observeBatch(&sc.tally, len(sc.req.Entries), start)
-}
-
-// unregistered returns the nodes of entries that are not registered (and
-// have no error).
-func (s *Server) unregistered(entries []wire.BatchEntry) []string {
-	var names []string
-	for i := range entries {
-		if e := &entries[i]; e.Err == nil && !s.sched.NodeRegistered(e.Node) {
-			names = append(names, e.Node)
-		}
-	}
-	return names
 }
 
 // entryError is the error object of a batch entry that the core refused,

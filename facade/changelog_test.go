@@ -7,9 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/fairsched/fairsched/core/clock"
-	"github.com/fairsched/fairsched/core/schedule"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the server's goroutines.
@@ -100,26 +97,5 @@ func TestChangesAreLogged(t *testing.T) {
 				t.Fatalf("%s %s: %s = %s, want %s (line %v)", st.method, st.path, k, got, want, lines[0])
 			}
 		}
-	}
-}
-
-// TestPreemptionsAreLogged: each preemption a heartbeat decides is one
-// INFO line with the node, the allocation, the operation and the reason.
-func TestPreemptionsAreLogged(t *testing.T) {
-	var buf lockedBuffer
-	l := newPreemptionLog(slog.New(slog.NewJSONHandler(&buf, nil)))
-	r := &schedule.Response{Preempt: []schedule.PreemptDecision{
-		{Allocation: 5, Operation: "etl-1", Reason: schedule.PreemptForStarving, Timeout: 30 * clock.Second, ForAllocation: 9, ForOperation: "ml-2"},
-		{Allocation: 6, Operation: "etl-1", Reason: schedule.PreemptForStarving, Timeout: 30 * clock.Second, ForAllocation: 10, ForOperation: "ml-2"},
-	}}
-	l.observeAt(clock.Time(1), "n-7", r)
-	lines := buf.lines(t)
-	if len(lines) != 2 {
-		t.Fatalf("%d lines: %v", len(lines), lines)
-	}
-	m := lines[0]
-	if m["msg"] != "allocation preempted" || m["node"] != "n-7" || m["allocation"] != 5.0 || m["operation"] != "etl-1" ||
-		!strings.Contains(m["reason"].(string), "ml-2") || m["timeout_s"] != 30.0 {
-		t.Fatalf("line %v", m)
 	}
 }

@@ -10,7 +10,8 @@ import (
 	"github.com/fairsched/fairsched/core/limits"
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/tree"
-	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/server"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // Error codes of the facade itself (the decoders' and the core's codes pass
@@ -23,11 +24,11 @@ const (
 	CodeOverloaded        = "overloaded"
 	CodeInternal          = "internal_error"
 	CodeUnknownNode       = "unknown_node"
-	CodeNotSupported      = "not_supported"
+	CodeNotSupported      = server.CodeNotSupported
 	CodeShuttingDown      = "shutting_down"
 	CodeForbidden         = "forbidden"
 	CodeInvalidName       = tree.CodeInvalidName
-	CodeDemandOverflow    = "demand_overflow"
+	CodeDemandOverflow    = server.CodeDemandOverflow
 	CodeSolveTooLarge     = "solve_too_large"
 	CodeUnknownPool       = tree.CodeUnknownPool
 	CodeUnknownOperation  = schedule.CodeUnknownOperation
@@ -46,14 +47,23 @@ func errorBody(err error, prefix string) (int, *wire.Error) {
 	case !errors.As(err, &e):
 		return fasthttp.StatusInternalServerError, &wire.Error{Code: CodeInternal, Message: "cannot handle the request: " + err.Error()}
 	case e.Absolute():
+		switch e.Code {
+		case server.CodeStoreUnavailable, server.CodeDemandOverflow, server.CodeNotSupported, schedule.CodeFinished:
+			// The service's refusals with their paths in the request.
+			return statusOf(e.Code, ""), e
+		}
 		return fasthttp.StatusBadRequest, e
 	}
 	return statusOf(e.Code, e.Path), &wire.Error{Code: e.Code, Message: e.Message, Path: fieldPath(prefix, e.Code, e.Path)}
 }
 
-// statusOf is the HTTP status of a core error code (api.md §1).
+// statusOf is the HTTP status of a core error code (docs/api.md#errors).
 func statusOf(code, field string) int {
 	switch code {
+	case server.CodeStoreUnavailable:
+		return fasthttp.StatusServiceUnavailable
+	case server.CodeDemandOverflow, server.CodeNotSupported:
+		return fasthttp.StatusConflict
 	case tree.CodeUnknownPool, tree.CodeUnknownOperation:
 		if field == "name" || field == "id" {
 			return fasthttp.StatusNotFound // the resource of the URL
@@ -95,7 +105,7 @@ func writeJSON(ctx *fasthttp.RequestCtx, status int, body []byte) {
 	ctx.SetBody(body)
 }
 
-// writeError answers with the error body of api.md §1. An error without a
+// writeError answers with the error body of docs/api.md#errors. An error without a
 // path is about the whole request: its path is "$".
 func (s *Server) writeError(ctx *fasthttp.RequestCtx, status int, e *wire.Error) {
 	if e.Path == "" {
@@ -112,6 +122,9 @@ func (s *Server) writeError(ctx *fasthttp.RequestCtx, status int, e *wire.Error)
 
 // fail answers with the status and body of err (see errorBody).
 func (s *Server) fail(ctx *fasthttp.RequestCtx, err error, prefix string) {
+	if errors.Is(err, server.ErrRefused) {
+		return // the guard answered
+	}
 	status, e := errorBody(err, prefix)
 	if status == fasthttp.StatusInternalServerError {
 		s.log.Error("request failed", "method", string(ctx.Method()), "path", string(ctx.Path()), "error", err)
@@ -152,7 +165,7 @@ func (s *Server) expectContinue(ctx *fasthttp.RequestCtx) int {
 }
 
 // handleServerError answers fasthttp's own errors (a body over the limit, a
-// malformed request line or header) in the JSON of api.md §1.
+// malformed request line or header) in the JSON of docs/api.md#errors.
 func (s *Server) handleServerError(ctx *fasthttp.RequestCtx, err error) {
 	var small *fasthttp.ErrSmallBuffer
 	switch {

@@ -10,7 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/fairsched/fairsched/core/tree"
-	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // The checks every request passes before it is routed (docs/operations.md,
@@ -410,9 +410,9 @@ func (s *Server) mayPool(ctx *fasthttp.RequestCtx, perm tree.Permission, pool, p
 
 // mayOperation checks that the caller may change operation op, in pool:
 // its owner may, and so may whoever may administer the pool.
-func (s *Server) mayOperation(ctx *fasthttp.RequestCtx, r *opRecord, pool, doing string) bool {
+func (s *Server) mayOperation(ctx *fasthttp.RequestCtx, owner, pool, doing string) bool {
 	id := who(ctx)
-	if id == nil || r != nil && r.owner != "" && id.Has(RoleUser) && r.owner == id.Name {
+	if id == nil || owner != "" && id.Has(RoleUser) && owner == id.Name {
 		return true
 	}
 	return s.mayPool(ctx, tree.PermAdminister, pool, "$.url.id", doing+" (it is not user "+strconv.Quote(id.Name)+"'s)")

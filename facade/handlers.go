@@ -10,13 +10,11 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/fairsched/fairsched/core/apierr"
-	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/snapshot"
 	"github.com/fairsched/fairsched/core/tree"
-	"github.com/fairsched/fairsched/facade/wire"
 	"github.com/fairsched/fairsched/internal/jsonpath"
-	"github.com/fairsched/fairsched/store"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // respond answers 'status' with the JSON that fn appends.
@@ -27,7 +25,7 @@ func (s *Server) respond(ctx *fasthttp.RequestCtx, status int, fn func(dst []byt
 	s.putBuf(bp)
 }
 
-// ---- pools (api.md §2) ----
+// ---- pools (docs/api.md#pools) ----
 
 func (s *Server) listPools(ctx *fasthttp.RequestCtx) { s.writePools(ctx, appendPoolConfig) }
 
@@ -66,10 +64,10 @@ func (s *Server) writePool(ctx *fasthttp.RequestCtx, status int, name string, en
 	s.respond(ctx, status, func(dst []byte) []byte { return enc(dst, &p) })
 }
 
-// putPool creates or replaces a pool (api.md §2). A missing "parent" is the
-// root: PUT replaces the whole configuration, the parent included. It
-// needs administer on the pool (replacing it) or on its parent (creating
-// it), and on the new parent when it moves.
+// putPool creates or replaces a pool (docs/api.md#pools). A missing
+// "parent" is the root: PUT replaces the whole configuration, the parent
+// included. It needs administer on the pool (replacing it) or on its
+// parent (creating it), and on the new parent when it moves.
 func (s *Server) putPool(ctx *fasthttp.RequestCtx, name string) {
 	if !s.checkName(ctx, name, "a pool name", "$.url.name", true) {
 		return
@@ -82,10 +80,6 @@ func (s *Server) putPool(ctx *fasthttp.RequestCtx, name string) {
 	if !s.bodyName(ctx, b, name) || name == tree.RootName && !s.rootBody(ctx) {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cur, err := s.sched.Pool(name)
-	exists := err == nil
 	m := tree.Mutation{Kind: tree.AddPool, Name: name, Pool: b.Config}
 	if b.HasParent && b.Parent != tree.RootName {
 		m.Parent = b.Parent
@@ -94,40 +88,30 @@ func (s *Server) putPool(ctx *fasthttp.RequestCtx, name string) {
 	if b.HasParent {
 		parentPath = "$.parent"
 	}
-	status := fasthttp.StatusCreated
-	if exists {
-		m.Kind, status = tree.SetPool, fasthttp.StatusOK
+	created, err := s.core.PutPool(name, func(exists bool, cur schedule.PoolInfo) (tree.Mutation, bool) {
+		if !exists {
+			return m, s.mayPool(ctx, tree.PermAdminister, m.Parent, parentPath, "create pool "+strconv.Quote(name)+" in pool "+strconv.Quote(parentName(m.Parent)))
+		}
+		m.Kind = tree.SetPool
 		if name != tree.RootName && m.Parent == "" {
 			m.Parent = tree.RootName
 		}
 		if !s.mayPool(ctx, tree.PermAdminister, name, "$.url.name", "replace pool "+strconv.Quote(name)) {
-			return
+			return m, false
 		}
-		if name != tree.RootName && parentName(m.Parent) != cur.Parent &&
-			!s.mayPool(ctx, tree.PermAdminister, m.Parent, parentPath, "move pool "+strconv.Quote(name)+" into pool "+strconv.Quote(parentName(m.Parent))) {
-			return
-		}
-	} else if name == tree.RootName {
-		panic("BUG: the root pool does not exist")
-	} else if !s.mayPool(ctx, tree.PermAdminister, m.Parent, parentPath, "create pool "+strconv.Quote(name)+" in pool "+strconv.Quote(parentName(m.Parent))) {
-		return
-	}
-	if name == tree.RootName && b.HasParent && b.Parent != tree.RootName {
-		s.writeError(ctx, fasthttp.StatusBadRequest, &wire.Error{Code: tree.CodeInvalidValue, Path: "$.parent", Message: "cannot give the root pool a parent"})
-		return
-	}
-	if _, err := s.sched.ApplyPools(m); err != nil {
+		return m, name == tree.RootName || parentName(m.Parent) == cur.Parent ||
+			s.mayPool(ctx, tree.PermAdminister, m.Parent, parentPath, "move pool "+strconv.Quote(name)+" into pool "+strconv.Quote(parentName(m.Parent)))
+	})
+	if err != nil {
 		s.fail(ctx, err, "$")
 		return
 	}
-	s.rebuildACL()
-	if !s.await(ctx, s.submit(s.poolWrite(name))) {
-		return
-	}
-	if exists {
-		s.logChange(ctx, "pool replaced", "pool", name)
-	} else {
+	status := fasthttp.StatusOK
+	if created {
+		status = fasthttp.StatusCreated
 		s.logChange(ctx, "pool created", "pool", name, "parent", parentName(m.Parent))
+	} else {
+		s.logChange(ctx, "pool replaced", "pool", name)
 	}
 	s.writePool(ctx, status, name, appendPoolConfig)
 }
@@ -166,51 +150,36 @@ func (s *Server) bodyName(ctx *fasthttp.RequestCtx, b *wire.PoolBody, name strin
 	return true
 }
 
-// patchPool changes the listed attributes of a pool (api.md §2). It needs
-// administer on the pool, and on the new parent when it moves.
+// patchPool changes the listed attributes of a pool (docs/api.md#pools).
+// It needs administer on the pool, and on the new parent when it moves.
 func (s *Server) patchPool(ctx *fasthttp.RequestCtx, name string) {
 	if !s.checkName(ctx, name, "a pool name", "$.url.name", true) {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cur, err := s.sched.Pool(name)
-	if err != nil {
-		s.fail(ctx, err, "$")
-		return
-	}
-	if !s.mayPool(ctx, tree.PermAdminister, name, "$.url.name", "change pool "+strconv.Quote(name)) {
-		return
-	}
-	b, err := wire.DecodePool(ctx.PostBody(), cur.Config)
-	if err != nil {
-		s.fail(ctx, err, "$")
-		return
-	}
-	if !s.bodyName(ctx, b, name) || name == tree.RootName && !s.rootBody(ctx) {
-		return
-	}
-	m := tree.Mutation{Kind: tree.SetPool, Name: name, Pool: b.Config}
-	if b.HasParent {
-		if name == tree.RootName {
-			if b.Parent != tree.RootName {
-				s.writeError(ctx, fasthttp.StatusBadRequest, &wire.Error{Code: tree.CodeInvalidValue, Path: "$.parent", Message: "cannot give the root pool a parent"})
-				return
-			}
-		} else {
+	err := s.core.PatchPool(name, func(cur schedule.PoolInfo) (tree.Mutation, bool) {
+		if !s.mayPool(ctx, tree.PermAdminister, name, "$.url.name", "change pool "+strconv.Quote(name)) {
+			return tree.Mutation{}, false
+		}
+		b, err := wire.DecodePool(ctx.PostBody(), cur.Config)
+		if err != nil {
+			s.fail(ctx, err, "$")
+			return tree.Mutation{}, false
+		}
+		if !s.bodyName(ctx, b, name) || name == tree.RootName && !s.rootBody(ctx) {
+			return tree.Mutation{}, false
+		}
+		m := tree.Mutation{Kind: tree.SetPool, Name: name, Pool: b.Config}
+		if b.HasParent {
 			m.Parent = b.Parent
-			if b.Parent != cur.Parent && !s.mayPool(ctx, tree.PermAdminister, b.Parent, "$.parent",
+			if name != tree.RootName && b.Parent != cur.Parent && !s.mayPool(ctx, tree.PermAdminister, b.Parent, "$.parent",
 				"move pool "+strconv.Quote(name)+" into pool "+strconv.Quote(b.Parent)) {
-				return
+				return m, false
 			}
 		}
-	}
-	if _, err := s.sched.ApplyPools(m); err != nil {
+		return m, true
+	})
+	if err != nil {
 		s.fail(ctx, err, "$")
-		return
-	}
-	s.rebuildACL()
-	if !s.await(ctx, s.submit(s.poolWrite(name))) {
 		return
 	}
 	s.logChange(ctx, "pool changed", "pool", name)
@@ -218,30 +187,16 @@ func (s *Server) patchPool(ctx *fasthttp.RequestCtx, name string) {
 }
 
 // deletePool removes an empty pool: 409 when it has child pools or
-// operations (api.md §2). It needs administer on the pool.
+// operations (docs/api.md#pools). It needs administer on the pool.
 func (s *Server) deletePool(ctx *fasthttp.RequestCtx, name string) {
 	if !s.checkName(ctx, name, "a pool name", "$.url.name", true) {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if name == tree.RootName {
-		s.writeError(ctx, fasthttp.StatusBadRequest, &wire.Error{Code: tree.CodeInvalidValue, Path: "$.url.name", Message: "cannot remove the root pool"})
-		return
-	}
-	if _, err := s.sched.Pool(name); err != nil {
+	err := s.core.DeletePool(name, func() bool {
+		return s.mayPool(ctx, tree.PermAdminister, name, "$.url.name", "remove pool "+strconv.Quote(name))
+	})
+	if err != nil {
 		s.fail(ctx, err, "$")
-		return
-	}
-	if !s.mayPool(ctx, tree.PermAdminister, name, "$.url.name", "remove pool "+strconv.Quote(name)) {
-		return
-	}
-	if _, err := s.sched.ApplyPools(tree.Mutation{Kind: tree.RemovePool, Name: name}); err != nil {
-		s.fail(ctx, err, "$")
-		return
-	}
-	s.rebuildACL()
-	if !s.await(ctx, s.submit(store.Delete(store.Pools, name))) {
 		return
 	}
 	s.logChange(ctx, "pool removed", "pool", name)
@@ -251,102 +206,52 @@ func (s *Server) deletePool(ctx *fasthttp.RequestCtx, name string) {
 // ---- config ----
 
 func (s *Server) getConfig(ctx *fasthttp.RequestCtx) {
-	s.mu.Lock()
-	c := s.cfg
-	s.mu.Unlock()
+	c := s.core.Config()
 	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte { return wire.AppendConfig(dst, &c) })
 }
 
-// patchConfig changes the tree config: the core takes the new config
-// (schedule.Scheduler.SetConfig) and the facade's updater the new
-// fair_share_update_period_s. A refused patch changes nothing.
+// patchConfig changes the tree config (server.Server.PatchConfig, which
+// applies it as a reload does). A refused patch changes nothing.
 func (s *Server) patchConfig(ctx *fasthttp.RequestCtx) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	next, err := wire.DecodeConfigPatch(ctx.PostBody(), s.cfg)
+	prev, next, err := s.core.PatchConfig(func(cur schedule.Config) (schedule.Config, error) {
+		return wire.DecodeConfigPatch(ctx.PostBody(), cur)
+	})
 	if err != nil {
 		s.fail(ctx, err, "$")
 		return
 	}
-	if next != s.cfg {
-		if err := s.sched.SetConfig(next); err != nil {
-			s.fail(ctx, err, "$")
-			return
-		}
-		if !s.await(ctx, s.submit(configWrite(&next))) {
-			return
-		}
-		s.logChange(ctx, "config changed", "keys", changedKeys(&s.cfg, &next))
+	if next != prev {
+		s.logChange(ctx, "config changed", "keys", changedKeys(&prev, &next))
 	}
-	s.cfg = next
-	s.setPeriod(next.FairShareUpdatePeriod)
-	s.storeMaxBatch(next.MaxHeartbeatsPerBatch)
-	c := s.cfg
-	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte { return wire.AppendConfig(dst, &c) })
+	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte { return wire.AppendConfig(dst, &next) })
 }
 
-// ---- operations (api.md §3) ----
+// ---- operations (docs/api.md#operations) ----
 
 // startOperation admits an operation: 201 {"id", "state"}. The same client
 // id with the same body returns the same operation (201 again); with a
 // different body it is a 409 duplicate_id. It needs use on the pool; the
 // caller becomes the operation's owner. A new operation whose demand would
 // take the demand of the unfinished operations past 2^53 in a resource is
-// 409 demand_overflow: no pool's demand can then wrap.
+// 409 demand_overflow (server.Server.StartOperation).
 func (s *Server) startOperation(ctx *fasthttp.RequestCtx) {
 	spec, err := wire.DecodeStartOperation(ctx.PostBody())
 	if err != nil {
 		s.fail(ctx, err, "$")
 		return
 	}
-	s.mu.Lock()
-	if !s.mayPool(ctx, tree.PermUse, spec.Pool, "$.pool", "start an operation in pool "+strconv.Quote(parentName(spec.Pool))) {
-		s.mu.Unlock()
-		return
+	owner := ""
+	if id := who(ctx); id != nil {
+		owner = id.Name
 	}
-	demand := wire.Demand(&spec)
-	if spec.ID == "" || s.ops[spec.ID] == nil {
-		if e := s.demandError(demand); e != nil {
-			s.mu.Unlock()
-			s.writeError(ctx, fasthttp.StatusConflict, e)
-			return
-		}
-	}
-	now := s.now()
-	id, st, err := s.sched.StartOperation(now, spec)
-	known := false
-	var durable store.Pending
-	if err == nil {
-		r, ok := s.ops[id]
-		if known = ok; !known {
-			if st == schedule.StatePending {
-				s.pendingSince[id] = now
-			} else {
-				s.m.pendingWait.Observe(0)
-			}
-			s.opSeq++
-			r = &opRecord{seq: s.opSeq, state: operationState{State: "live"}, demand: demand, tasks: slices.Clone(spec.Tasks)}
-			if id := who(ctx); id != nil {
-				r.owner = id.Name
-			}
-			s.demand = s.demand.Add(demand)
-			s.ops[id] = r
-			if s.d != nil {
-				r.durable = s.submit(s.operationStartWrites(id, r, ctx.PostBody(), now)...)
-			}
-		}
-		// A repeated start answers once the first one is durable.
-		durable = r.durable
-	}
-	s.mu.Unlock()
+	id, st, again, err := s.core.StartOperation(spec, ctx.PostBody(), owner, func() bool {
+		return s.mayPool(ctx, tree.PermUse, spec.Pool, "$.pool", "start an operation in pool "+strconv.Quote(parentName(spec.Pool)))
+	})
 	if err != nil {
 		s.fail(ctx, err, "$")
 		return
 	}
-	if !s.await(ctx, durable) {
-		return
-	}
-	if !known {
+	if !again {
 		s.logChange(ctx, "operation started", "operation", id, "pool", parentName(spec.Pool), "state", st.String())
 	}
 	s.respond(ctx, fasthttp.StatusCreated, func(dst []byte) []byte {
@@ -356,48 +261,6 @@ func (s *Server) startOperation(ctx *fasthttp.RequestCtx) {
 		dst = append(dst, st.String()...)
 		return append(dst, `"}`...)
 	})
-}
-
-// maxLiveDemand bounds the declared demand (Σ job_count × resources) of
-// the operations that have not finished, per resource: every pool's demand
-// is a part of it, so none can leave the fixed-point range of 2^53.
-const maxLiveDemand = resource.MaxAmount
-
-// testHookPatchOperation, when set (by tests), runs in patchOperation after
-// the request is checked and before the core applies it: where a fair-share
-// update may retire the operation.
-var testHookPatchOperation func(id string)
-
-// demandError is the 409 of an operation whose demand would take the live
-// demand past maxLiveDemand (nil when it would not). The caller holds s.mu.
-func (s *Server) demandError(d resource.Vec) *wire.Error {
-	for k := range d {
-		if d[k] > maxLiveDemand-s.demand[k] {
-			kind := resource.Kind(k)
-			return &wire.Error{Code: CodeDemandOverflow, Path: "$.tasks",
-				Message: "cannot start an operation demanding " + amountString(kind, d[k]) + " " + kind.String() +
-					": the operations that have not finished demand " + amountString(kind, s.demand[k]) +
-					" already, and pools' demand must stay within 2^53 (" + amountString(kind, maxLiveDemand) + ")"}
-		}
-	}
-	return nil
-}
-
-// releaseDemand takes a finished operation's demand out of the live
-// demand, once. The caller holds s.mu.
-func (s *Server) releaseDemand(r *opRecord) {
-	if r != nil && !r.released {
-		r.released = true
-		s.demand = s.demand.Sub(r.demand)
-	}
-}
-
-// amountString writes a resource amount as the API does: cpu in cores.
-func amountString(k resource.Kind, v int64) string {
-	if k == resource.CPU {
-		return strconv.FormatFloat(float64(v)/resource.CPUScale, 'g', -1, 64)
-	}
-	return strconv.FormatInt(v, 10)
 }
 
 // Paging of GET /api/v1/operations.
@@ -443,14 +306,7 @@ func (s *Server) listOperations(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	infos := s.sched.Operations(nil)
-	s.mu.Lock()
-	seqs := make([]uint64, len(infos))
-	for i := range infos {
-		if r := s.ops[infos[i].ID]; r != nil {
-			seqs[i] = r.seq
-		}
-	}
-	s.mu.Unlock()
+	seqs := s.core.StartSeqs(infos)
 	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte {
 		dst = append(dst, `{"operations":[`...)
 		n := 0
@@ -504,12 +360,10 @@ func (s *Server) getOperation(ctx *fasthttp.RequestCtx, id string, detailed bool
 	})
 }
 
-// patchOperation changes an operation's runtime parameters (docs/api.md):
-// weight, pool (a move, re-checked against the new ancestors' limits),
-// resource_limits and tasks, all or nothing: one core call under one core
-// lock (a fair-share update that retires the operation comes before or
-// after it, never between its parts), then one durable write before the
-// answer.
+// patchOperation changes an operation's runtime parameters
+// (docs/api.md#operations): weight, pool, resource_limits and tasks, all
+// or nothing (server.Server.PatchOperation). It needs administer on the pool
+// or to be the owner, and use on the new pool.
 func (s *Server) patchOperation(ctx *fasthttp.RequestCtx, id string) {
 	if !s.checkName(ctx, id, "an operation id", "$.url.id", false) {
 		return
@@ -519,76 +373,14 @@ func (s *Server) patchOperation(ctx *fasthttp.RequestCtx, id string) {
 		s.fail(ctx, err, "$")
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cur, err := s.sched.Operation(id)
+	err = s.core.PatchOperation(id, &p, func(cur schedule.OperationInfo, owner string) bool {
+		return s.mayOperation(ctx, owner, cur.Pool, "change operation "+strconv.Quote(id))
+	}, func() bool {
+		return s.mayPool(ctx, tree.PermUse, p.Pool, "$.pool", "move operation "+strconv.Quote(id)+" into pool "+strconv.Quote(parentName(p.Pool)))
+	})
 	if err != nil {
 		s.fail(ctx, err, "$")
 		return
-	}
-	if !s.mayOperation(ctx, s.ops[id], cur.Pool, "change operation "+strconv.Quote(id)) {
-		return
-	}
-	if p.HasPool && !s.mayPool(ctx, tree.PermUse, p.Pool, "$.pool", "move operation "+strconv.Quote(id)+" into pool "+strconv.Quote(parentName(p.Pool))) {
-		return
-	}
-	if !p.Changes() {
-		s.getOperation(ctx, id, false)
-		return
-	}
-	r := s.ops[id]
-	var tasks []schedule.TaskSpec
-	var demand resource.Vec
-	if len(p.Tasks) > 0 && r != nil {
-		// The declared demand follows the job counts: a rise is bounded
-		// as a start's (demand_overflow).
-		if tasks, err = schedule.PatchedTasks(id, r.tasks, p.Tasks); err != nil {
-			s.fail(ctx, err, "$")
-			return
-		}
-		demand = wire.Demand(&schedule.OperationSpec{Tasks: tasks})
-		if !r.released {
-			if e := s.demandError(demand.Sub(r.demand).Max(resource.Vec{})); e != nil {
-				s.writeError(ctx, fasthttp.StatusConflict, e)
-				return
-			}
-		}
-	}
-	if testHookPatchOperation != nil {
-		testHookPatchOperation(id)
-	}
-	if _, err := s.sched.PatchOperation(id, p.OperationPatch); err != nil {
-		s.fail(ctx, err, "$")
-		return
-	}
-	if tasks != nil {
-		if !r.released {
-			s.demand = s.demand.Add(demand.Sub(r.demand))
-		}
-		r.tasks, r.demand = tasks, demand
-	}
-	if r != nil && s.d != nil {
-		if p.HasPool {
-			pool := p.Pool
-			if pool == "" {
-				pool = tree.RootName
-			}
-			r.state.Pool = &pool
-		}
-		if p.Weight.Set {
-			w := p.Weight.V
-			r.state.Weight = &w
-		}
-		if p.HasResourceLimits {
-			r.state.ResourceLimits = wire.AppendPartialResources(nil, &p.ResourceLimits)
-		}
-		if tasks != nil {
-			r.state.Tasks = wire.AppendTasks(nil, tasks)
-		}
-		r.durable = s.submit(s.operationStateWrite(id, &r.state))
-		if !s.await(ctx, r.durable) {
-			return
-		}
 	}
 	s.logChange(ctx, "operation changed", "operation", id, "pool_changed", p.HasPool, "weight_changed", p.Weight.Set,
 		"limits_changed", p.HasResourceLimits, "tasks_changed", len(p.Tasks) > 0)
@@ -596,61 +388,26 @@ func (s *Server) patchOperation(ctx *fasthttp.RequestCtx, id string) {
 }
 
 // finishOperation completes or aborts an operation; its allocations are
-// told to stop on their nodes' next heartbeats.
+// told to stop on their nodes' next heartbeats. Finishing a finished
+// operation again (a retry) answers its final state.
 func (s *Server) finishOperation(ctx *fasthttp.RequestCtx, id, action string) {
 	if !s.checkName(ctx, id, "an operation id", "$.url.id", false) {
 		return
 	}
-	s.mu.Lock()
-	cur, err := s.sched.Operation(id)
-	if err != nil {
-		s.mu.Unlock()
-		s.fail(ctx, err, "$")
-		return
-	}
-	r := s.ops[id]
-	if !s.mayOperation(ctx, r, cur.Pool, action+" operation "+strconv.Quote(id)) {
-		s.mu.Unlock()
-		return
-	}
-	if action == "complete" {
-		err = s.sched.CompleteOperation(id)
-	} else {
-		err = s.sched.AbortOperation(id)
-	}
-	var durable store.Pending
-	if r != nil {
-		if err == nil {
-			s.releaseDemand(r)
-		}
-		if err == nil && s.d != nil {
-			r.state.State = map[string]string{"complete": "completed", "abort": "aborted"}[action]
-			r.state.FinishUnixUS = s.unixUS(s.now())
-			r.durable = s.submit(s.operationStateWrite(id, &r.state))
-		}
-		durable = r.durable
-	}
-	s.mu.Unlock()
-	if apiErrCode(err) == schedule.CodeFinished {
-		// Finishing a finished operation again (a retry) answers its final
-		// state, once that is durable.
-		if s.await(ctx, durable) {
-			s.getOperation(ctx, id, false)
-		}
-		return
-	}
+	again, err := s.core.FinishOperation(id, action == "complete", func(cur schedule.OperationInfo, owner string) bool {
+		return s.mayOperation(ctx, owner, cur.Pool, action+" operation "+strconv.Quote(id))
+	})
 	if err != nil {
 		s.fail(ctx, err, "$")
 		return
 	}
-	if !s.await(ctx, durable) {
-		return
+	if !again {
+		s.logChange(ctx, "operation "+map[string]string{"complete": "completed", "abort": "aborted"}[action], "operation", id)
 	}
-	s.logChange(ctx, "operation "+map[string]string{"complete": "completed", "abort": "aborted"}[action], "operation", id)
 	s.getOperation(ctx, id, false)
 }
 
-// ---- orchid (api.md §5) ----
+// ---- orchid (docs/api.md#the-orchid) ----
 
 func (s *Server) orchidPools(ctx *fasthttp.RequestCtx) { s.writePools(ctx, wire.AppendPoolOrchid) }
 
@@ -673,7 +430,7 @@ func (s *Server) orchidNode(ctx *fasthttp.RequestCtx, name string) {
 	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte { return wire.AppendNodeOrchid(dst, &n) })
 }
 
-// ---- solve (api.md §6) ----
+// ---- solve (docs/api.md#solve) ----
 
 // solve runs `fairsched solve` on the posted snapshot; no state is touched.
 func (s *Server) solve(ctx *fasthttp.RequestCtx) {

@@ -1,17 +1,17 @@
 package facade
 
 import (
-	"errors"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/tree"
-	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/wire"
 )
 
-// hbScratch is the per-request state of a heartbeat, pooled (style.md §5):
+// hbScratch is the per-request state of a heartbeat, pooled (the hot path
+// allocates nothing):
 // the decoded request, the core's request and response, the output buffer.
 // Nothing in it refers to the fasthttp request after the handler returns.
 type hbScratch struct {
@@ -24,8 +24,9 @@ type hbScratch struct {
 // maxPooledOutput bounds the output buffer a pooled scratch keeps.
 const maxPooledOutput = 1 << 20
 
-// heartbeat handles POST /api/v1/nodes/{id}/heartbeat (api.md §4), the hot
-// path: decode into pooled scratch, run the core's Heartbeat, encode the
+// heartbeat handles POST /api/v1/nodes/{id}/heartbeat
+// (docs/api.md#node-heartbeats), the hot path: decode into pooled scratch, run
+// the service's Heartbeat, encode the
 // decisions with the append encoder. A node whose heartbeats repeat (same
 // tags, allocation slices large enough) costs no allocation here; see
 // TestHeartbeatAllocs.
@@ -53,17 +54,7 @@ func (s *Server) heartbeat(ctx *fasthttp.RequestCtx, id []byte) {
 		Unschedulable: sc.req.Unschedulable}
 	sc.resp.Reset()
 	now := s.now()
-	err := s.sched.Heartbeat(now, &sc.hb, &sc.resp)
-	if errors.Is(err, schedule.ErrNodeNotRegistered) {
-		// A durable server's new node: registered first (recovery.go).
-		if !s.registerNodes(ctx, []string{sc.hb.Node}) {
-			s.m.heartbeatErrors.Inc()
-			return
-		}
-		sc.resp.Reset()
-		err = s.sched.Heartbeat(now, &sc.hb, &sc.resp)
-	}
-	if err != nil {
+	if err := s.core.Heartbeat(now, &sc.hb, &sc.resp); err != nil {
 		s.m.heartbeatErrors.Inc()
 		s.fail(ctx, err, "$")
 		return
@@ -74,7 +65,6 @@ func (s *Server) heartbeat(ctx *fasthttp.RequestCtx, id []byte) {
 	sc.out = wire.AppendHeartbeatResponse(sc.out[:0], &sc.resp)
 	writeJSON(ctx, fasthttp.StatusOK, sc.out)
 	s.m.observeHeartbeat(&sc.resp, start)
-	s.preemptions.observe(s.clock, sc.hb.Node, &sc.resp)
 }
 
 // logRefusals logs the allocations a heartbeat reported refused, with

@@ -23,16 +23,12 @@ type ReplicaStatus struct {
 // Shutdown stops it. It runs one update before it returns. A Server that
 // was shut down already stays stopped.
 func (s *Server) Run() {
-	s.lnMu.Lock()
 	select {
 	case <-s.stop:
-		s.lnMu.Unlock()
 		return
 	default:
 	}
-	bg := s.addBackground()
-	s.lnMu.Unlock()
-	s.runBackground(bg)
+	s.core.Run()
 }
 
 // FairShareUpdates returns how many fair-share updates have completed: a

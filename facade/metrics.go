@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/valyala/fasthttp"
 
-	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/starvation"
@@ -287,32 +286,15 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descPoolRunning, prometheus.GaugeValue, float64(p.RunningOperationCount), p.Name)
 		ch <- prometheus.MustNewConstMetric(descPoolPending, prometheus.GaugeValue, float64(p.PendingOperationCount), p.Name)
 	}
-	if s.d != nil {
-		groups, commits := s.d.c.Stats()
+	if core := s.core; core.Durable() {
+		groups, commits := core.StoreStats()
 		ch <- prometheus.MustNewConstMetric(descStoreCommits, prometheus.CounterValue, float64(commits))
 		ch <- prometheus.MustNewConstMetric(descStoreTxns, prometheus.CounterValue, float64(groups))
 		up := 1.0
-		if s.d.failed.Load() {
+		if core.StoreFailed() {
 			up = 0
 		}
 		ch <- prometheus.MustNewConstMetric(descStoreUp, prometheus.GaugeValue, up)
-		ch <- prometheus.MustNewConstMetric(descQuarantined, prometheus.GaugeValue, float64(len(s.d.quarantined)))
-	}
-}
-
-// observePendingWaits records the waits of the operations that left the
-// pending state since the last call (the fair-share updater calls it).
-func (s *Server) observePendingWaits(now clock.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for id, since := range s.pendingSince {
-		o, err := s.sched.Operation(id)
-		switch {
-		case err != nil || o.State.Final():
-			delete(s.pendingSince, id) // forgotten, or finished while pending: no wait ended
-		case o.State == schedule.StateRunning:
-			s.m.pendingWait.Observe(max(now.Sub(since), 0).Seconds())
-			delete(s.pendingSince, id)
-		}
+		ch <- prometheus.MustNewConstMetric(descQuarantined, prometheus.GaugeValue, float64(len(core.Quarantined())))
 	}
 }

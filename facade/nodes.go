@@ -6,7 +6,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/fairsched/fairsched/core/tree"
-	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // listNodes answers GET /api/v1/nodes: the registered nodes in name order,

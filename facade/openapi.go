@@ -6,9 +6,9 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/fairsched/fairsched/docs"
-	"github.com/fairsched/fairsched/facade/wire"
 	"github.com/fairsched/fairsched/internal/buildinfo"
 	"github.com/fairsched/fairsched/internal/jsonpath"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // serveOpenAPI answers GET /api/v1/openapi.json with the OpenAPI 3.1
@@ -38,7 +38,7 @@ func (s *Server) serveVersion(ctx *fasthttp.RequestCtx) {
 // the operations of the store it could not restore.
 func (s *Server) serveHealth(ctx *fasthttp.RequestCtx) {
 	state := "ok"
-	rec := s.recoveryStatus()
+	rec := s.core.Recovery()
 	if s.stopping.Load() {
 		state = "stopping"
 	} else if rec.Active {
@@ -54,11 +54,11 @@ func (s *Server) serveHealth(ctx *fasthttp.RequestCtx) {
 			b = jsonpath.AppendString(b, rs.Leader)
 		}
 	}
-	b = append(append(b, `,"store":"`...), s.storeKind()...)
+	b = append(append(b, `,"store":"`...), s.core.StoreKind()...)
 	b = append(b, '"')
-	if s.d != nil {
+	if s.core.Durable() {
 		b = append(b, `,"epoch":`...)
-		b = strconv.AppendUint(b, s.d.epoch, 10)
+		b = strconv.AppendUint(b, s.core.Epoch(), 10)
 	}
 	if rec.Began {
 		b = append(b, `,"recovery":{"active":`...)
@@ -77,9 +77,9 @@ func (s *Server) serveHealth(ctx *fasthttp.RequestCtx) {
 		}
 		b = append(b, '}')
 	}
-	if s.d != nil && len(s.d.quarantined) > 0 {
+	if q := s.core.Quarantined(); len(q) > 0 {
 		b = append(b, `,"quarantined":[`...)
-		for i, id := range s.d.quarantined {
+		for i, id := range q {
 			if i > 0 {
 				b = append(b, ',')
 			}
@@ -99,7 +99,7 @@ func (s *Server) serveReady(ctx *fasthttp.RequestCtx) {
 			Message: "cannot take requests: the server is shutting down"})
 		return
 	}
-	if s.recoveryStatus().Active {
+	if s.core.Recovery().Active {
 		ctx.Response.Header.Set("Retry-After", "1")
 		s.writeError(ctx, fasthttp.StatusServiceUnavailable, &wire.Error{Code: CodeRecovering,
 			Message: "not ready: the server restarted and is adopting the allocations its nodes report (recovery_timeout_s at most)"})

@@ -20,7 +20,7 @@ import (
 
 	"github.com/fairsched/fairsched/docs"
 	"github.com/fairsched/fairsched/examples"
-	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // The OpenAPI document (docs/openapi.json, served at GET

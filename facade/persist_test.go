@@ -162,9 +162,9 @@ func TestStoreFailureIsFailStop(t *testing.T) {
 	dir := t.TempDir()
 	mc := &manualClock{}
 	var fs *failingStore
-	a := startDurable(t, dir, mc, ``, func(b store.Backend) store.Backend { fs = &failingStore{Backend: b}; return fs })
 	stopped := make(chan error, 1)
-	a.srv.d.onFail = func(err error) { stopped <- err }
+	a := startDurable(t, dir, mc, ``, func(b store.Backend) store.Backend { fs = &failingStore{Backend: b}; return fs },
+		func(o *Options) { o.OnStoreFailure = func(err error) { stopped <- err } })
 	a.must(201, "PUT", "/api/v1/pools/kept", `{}`)
 	a.must(200, "POST", "/api/v1/nodes/n1/heartbeat", `{"resource_limits": {"cpu": 4}}`)
 	fs.failing.Store(true)
@@ -249,7 +249,7 @@ func TestConcurrentStartsShareTransactions(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	groups, commits := a.srv.d.c.Stats()
+	groups, commits := a.srv.Core().StoreStats()
 	if commits < clients*each {
 		t.Fatalf("%d commits for %d starts", commits, clients*each)
 	}

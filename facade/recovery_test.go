@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/server"
 	"github.com/fairsched/fairsched/store"
 )
 
 // echoNode is a node of the durable tests: it keeps what it was told to
-// start and reports it back with its origin, as api.md §7 asks.
+// start and reports it back with its origin, as docs/api.md#node-heartbeats asks.
 type echoNode struct {
 	name   string
 	limits string
@@ -84,7 +85,7 @@ func TestRestartAdoptsRunningWork(t *testing.T) {
 	n1.heartbeat(a, map[string]string{n1.allocs[0]["id"].(string): "completed"})
 	mc.AdvanceSeconds(6)
 	a.srv.UpdateFairShare()
-	a.srv.d.c.Commit() // the checkpoint is not awaited: wait for it here
+	a.srv.Core().WaitDurable() // the checkpoint is not awaited: wait for it here
 	if len(n1.allocs) != 4 {
 		t.Fatalf("n1 holds %d allocations after the completion, want 4 (one started in its place)", len(n1.allocs))
 	}
@@ -158,7 +159,7 @@ func TestRecoveryWindowTimesOut(t *testing.T) {
 	back.heartbeat(a, nil)
 	mc.AdvanceSeconds(6) // a checkpoint names both nodes
 	a.srv.UpdateFairShare()
-	a.srv.d.c.Commit()
+	a.srv.Core().WaitDurable()
 	a.stop()
 
 	b := startDurable(t, dir, mc, ``, nil)
@@ -213,7 +214,7 @@ func TestRestartKeepsIntegralVolumes(t *testing.T) {
 		mc.AdvanceSeconds(1)
 		a.srv.UpdateFairShare()
 	}
-	a.srv.d.c.Commit()
+	a.srv.Core().WaitDurable()
 	vol := func(ts *durableServer) float64 {
 		p := ts.must(200, "GET", "/api/v1/orchid/pools/burst", "")
 		return num(obj(p["accumulated_resource_volume"])["cpu"])
@@ -275,7 +276,7 @@ func TestConcurrentRegistrations(t *testing.T) {
 	defer st.Close()
 	indices := map[uint32]string{}
 	if err := st.Scan(store.Nodes, func(k string, v []byte) error {
-		var r nodeRecord
+		var r server.NodeRecord
 		if err := json.Unmarshal(v, &r); err != nil {
 			return err
 		}
@@ -283,8 +284,8 @@ func TestConcurrentRegistrations(t *testing.T) {
 			t.Errorf("nodes %s and %s share index %d", k, other, r.Index)
 		}
 		indices[r.Index] = k
-		if r.SeqEnd != nodeSeqBlock {
-			t.Errorf("node %s reserved up to seq %d, want one block (%d): registered more than once", k, r.SeqEnd, nodeSeqBlock)
+		if r.SeqEnd != server.NodeSeqBlock {
+			t.Errorf("node %s reserved up to seq %d, want one block (%d): registered more than once", k, r.SeqEnd, server.NodeSeqBlock)
 		}
 		return nil
 	}); err != nil {
@@ -318,7 +319,7 @@ func TestCompletionWrittenAtOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var st operationState
+		var st server.OperationState
 		if ok && json.Unmarshal(v, &st) == nil && st.State == "completed" {
 			break
 		}
@@ -332,4 +333,47 @@ func TestCompletionWrittenAtOnce(t *testing.T) {
 	if op := b.must(200, "GET", "/api/v1/operations/one", ""); op["state"] != "completed" {
 		t.Fatalf("after the restart: %v, want completed", op["state"])
 	}
+}
+
+// TestRecoveryExpectsNodesRegisteredSinceTheCheckpoint: nodes whose first
+// heartbeats came after the last checkpoint (a kill within
+// checkpoint_period_s of them) are in the durable node registry, and the
+// restart's recovery window waits for them; a node that had gone (expired
+// after node_heartbeat_timeout_s) by the last checkpoint is not waited for.
+func TestRecoveryExpectsNodesRegisteredSinceTheCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	mc := &manualClock{}
+	mc.set(clock.Time(1_000_000))
+	a := startDurable(t, dir, mc, `{"config": {"node_heartbeat_timeout_s": 2, "checkpoint_period_s": 5}}`, nil)
+	old := &echoNode{name: "old", limits: `{"cpu": 1, "user_slots": 10, "memory": 17179869184}`}
+	old.heartbeat(a, nil)
+	mc.AdvanceSeconds(6) // "old" expires, and a checkpoint sees it gone
+	a.srv.UpdateFairShare()
+	a.srv.Core().WaitDurable()
+	if a.srv.sched.NodeRegistered("old") {
+		t.Fatal("node old is still registered after node_heartbeat_timeout_s")
+	}
+	n1 := &echoNode{name: "n1", limits: `{"cpu": 2, "user_slots": 10, "memory": 17179869184}`}
+	n2 := &echoNode{name: "n2", limits: `{"cpu": 2, "user_slots": 10, "memory": 17179869184}`}
+	mc.AdvanceSeconds(1) // within checkpoint_period_s of the checkpoint: none follows
+	n1.heartbeat(a, nil)
+	n2.heartbeat(a, nil)
+	a.stop()
+
+	b := startDurable(t, dir, mc, ``, nil)
+	h := b.must(200, "GET", "/healthz", "")
+	if rec := obj(h["recovery"]); h["status"] != "recovering" || num(rec["expected_nodes"]) != 2 || num(rec["reported_nodes"]) != 0 {
+		t.Fatalf("/healthz after the restart: %v, want recovering with n1 and n2 expected", h)
+	}
+	if e := b.must(503, "GET", "/readyz", ""); obj(e["error"])["code"] != CodeRecovering {
+		t.Fatalf("/readyz before any node reported: %v", e)
+	}
+	n1.heartbeat(b, nil)
+	b.must(503, "GET", "/readyz", "")
+	n2.heartbeat(b, nil)
+	h = b.must(200, "GET", "/healthz", "")
+	if rec := obj(h["recovery"]); h["status"] != "ok" || num(rec["reported_nodes"]) != 2 {
+		t.Fatalf("/healthz once n1 and n2 reported: %v", h)
+	}
+	b.must(200, "GET", "/readyz", "")
 }

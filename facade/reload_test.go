@@ -4,8 +4,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/wire"
 )
 
 const reloadBase = `{"config": {"preemptive_scheduling_backoff_s": 5}, "pools": [
@@ -99,4 +100,30 @@ func sorted(s []string) []string {
 	s = slices.Clone(s)
 	slices.SortFunc(s, strings.Compare)
 	return s
+}
+
+// TestReloadRefreshesEverythingDerived: a reload applies its config as
+// PATCH /api/v1/config does, including the settings the HTTP layer reads
+// without the core (max_heartbeats_per_batch bounds the batches decoded
+// after it, fair_share_update_period_s the updater's period).
+func TestReloadRefreshesEverythingDerived(t *testing.T) {
+	ts := startServer(t, `{"config": {"max_heartbeats_per_batch": 2}}`, nil)
+	batch := `{"heartbeats": [
+		{"node_id": "a", "resource_limits": {"cpu": 1}},
+		{"node_id": "b", "resource_limits": {"cpu": 1}},
+		{"node_id": "c", "resource_limits": {"cpu": 1}}]}`
+	ts.must(400, "POST", "/api/v1/heartbeats", batch)
+	sc, err := wire.DecodeServeConfig([]byte(`{"config": {"max_heartbeats_per_batch": 3, "fair_share_update_period_s": 0.5}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.srv.Reload(sc); err != nil {
+		t.Fatal(err)
+	}
+	if r := ts.must(200, "POST", "/api/v1/heartbeats", batch); len(arr(r["responses"])) != 3 {
+		t.Fatalf("a batch of 3 after the reload to max_heartbeats_per_batch 3: %v", r)
+	}
+	if got := int64(ts.srv.Core().Period()); got != int64(500*time.Millisecond) {
+		t.Fatalf("the updater's period after the reload is %v, want 500ms", time.Duration(got))
+	}
 }

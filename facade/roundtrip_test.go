@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/fairsched/fairsched/examples"
-	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // TestConfigRoundTrip: what GET /api/v1/config and GET /api/v1/pools answer,

@@ -11,7 +11,7 @@ import (
 	"github.com/valyala/fasthttp/pprofhandler"
 
 	"github.com/fairsched/fairsched/core/tree"
-	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // Handle is the Server's fasthttp.RequestHandler: it bounds the requests in
@@ -33,7 +33,7 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	if !s.guard(ctx) {
 		return
 	}
-	if s.d != nil && isChange(ctx) && !s.storeOK(ctx) {
+	if isChange(ctx) && !s.storeOK(ctx) {
 		return
 	}
 	s.route(ctx)
@@ -144,7 +144,7 @@ func (s *Server) routeAPI(ctx *fasthttp.RequestCtx, path []byte) bool {
 		}
 		return true
 	case "heartbeats":
-		// /api/v1/heartbeats: a batch (api.md §7)
+		// /api/v1/heartbeats: a batch (docs/api.md#batched-heartbeats)
 		if len(rest) > 0 {
 			return false
 		}

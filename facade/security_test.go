@@ -19,7 +19,7 @@ import (
 
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/tree"
-	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // Tokens of the tests' token file (at least 16 characters each).

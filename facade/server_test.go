@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/fairsched/fairsched/core/clock"
-	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // manualClock is a clock.Clock for tests, safe for concurrent use.
@@ -599,7 +599,7 @@ func TestPreemption(t *testing.T) {
 		}
 	}
 	if got == nil {
-		t.Skip("no preemption after 20 s of virtual time: core/schedule has no preemptive stage yet (api.md §4, spec.md §5.4)")
+		t.Skip("no preemption after 20 s of virtual time: core/schedule has no preemptive stage yet (docs/api.md#node-heartbeats, docs/semantics.md#preemptive-stages)")
 	}
 	reason, _ := got["reason"].(string)
 	if !strings.HasPrefix(reason, "preempted") || !strings.Contains(reason, "starving") || num(got["timeout_s"]) <= 0 {
@@ -734,7 +734,7 @@ func TestConfig(t *testing.T) {
 		t.Fatalf("config %v", c)
 	}
 	c = ts.must(200, "PATCH", "/api/v1/config", `{"fair_share_update_period_s": 0.5}`)
-	if num(c["fair_share_update_period_s"]) != 0.5 || ts.srv.period.Load() != int64(500*time.Millisecond) {
+	if num(c["fair_share_update_period_s"]) != 0.5 || int64(ts.srv.Core().Period()) != int64(500*time.Millisecond) {
 		t.Fatalf("config %v", c)
 	}
 	c = ts.must(200, "PATCH", "/api/v1/config", `{"max_operation_count": 100000, "preemptive_scheduling_backoff_s": 2.5}`)
@@ -801,7 +801,7 @@ func TestShutdownRacingServe(t *testing.T) {
 
 // TestGuaranteeChangeUpdatesBreakdown: a PATCH of a pool's strong guarantee
 // that leaves its total fair share alone still moves the split of the fair
-// share into its parts at the next update (spec.md §2.10).
+// share into its parts at the next update (docs/semantics.md#fair-share).
 func TestGuaranteeChangeUpdatesBreakdown(t *testing.T) {
 	ts := startServer(t, `{"pools": [{"name": "P", "strong_guarantee_resources": {"cpu": 10}}]}`, nil)
 	ts.must(200, "POST", "/api/v1/nodes/n1/heartbeat", `{"resource_limits": {"user_slots": 100, "cpu": 100, "memory": 1099511627776}}`)
@@ -827,9 +827,9 @@ func TestGuaranteeChangeUpdatesBreakdown(t *testing.T) {
 
 // TestSatisfactionAndSchedulingPriorityOrchid: a pool's satisfaction_ratio
 // is the minimum over its schedulable children (an empty pool's is 1e9),
-// beside its own local_satisfaction_ratio (spec.md §3.1); with
+// beside its own local_satisfaction_ratio (docs/semantics.md#satisfaction-and-status); with
 // enable_guarantee_priority_scheduling an operation below its promised
-// guarantee is in the high scheduling class (§3.6).
+// guarantee is in the high scheduling class (docs/semantics.md#scheduling-on-a-heartbeat).
 func TestSatisfactionAndSchedulingPriorityOrchid(t *testing.T) {
 	ts := startServer(t, `{"config": {"enable_guarantee_priority_scheduling": true}, "pools": [
 		{"name": "a"}, {"name": "empty"},
@@ -863,7 +863,7 @@ func TestSatisfactionAndSchedulingPriorityOrchid(t *testing.T) {
 // over HTTP, in both fit-factor modes. The donor's fair share is exactly a
 // third of the cluster (a few ulps above it in the improved mode); its
 // first 10 allocations add up to it, so exactly 5 of its 15 are Preemptible
-// (spec.md §4), and the first 2 (up to aggressive_preemption_satisfaction_
+// (docs/semantics.md#preemption-statuses), and the first 2 (up to aggressive_preemption_satisfaction_
 // threshold 0.2 of it) are NonPreemptible.
 func TestStatusBoundaryIsExact(t *testing.T) {
 	for _, improved := range []bool{true, false} {

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/fairsched/fairsched/core/schedule"
-	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // MaxDistinctNodeTags bounds the distinct tags the registered nodes may

@@ -7,7 +7,7 @@ import (
 )
 
 // TestSchedulingTagFilters drives scheduling tag filters through the HTTP
-// API (spec.md §1.3, §5.2): a pool and an operation take a filter, a bad
+// API (docs/semantics.md#scheduling-tag-filters): a pool and an operation take a filter, a bad
 // formula is a 400 naming the field and the offset and changes nothing,
 // allocations land only on nodes that match the operation's filter and its
 // pool's, and the config and orchid answers show the filter, the resources

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// End-to-end tests of api.md §7 through the HTTP server: a running
+// End-to-end tests of resource usage reports (docs/api.md#node-heartbeats) through the HTTP server: a running
 // allocation's reported resource_usage is its usage, and an allocation a
 // node stops listing is finished at that heartbeat.
 

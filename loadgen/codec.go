@@ -4,8 +4,8 @@ import (
 	"strconv"
 
 	"github.com/fairsched/fairsched/core/schedule"
-	"github.com/fairsched/fairsched/facade/wire"
 	"github.com/fairsched/fairsched/internal/jsonscan"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // DecodeError is a heartbeat answer DecodeResponse cannot read.

@@ -11,7 +11,7 @@ import (
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/rng"
 	"github.com/fairsched/fairsched/core/schedule"
-	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/wire"
 )
 
 func TestDecodeResponse(t *testing.T) {

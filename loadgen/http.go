@@ -17,7 +17,7 @@ import (
 
 	"github.com/fairsched/fairsched/client"
 	"github.com/fairsched/fairsched/core/schedule"
-	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // httpDriver plays the workload against a server over loopback HTTP.

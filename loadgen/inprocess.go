@@ -10,7 +10,7 @@ import (
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/tree"
 	"github.com/fairsched/fairsched/examples"
-	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // inProcess drives core/schedule directly: the scheduler is built as

@@ -8,7 +8,7 @@ import (
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/rng"
 	"github.com/fairsched/fairsched/core/schedule"
-	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // Decisions is a heartbeat's answer as a node needs it (docs/api.md#node-heartbeats):

@@ -9,7 +9,7 @@ import (
 	"github.com/fairsched/fairsched/core/rng"
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/tree"
-	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // PoolSpec is one pool of the workload; Parent is "" for the root.

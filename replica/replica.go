@@ -9,8 +9,9 @@
 // session's end, so a candidate whose lease expires while it waits never
 // leads). The winner confirms its leadership with one guarded transaction,
 // loads the prefix at that transaction's revision and builds a
-// facade.Server on an etcdstore.Store: the same recovery as a restart,
-// every write one transaction guarded by the leader key's create revision.
+// server.Server on an etcdstore.Store, and the facade.Server (the HTTP API)
+// over it: the same recovery as a restart, every write one transaction
+// guarded by the leader key's create revision.
 // The term ends, and the Server is dropped at once, when
 //
 //   - a guarded write fails (the Store's Committer is fail-stop and calls
@@ -53,6 +54,7 @@ import (
 
 	"github.com/fairsched/fairsched/facade"
 	"github.com/fairsched/fairsched/internal/jsonpath"
+	"github.com/fairsched/fairsched/server"
 	"github.com/fairsched/fairsched/store/etcdstore"
 )
 
@@ -379,7 +381,16 @@ func (r *Replica) lead(ctx context.Context, sess *concurrency.Session, e *concur
 	}
 	opts.Replica = r.Status
 	opts.Collectors = append(opts.Collectors[:len(opts.Collectors):len(opts.Collectors)], collector{r})
-	srv, err := facade.New(opts)
+	// The term's service, recovered from the store as a restart is, and
+	// the HTTP API over it.
+	var srv *facade.Server
+	core, err := server.New(facade.ServiceOptions(&opts))
+	if err == nil {
+		opts.Service = core
+		if srv, err = facade.New(opts); err != nil {
+			core.Close()
+		}
+	}
 	if err != nil {
 		r.log.Error("won the election but cannot build the server from the store: resigning", "error", err)
 		r.resign(e)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // minimal is a valid scenario; bad inputs are written as edits of it.

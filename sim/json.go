@@ -3,12 +3,12 @@ package sim
 import "github.com/fairsched/fairsched/internal/jsonpath"
 
 // Error is a validation error of a scenario file: a stable code (the codes of
-// facade/wire, e.g. wire.CodeInvalidValue), a sentence naming the value, and
+// wire, e.g. wire.CodeInvalidValue), a sentence naming the value, and
 // the JSON path of the offending field ("$" for the whole file). It is
-// jsonpath.Error, the type of facade/wire's errors too.
+// jsonpath.Error, the type of wire's errors too.
 type Error = jsonpath.Error
 
-// NB: the scenario is decoded with internal/jsonpath, as facade/wire's
+// NB: the scenario is decoded with internal/jsonpath, as wire's
 // decoders are (paths, "cannot use X: want Y" messages, sorted keys so that
 // the first error is deterministic). The pool tree and the tree config are
 // decoded by wire itself.

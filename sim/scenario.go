@@ -12,8 +12,8 @@ import (
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/snapshot"
 	"github.com/fairsched/fairsched/core/tree"
-	"github.com/fairsched/fairsched/facade/wire"
 	"github.com/fairsched/fairsched/internal/jsonpath"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // maxSeconds bounds every duration of a scenario (about 31 years), so that
@@ -336,7 +336,7 @@ func decodeCluster(path string, v any, s *Scenario) *Error {
 	return nil
 }
 
-// decodeTree decodes "config" and "tree" with facade/wire's snapshot decoder,
+// decodeTree decodes "config" and "tree" with wire's snapshot decoder,
 // so that pools are written exactly as in solve snapshots (docs/api.md#solve) and
 // errors carry the same paths.
 func decodeTree(m map[string]any, s *Scenario) *Error {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/facade"
-	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // authServer is a facade.Server behind a bearer-token check of the API

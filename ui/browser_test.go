@@ -18,7 +18,7 @@ import (
 )
 
 // The browser tests drive headless Chromium with chromedp over the Chrome
-// DevTools Protocol, against a real server (internal/testserver: a
+// DevTools Protocol, against a real server (facade/facadetest: a
 // facade.Server on a free 127.0.0.1 port, manual clock, stopped when the
 // test ends), and assert what a person sees: names, bar widths measured in
 // the rendered page against the orchid's numbers, statuses, reasons.

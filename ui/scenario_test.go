@@ -9,7 +9,7 @@ import (
 
 	"github.com/fairsched/fairsched/client"
 	"github.com/fairsched/fairsched/core/clock"
-	"github.com/fairsched/fairsched/internal/testserver"
+	"github.com/fairsched/fairsched/facade/facadetest"
 )
 
 // demoConfig is the known tree of the browser tests: examples/serve.json's
@@ -57,7 +57,7 @@ type simNode struct {
 // cluster is the running scenario: the server, a client and its nodes.
 type cluster struct {
 	t     testing.TB
-	srv   *testserver.Server
+	srv   *facadetest.Server
 	c     *client.Client
 	nodes []*simNode
 	// preempted counts the preemptions the nodes were told of.
@@ -66,7 +66,7 @@ type cluster struct {
 
 func newCluster(t testing.TB, config string) *cluster {
 	t.Helper()
-	srv := testserver.Start(t, config)
+	srv := facadetest.Start(t, config)
 	c, err := client.New(srv.URL)
 	if err != nil {
 		t.Fatal(err)

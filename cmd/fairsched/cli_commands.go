@@ -15,7 +15,7 @@ import (
 
 	"github.com/fairsched/fairsched/client"
 	"github.com/fairsched/fairsched/facade"
-	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/wire"
 )
 
 func httpClient(timeout time.Duration) *http.Client { return &http.Client{Timeout: timeout} }

@@ -14,7 +14,7 @@ import (
 	"github.com/fairsched/fairsched/client"
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/facade"
-	"github.com/fairsched/fairsched/internal/testserver"
+	"github.com/fairsched/fairsched/facade/facadetest"
 	"github.com/fairsched/fairsched/store"
 )
 
@@ -42,7 +42,7 @@ func writeFile(t *testing.T, name, content string) string {
 // TestClientCommands drives pools, operations, nodes and config through
 // the command line against a real server.
 func TestClientCommands(t *testing.T) {
-	ts := testserver.Start(t, cliTestConfig)
+	ts := facadetest.Start(t, cliTestConfig)
 	steps := []struct {
 		name  string
 		stdin string
@@ -120,7 +120,7 @@ func TestClientCommands(t *testing.T) {
 // TestConfigGetRoundTrips: config get writes a file that config validate
 // accepts and fairsched serve --config would serve.
 func TestConfigGetRoundTrips(t *testing.T) {
-	ts := testserver.Start(t, cliTestConfig)
+	ts := facadetest.Start(t, cliTestConfig)
 	code, out, errOut := cli(t, ts.URL, "", "config", "get")
 	if code != 0 {
 		t.Fatalf("config get: %d %s", code, errOut)
@@ -136,7 +136,7 @@ func TestConfigGetRoundTrips(t *testing.T) {
 	if code, out, errOut := call("", "config", "validate", file); code != 0 || !strings.Contains(out, "valid (3 pools)") {
 		t.Fatalf("config validate: %d %s %s", code, out, errOut)
 	}
-	second := testserver.Start(t, out)
+	second := facadetest.Start(t, out)
 	_, out2, _ := cli(t, second.URL, "", "config", "get")
 	if out2 != out {
 		t.Fatalf("a server started from config get's output answers differently:\n%s\nwant\n%s", out2, out)
@@ -169,7 +169,7 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestTopOnce(t *testing.T) {
-	ts := testserver.Start(t, cliTestConfig)
+	ts := facadetest.Start(t, cliTestConfig)
 	c := newTestClient(t, ts.URL)
 	if err := c.heartbeat("n-1", `{"resource_limits": {"cpu": 32, "memory": 137438953472, "user_slots": 32}}`); err != nil {
 		t.Fatal(err)
@@ -200,7 +200,7 @@ func TestTopOnce(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	ts := testserver.Start(t, "")
+	ts := facadetest.Start(t, "")
 	code, out, _ := call("", "version")
 	if code != 0 || !strings.HasPrefix(out, "fairsched ") || !strings.Contains(out, "go1.") {
 		t.Fatalf("version: %d %q", code, out)
@@ -295,7 +295,7 @@ func (c testClient) heartbeat(node, body string) error {
 // TestBackupCommand: fairsched backup saves the store of a durable server,
 // and refuses a server that keeps none.
 func TestBackupCommand(t *testing.T) {
-	ts := testserver.Start(t, "")
+	ts := facadetest.Start(t, "")
 	code, _, errOut := cli(t, ts.URL, "", "backup", "-f", filepath.Join(t.TempDir(), "x.db"))
 	if code != 2 || !strings.Contains(errOut, "not_supported") {
 		t.Fatalf("backup of an in-memory server: %d %s", code, errOut)
@@ -306,7 +306,7 @@ func TestBackupCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	durable := testserver.Start(t, `{"pools": [{"name": "kept"}]}`, func(o *facade.Options) { o.Store = st })
+	durable := facadetest.Start(t, `{"pools": [{"name": "kept"}]}`, func(o *facade.Options) { o.Store = st })
 	file := filepath.Join(t.TempDir(), "fairsched.db")
 	if code, out, errOut := cli(t, durable.URL, "", "backup", "-f", file); code != 0 || !strings.Contains(out, "bytes") {
 		t.Fatalf("backup: %d %s %s", code, out, errOut)
@@ -324,7 +324,7 @@ func TestBackupCommand(t *testing.T) {
 // TestStatusCommand: fairsched status says a server's state, role, store
 // and readiness; after a restart on a data directory, its recovery.
 func TestStatusCommand(t *testing.T) {
-	code, out, errOut := cli(t, testserver.Start(t, "").URL, "", "status")
+	code, out, errOut := cli(t, facadetest.Start(t, "").URL, "", "status")
 	for _, want := range []string{"status  ok", "ready   yes", "role    standalone", "store   memory"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Fatalf("status of an in-memory server: %d %q %q, want %q", code, out, errOut, want)
@@ -338,7 +338,7 @@ func TestStatusCommand(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer st.Close()
-		ts := testserver.Start(t, "", func(o *facade.Options) { o.Store = st })
+		ts := facadetest.Start(t, "", func(o *facade.Options) { o.Store = st })
 		c, err := client.New(ts.URL)
 		if err != nil {
 			t.Fatal(err)
@@ -359,7 +359,7 @@ func TestStatusCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	ts := testserver.Start(t, "", func(o *facade.Options) { o.Store = st })
+	ts := facadetest.Start(t, "", func(o *facade.Options) { o.Store = st })
 	code, out, errOut = cli(t, ts.URL, "", "status", "-o", "json")
 	var got struct {
 		Status   string `json:"status"`

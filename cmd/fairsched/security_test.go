@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairsched/fairsched/internal/testserver"
+	"github.com/fairsched/fairsched/facade/facadetest"
 )
 
 // Tokens of the end-to-end test's token file.
@@ -386,7 +386,7 @@ func TestServeSIGTERMWithASilentClient(t *testing.T) {
 // and returns their files and a pool that trusts it.
 func selfSigned(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
 	t.Helper()
-	certPEM, keyPEM, _ := testserver.SelfSigned(t)
+	certPEM, keyPEM, _ := facadetest.SelfSigned(t)
 	certFile = writeTemp(t, "cert.pem", string(certPEM))
 	keyFile = writeTemp(t, "key.pem", string(keyPEM))
 	pool = x509.NewCertPool()

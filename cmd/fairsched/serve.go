@@ -16,9 +16,9 @@ import (
 
 	"github.com/fairsched/fairsched/examples"
 	"github.com/fairsched/fairsched/facade"
-	"github.com/fairsched/fairsched/facade/wire"
 	"github.com/fairsched/fairsched/internal/cpufeat"
 	"github.com/fairsched/fairsched/store"
+	"github.com/fairsched/fairsched/wire"
 )
 
 const serveUsage = `usage: fairsched serve [--listen ADDR] [--config FILE] [--pprof=BOOL] [--max-body-size BYTES]

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/fairsched/fairsched/examples"
-	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // syncBuffer is a bytes.Buffer safe for the server's goroutines.

@@ -8,7 +8,7 @@ import (
 	"os"
 
 	"github.com/fairsched/fairsched/core/snapshot"
-	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/wire"
 )
 
 const solveUsage = `usage: fairsched solve [FILE]

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/fairsched/fairsched/facade"
-	"github.com/fairsched/fairsched/internal/testserver"
+	"github.com/fairsched/fairsched/facade/facadetest"
 	"github.com/fairsched/fairsched/loadgen"
 )
 
@@ -22,12 +22,12 @@ func TestEndToEndWithTokenOverTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	certPEM, _, cfg := testserver.SelfSigned(t)
+	certPEM, _, cfg := facadetest.SelfSigned(t)
 	ca := filepath.Join(t.TempDir(), "ca.pem")
 	if err := os.WriteFile(ca, certPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	target := testserver.Start(t, "", testserver.WallClock, func(o *facade.Options) {
+	target := facadetest.Start(t, "", facadetest.WallClock, func(o *facade.Options) {
 		o.Tokens, o.TLS, o.Pprof = tokens, cfg, true
 	}).URL
 	report := filepath.Join(t.TempDir(), "load.json")

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/fairsched/fairsched/facade"
-	"github.com/fairsched/fairsched/internal/testserver"
+	"github.com/fairsched/fairsched/facade/facadetest"
 	"github.com/fairsched/fairsched/loadgen"
 )
 
@@ -19,7 +19,7 @@ import (
 // wall clock.
 func startFacade(t *testing.T) string {
 	t.Helper()
-	return testserver.Start(t, "", testserver.WallClock, func(o *facade.Options) { o.Pprof = true }).URL
+	return facadetest.Start(t, "", facadetest.WallClock, func(o *facade.Options) { o.Pprof = true }).URL
 }
 
 // TestEndToEnd runs a tiny bounded load through the command against the

@@ -2,7 +2,7 @@
 // a stable snake_case code, the JSON path of the offending value and a
 // sentence naming it ("cannot use weight -1: want …"). Every package that
 // validates input returns it — the core's tree, schedule, limits and
-// snapshot, and the JSON decoders (internal/jsonpath, facade/wire, sim) — so
+// snapshot, and the JSON decoders (internal/jsonpath, wire, sim) — so
 // that the facade maps one type to its HTTP answers, and it holds the codes
 // that more than one of them uses. Codes of one package's domain stay in that
 // package (tree.CodeCycle, schedule.CodeFinished, …).

@@ -214,7 +214,7 @@ func checkExpected(t *testing.T, r *run, expected map[string]map[string]map[stri
 }
 
 // decodeVectorSnapshot decodes the subset of docs/api.md#solve's snapshot that the
-// vectors use, as facade/wire does (which the core may not import); a key
+// vectors use, as wire does (which the core may not import); a key
 // outside it fails the test.
 func decodeVectorSnapshot(t *testing.T, m map[string]any) *snapshot.Snapshot {
 	t.Helper()

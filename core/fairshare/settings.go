@@ -12,7 +12,7 @@ import (
 // that shapes the fair-share update once, with its field in Config, its
 // range, its default and a sentence for the reference. DefaultConfig,
 // ValidateConfig, the wire decoder and encoder of the tree config and of the
-// solve snapshot's "config" (facade/wire) and the fair-share table of
+// solve snapshot's "config" (wire) and the fair-share table of
 // docs/configuration.md (AppendSettingsDoc) are all driven by it. The keys
 // of integral_guarantees are dotted ("integral_guarantees.smooth_period_s"):
 // members of that nested object (core/settings).

@@ -12,7 +12,7 @@ import (
 // The scheduler's settings table: every key of the scheduler config
 // (docs/configuration.md) once, with its field in Config, its range, its default and
 // whether it may change at run time. DefaultConfig, validation, the wire
-// decoder and encoder (facade/wire) and the configuration reference
+// decoder and encoder (wire) and the configuration reference
 // (docs/configuration.md, written by AppendSettingsDoc) are all driven by it,
 // so a setting is added by adding one row. The kinds, the range checks and
 // the reference's rendering are core/settings'. The fair-share keys of the

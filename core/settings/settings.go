@@ -7,7 +7,7 @@
 // Each layer that owns a configuration declares its own table of its own
 // config type: core/schedule the scheduler's settings (schedule.Settings),
 // core/fairshare the fair-share update's (fairshare.Settings). The JSON
-// decoders and encoders (facade/wire) and docs/configuration.md are driven by
+// decoders and encoders (wire) and docs/configuration.md are driven by
 // those tables, so a setting is added by adding one row; the wire checks JSON
 // types only and leaves ranges and defaults to the tables.
 //

@@ -1,7 +1,7 @@
 // Package snapshot is the model of a solve snapshot (docs/api.md#solve) in core
 // types, and Solve, which runs its updates on the fair-share core.
 //
-// Decoding from JSON lives in facade/wire; this package holds no encoding.
+// Decoding from JSON lives in wire; this package holds no encoding.
 package snapshot
 
 import (

@@ -1,4 +1,4 @@
-// Package jsonpath is the toolkit of fairsched's JSON decoders (facade/wire,
+// Package jsonpath is the toolkit of fairsched's JSON decoders (wire,
 // sim, loadgen): parse a document into generic values, read those values
 // with typed accessors, and report the first problem as an *Error naming the
 // JSON path of the offending field (docs/api.md#conventions), e.g.
@@ -23,7 +23,7 @@
 // rendered by Describe. The package is stateless and safe for concurrent use.
 // It allocates on the decoding paths (generic values, paths, messages) and
 // is meant for control-plane bodies and files; hot paths scan bytes instead
-// (internal/jsonscan, under facade/wire's heartbeat decoder) and share only
+// (internal/jsonscan, under wire's heartbeat decoder) and share only
 // the error text.
 //
 // NB: it imports core/resource for the resource objects of docs/api.md#conventions,
@@ -50,7 +50,7 @@ import (
 type Error = apierr.Error
 
 // Error codes of the toolkit. Decoders add their own domain codes
-// (facade/wire.CodeUnknownElement, …).
+// (wire.CodeUnknownElement, …).
 const (
 	// CodeMalformedJSON: the document is not one JSON value.
 	CodeMalformedJSON = "malformed_json"

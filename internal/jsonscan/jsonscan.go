@@ -1,5 +1,5 @@
 // Package jsonscan is a strict, allocation-free JSON tokenizer for the
-// hand-written decoders of fairsched's hot paths: facade/wire's heartbeat
+// hand-written decoders of fairsched's hot paths: wire's heartbeat
 // decoder (the server's side) and loadgen's reader of heartbeat answers.
 // It reads tokens; the decoders match keys, convert values and word their
 // own errors (codes, JSON paths).
@@ -79,7 +79,7 @@
 // for concurrent use; its zero value is ready for Reset.
 //
 // NB: the package imports only the standard library (internal/lint), so
-// that facade/wire and loadgen can share it without sharing anything else.
+// that wire and loadgen can share it without sharing anything else.
 package jsonscan
 
 import (

@@ -157,12 +157,20 @@ var rules = []rule{
 		why:        "the core does no encoding: internal/jsonscan is the facade's and loadgen's tokenizer",
 	},
 	{
-		// facade/wire, sim, loadgen and cmd share it; it must not reach back.
+		// wire, sim, loadgen and cmd share it; it must not reach back.
 		from:       []string{mod("internal/jsonpath")},
 		to:         []string{module},
 		allow:      []string{mod("core/resource"), mod("core/apierr"), mod("internal/jsonscan")},
 		transitive: true,
 		why:        "internal/jsonpath is the JSON decoders' toolkit: it knows resource vectors, the error type and the tokenizer and nothing else of the module",
+	},
+	{
+		// The service below the HTTP API: the facade, a replica's term and
+		// any other front end drive it.
+		from:       []string{mod("server")},
+		to:         []string{mod("facade"), mod("replica"), "github.com/valyala/fasthttp", "net/http"},
+		transitive: true,
+		why:        "server is the scheduling service without HTTP: it knows nothing of the API that serves it",
 	},
 	{
 		from:       []string{mod("facade")},
@@ -180,7 +188,7 @@ var rules = []rule{
 	{
 		from:       []string{mod("loadgen")},
 		to:         []string{mod("facade")},
-		allow:      []string{mod("facade/wire")},
+		allow:      []string{mod("wire")},
 		transitive: true,
 		why:        "loadgen talks to the facade over HTTP; it shares only the wire types",
 	},
@@ -222,7 +230,7 @@ var rules = []rule{
 		// Replicas (issue 15): the etcd client is the replica's and the
 		// etcd store's; the scheduling core, the wire types and the facade
 		// know nothing of where the state is replicated.
-		from:       []string{mod("core"), mod("facade"), mod("client"), mod("loadgen")},
+		from:       []string{mod("core"), mod("server"), mod("facade"), mod("client"), mod("loadgen")},
 		to:         []string{"go.etcd.io/etcd"},
 		transitive: true,
 		why:        "etcd is reached through store/etcdstore and the replica package only",
@@ -243,6 +251,15 @@ var rules = []rule{
 		to:         []string{mod("internal/etcdtest")},
 		testAllow:  []string{mod("internal/etcdtest")},
 		why:        "internal/etcdtest embeds an etcd server: only _test.go files may import it",
+	},
+	{
+		// A test helper that starts a real server: production code never
+		// carries it.
+		from:       []string{module},
+		exceptFrom: []string{mod("facade/facadetest")},
+		to:         []string{mod("facade/facadetest")},
+		testAllow:  []string{mod("facade/facadetest")},
+		why:        "facade/facadetest starts servers for tests: only _test.go files may import it",
 	},
 	{
 		// The dashboard is static files: it knows nothing of the server

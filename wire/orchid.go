@@ -23,7 +23,7 @@ func appendStatus(dst []byte, below bool, starving string, satisfaction float64)
 	return append(dst, '"')
 }
 
-// AppendPoolOrchid appends a pool's orchid view (api.md §5): its name,
+// AppendPoolOrchid appends a pool's orchid view (docs/api.md#the-orchid): its name,
 // parent, mode, the fair-share attributes of the last update, status,
 // starvation status, operation counts and effective operation limits, its
 // scheduling_tag_filter with the resources of the nodes it matches (when
@@ -73,7 +73,7 @@ func AppendPoolOrchid(dst []byte, p *schedule.PoolInfo) []byte {
 // (detailed false: state, pool, demand, usage, its scheduling_tag_filter
 // when it has one, fair_share, usage_share, demand_share, status,
 // starvation status, job and allocation counts) or the orchid's (detailed
-// true: every fair-share attribute of api.md §5, the best allocation share
+// true: every fair-share attribute of docs/api.md#the-orchid, the best allocation share
 // and the resources of the nodes its filter matches).
 func AppendOperation(dst []byte, o *schedule.OperationInfo, detailed bool) []byte {
 	dst = append(dst, `{"id":`...)
@@ -146,7 +146,7 @@ func AppendOperation(dst []byte, o *schedule.OperationInfo, detailed bool) []byt
 
 // AppendNodeOrchid appends a node's orchid view: its limits, usage, the
 // time and tags of its last heartbeat and its allocations with their preemption
-// status (spec.md §4) and whether they were told to stop.
+// status (docs/semantics.md#preemption-statuses) and whether they were told to stop.
 func AppendNodeOrchid(dst []byte, n *schedule.NodeInfo) []byte {
 	dst = append(dst, `{"id":`...)
 	dst = jsonpath.AppendString(dst, n.Name)

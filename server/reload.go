@@ -1,14 +1,15 @@
-package facade
+package server
 
 import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/tree"
-	"github.com/fairsched/fairsched/facade/wire"
 	"github.com/fairsched/fairsched/store"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // ReloadResult is what Reload changed.
@@ -37,11 +38,10 @@ func (s *Server) Reload(sc *wire.ServeConfig) (ReloadResult, error) {
 	next := sc.Scheduler
 	if next.Shards != s.cfg.Shards {
 		return res, &wire.Error{Code: wire.CodeInvalidValue, Path: "$.config.node_shards",
-			Message: "cannot change node_shards without a restart: the server runs with " + itoa(s.cfg.Shards)}
+			Message: "cannot change node_shards without a restart: the server runs with " + strconv.Itoa(s.cfg.Shards)}
 	}
 	if err := schedule.ValidateConfig(&next); err != nil {
-		_, we := errorBody(err, "$.config")
-		return res, we
+		return res, pathError(err, "$.config")
 	}
 
 	current := map[string]schedule.PoolInfo{}
@@ -87,21 +87,18 @@ func (s *Server) Reload(sc *wire.ServeConfig) (ReloadResult, error) {
 	}
 	if len(ms) > 0 {
 		if i, err := s.sched.ApplyPools(ms...); err != nil {
-			_, we := errorBody(err, paths[i])
-			return ReloadResult{}, we
+			return ReloadResult{}, pathError(err, paths[i])
 		}
 	}
 	if next != s.cfg {
-		if err := s.sched.SetConfig(next); err != nil {
+		if err := s.applyConfig(next); err != nil {
 			// Validated above: only a bug gets here; undo the pools.
 			panic("BUG: a validated config was refused: " + err.Error())
 		}
 		res.ConfigChanged = true
-		s.cfg = next
-		s.setPeriod(next.FairShareUpdatePeriod)
 	}
 	res.Removed, res.Kept = s.removeLeftOut(inFile)
-	s.rebuildACL()
+	s.poolsChanged()
 	if s.d != nil {
 		var ws []store.Write
 		if res.ConfigChanged {

@@ -1,13 +1,13 @@
 // Package wire holds fairsched's JSON wire formats: decoders that turn request
 // bodies into core values and hand-written append encoders for responses
-// (api.md). It imports core/ but nothing of the facade, so loadgen may use it.
+// (docs/api.md). It imports core/ but nothing of the facade, so loadgen may use it.
 //
 // Decoders validate everything before returning and report the first problem
 // as an *Error naming the JSON path of the offending field, e.g.
 //
 //	$.tree.children[1].children[0].demand.cpu: cannot use -1: want a non-negative number
 //
-// Encoders are append-style (style.md §3): they write into a caller-owned
+// Encoders are append-style: they write into a caller-owned
 // buffer, allocate nothing when it is large enough, never iterate maps, and so
 // produce the same bytes for the same input.
 package wire
@@ -28,7 +28,7 @@ import (
 	"github.com/fairsched/fairsched/internal/jsonpath"
 )
 
-// Error is a validation error of a request body (api.md §1): Code is stable
+// Error is a validation error of a request body (docs/api.md#errors): Code is stable
 // snake_case, Message a sentence naming the field and the value, Path the
 // JSON path of the offending field ("$" for the whole body). It is
 // jsonpath.Error, which sim and loadgen share.
@@ -56,13 +56,13 @@ const (
 	// CodeInvalidName: a name is not 1–128 characters of [A-Za-z0-9._:-].
 	CodeInvalidName = tree.CodeInvalidName
 	// CodeCycle: a pool would become its own ancestor. Snapshots nest pools,
-	// so only the pool API (api.md §2) can produce it.
+	// so only the pool API (docs/api.md#pools) can produce it.
 	CodeCycle = tree.CodeCycle
 )
 
-// DecodeSnapshot decodes and validates a solve snapshot (api.md §6).
+// DecodeSnapshot decodes and validates a solve snapshot (docs/api.md#solve).
 //
-// Resource amounts follow api.md §1: cpu is converted to centi-cores (rounded
+// Resource amounts follow docs/api.md#conventions: cpu is converted to centi-cores (rounded
 // to the nearest one), the other resources must be whole numbers; all are
 // non-negative and at most 2^53 (cpu: 2^53 centi-cores). accumulated_resource_volume
 // is a finite non-negative float of any magnitude in resource·seconds and stored with cpu in centi-core·seconds (×100) in
@@ -89,7 +89,7 @@ func DecodeSnapshot(data []byte) (*snapshot.Snapshot, error) {
 
 // ---- resources ----
 
-// resources decodes a resource object (api.md §1); components not given stay
+// resources decodes a resource object (docs/api.md#conventions); components not given stay
 // unset.
 func resources(path string, v any) (tree.PartialVec, *Error) {
 	var p tree.PartialVec
@@ -271,7 +271,7 @@ var (
 	poolKeys = slices.Concat([]string{"pool"}, poolAttrKeys, []string{"accumulated_resource_volume", "children"})
 	opKeys   = []string{"operation", "weight", "demand", "usage", "job_resources", "is_gang", "start_time_s",
 		"resource_limits", "type", "pending_job_count", "pending_allocation_count"}
-	// opTypes are the operation types of api.md §3; only vanilla may be lightweight.
+	// opTypes are the operation types of docs/api.md#operations; only vanilla may be lightweight.
 	opTypes = []string{"map", "reduce", "map_reduce", "sort", "merge", "erase", "join_reduce", "remote_copy", "vanilla"}
 )
 

@@ -1,30 +1,26 @@
-package facade
+package server
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
-	"github.com/valyala/fasthttp"
-
+	"github.com/fairsched/fairsched/core/apierr"
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/tree"
-	"github.com/fairsched/fairsched/facade/wire"
 	"github.com/fairsched/fairsched/store"
+	"github.com/fairsched/fairsched/wire"
 )
 
-// Durability (docs/operations.md, "State and restarts"): with a store, every
+// Durability (docs/operations.md#state-and-restarts): with a store, every
 // change a request makes to the tree config, the pools or the operations is
-// written before the request is answered 2xx, and New rebuilds them from the
+// written before the change is acknowledged, and New rebuilds them from the
 // store. Records are JSON:
 //
 //	config/tree          the tree config as GET /api/v1/config writes it
@@ -33,12 +29,13 @@ import (
 //	operation_states/<id> {"pool", "weight", "resource_limits", "tasks", "state", "finish_unix_us"}
 //	counters/operation_id, counters/start_seq
 //
-// A change is submitted to the store's Committer under s.mu, in the order
-// the changes are made, and awaited before the answer (after s.mu is
-// released where the handler can, so that concurrent starts share a
-// transaction). A store that fails is fail-stop: the request answers 503
-// store_unavailable, every later change too, and Options.OnStoreFailure
-// stops the process, whose restart reloads what was durable.
+// The records' types are in records.go. A change is submitted to the
+// store's Committer under s.mu, in the order the changes are made, and
+// awaited before the method returns (after s.mu is released where it can
+// be, so that concurrent starts share a transaction). A store that fails is
+// fail-stop: the change is refused with CodeStoreUnavailable, every later
+// change too, and Options.OnStoreFailure stops the process, whose restart
+// reloads what was durable.
 
 // durable is a Server's store.
 type durable struct {
@@ -53,37 +50,75 @@ type durable struct {
 	// quarantined are the operations whose records could not be read.
 	quarantined []string
 	// The work-preserving restart (recovery.go).
-	nodes      *nodeRegistry
-	done       completions
-	cp         checkpointState // the fair-share loop's
-	epoch      uint64          // this process's: 1 + the opens before it
-	recovering bool            // the fair-share loop's: the window's end not logged yet
-	writing    bool            // writeCompletions runs (Server.lnMu)
+	nodes *nodeRegistry
+	done  completions
+	cp    checkpointState // the fair-share loop's
+	epoch uint64          // this process's: 1 + the opens before it
+	// goneAtStart are the nodes known to have gone at the last checkpoint
+	// of the process before (checkpointState.gone).
+	goneAtStart map[string]NodeRecord
+	recovering  bool // the fair-share loop's: the window's end not logged yet
+	writing     bool // writeCompletions runs (Server.lnMu)
 }
 
-// Store names and error code of the durable server.
-const (
-	CodeStoreUnavailable = "store_unavailable"
-	storeMemory          = "memory"
-)
+// storeMemory is what StoreKind says of a server without a store.
+const storeMemory = "memory"
 
-// storeKind is what /healthz says of the store.
-func (s *Server) storeKind() string {
+// StoreKind names the store ("bbolt", "etcd"; "memory" without one).
+func (s *Server) StoreKind() string {
 	if s.d == nil {
 		return storeMemory
 	}
 	return s.d.kind
 }
 
-// storeOK reports whether changes can be made; when the store failed it
-// answers 503 store_unavailable.
-func (s *Server) storeOK(ctx *fasthttp.RequestCtx) bool {
-	if s.d == nil || !s.d.failed.Load() {
-		return true
+// StoreFailed reports whether the store failed: every change is refused.
+func (s *Server) StoreFailed() bool { return s.d != nil && s.d.failed.Load() }
+
+// Durable reports whether the server keeps a store.
+func (s *Server) Durable() bool { return s.d != nil }
+
+// Store is the server's store (nil without one), for a backup.
+func (s *Server) Store() store.Backend { return s.opts.Store }
+
+// StoreStats are the store's transactions and commits so far (zeros
+// without a store).
+func (s *Server) StoreStats() (groups, commits uint64) {
+	if s.d == nil {
+		return 0, 0
 	}
-	s.writeError(ctx, fasthttp.StatusServiceUnavailable, &wire.Error{Code: CodeStoreUnavailable,
-		Message: "cannot change anything: the store failed and the server is stopping; retry on the restarted server"})
-	return false
+	return s.d.c.Stats()
+}
+
+// Epoch is this process's restart epoch (0 without a store).
+func (s *Server) Epoch() uint64 {
+	if s.d == nil {
+		return 0
+	}
+	return s.d.epoch
+}
+
+// Quarantined are the operations of the store that could not be restored.
+func (s *Server) Quarantined() []string {
+	if s.d == nil {
+		return nil
+	}
+	return s.d.quarantined
+}
+
+// errStoreFailed is the refusal of a change once the store failed.
+func errStoreFailed() error {
+	return &apierr.Error{Code: CodeStoreUnavailable,
+		Message: "cannot change anything: the store failed and the server is stopping; retry on the restarted server"}
+}
+
+// storeOK is nil when changes can be made, the refusal when the store
+// failed.
+func (s *Server) storeOK() error {
+	if s.StoreFailed() {
+		return errStoreFailed()
+	}
+	return nil
 }
 
 // submit queues writes in the store (nothing without one).
@@ -94,17 +129,16 @@ func (s *Server) submit(ws ...store.Write) store.Pending {
 	return s.d.c.Submit(ws...)
 }
 
-// await waits until p is durable. On a store error it answers 503
-// store_unavailable, makes the server fail-stop and reports false.
-func (s *Server) await(ctx *fasthttp.RequestCtx, p store.Pending) bool {
+// await waits until p is durable. On a store error it makes the server
+// fail-stop and returns the refusal (CodeStoreUnavailable).
+func (s *Server) await(p store.Pending) error {
 	err := p.Wait()
 	if err == nil {
-		return true
+		return nil
 	}
 	s.storeFailed(err)
-	s.writeError(ctx, fasthttp.StatusServiceUnavailable, &wire.Error{Code: CodeStoreUnavailable,
-		Message: "cannot make the change durable: the store failed (" + err.Error() + "); the server is stopping, retry on the restarted server"})
-	return false
+	return &apierr.Error{Code: CodeStoreUnavailable,
+		Message: "cannot make the change durable: the store failed (" + err.Error() + "); the server is stopping, retry on the restarted server"}
 }
 
 // storeFailed makes the server fail-stop (once).
@@ -124,79 +158,6 @@ func (s *Server) unixUS(t clock.Time) int64 { return s.d.epochUS + int64(t) }
 // serverTime is a stored time on the server clock.
 func (s *Server) serverTime(us int64) clock.Time { return clock.Time(us - s.d.epochUS) }
 
-// ---- records ----
-
-func configWrite(c *schedule.Config) store.Write {
-	return store.Put(store.Config, "tree", wire.AppendConfig(nil, c))
-}
-
-// poolWrite is the record of pool name as the scheduler has it now.
-func (s *Server) poolWrite(name string) store.Write {
-	p, err := s.sched.Pool(name)
-	if err != nil {
-		panic("BUG: no pool " + name + " to store: " + err.Error())
-	}
-	return store.Put(store.Pools, name, wire.AppendPool(nil, p.Name, p.Parent, &p.Config))
-}
-
-// operationRecord is an operation's start.
-type operationRecord struct {
-	Seq         uint64          `json:"seq"`
-	StartUnixUS int64           `json:"start_unix_us"`
-	Body        json.RawMessage `json:"body"`
-	// Owner is the user who started it (absent without tokens).
-	Owner string `json:"owner,omitempty"`
-}
-
-// operationState is what changed of an operation since its start.
-type operationState struct {
-	// Pool, Weight and ResourceLimits are set when a PATCH changed them
-	// (ResourceLimits "null": removed).
-	Pool           *string         `json:"pool,omitempty"`
-	Weight         *float64        `json:"weight,omitempty"`
-	ResourceLimits json.RawMessage `json:"resource_limits,omitempty"`
-	// Tasks are the operation's tasks when a PATCH changed them: every
-	// task with its job count, as the orchid writes them.
-	Tasks json.RawMessage `json:"tasks,omitempty"`
-	// State is "completed" or "aborted" once it finished, else "live".
-	State        string `json:"state"`
-	FinishUnixUS int64  `json:"finish_unix_us,omitempty"`
-}
-
-func (s *Server) operationStateWrite(id string, st *operationState) store.Write {
-	b, err := json.Marshal(st)
-	if err != nil {
-		panic("BUG: " + err.Error())
-	}
-	return store.Put(store.OperationStates, id, b)
-}
-
-func counterWrite(name string, v uint64) store.Write {
-	return store.Put(store.Counters, name, strconv.AppendUint(nil, v, 10))
-}
-
-// operationStartWrites are the records of a new operation.
-func (s *Server) operationStartWrites(id string, r *opRecord, body []byte, start clock.Time) []store.Write {
-	rec, err := json.Marshal(operationRecord{Seq: r.seq, StartUnixUS: s.unixUS(start), Body: compactJSON(body), Owner: r.owner})
-	if err != nil {
-		panic("BUG: " + err.Error())
-	}
-	return []store.Write{
-		store.Put(store.Operations, id, rec),
-		s.operationStateWrite(id, &r.state),
-		counterWrite("operation_id", s.sched.OperationIDSeq()),
-		counterWrite("start_seq", s.opSeq),
-	}
-}
-
-func compactJSON(b []byte) json.RawMessage {
-	var out bytes.Buffer
-	if err := json.Compact(&out, b); err != nil {
-		return append(json.RawMessage(nil), b...) // validated already: cannot happen
-	}
-	return out.Bytes()
-}
-
 // ---- loading ----
 
 // loaded is what a store held.
@@ -207,18 +168,18 @@ type loaded struct {
 	// counters
 	operationID, startSeq uint64
 	// recovery.go
-	nodes          map[string]nodeRecord
+	nodes          map[string]NodeRecord
 	completed      map[string][]int64
-	volumes        map[string]poolCheckpoint
-	aliveNodes     []string
+	volumes        map[string]PoolCheckpoint
+	goneNodes      map[string]NodeRecord
 	badCheckpoints []string
 	epoch          uint64
 }
 
 type loadedOp struct {
 	id    string
-	rec   operationRecord
-	state operationState
+	rec   OperationRecord
+	state OperationState
 	err   error // the record could not be read
 }
 
@@ -366,33 +327,29 @@ func (s *Server) restoreOperation(op *loadedOp) error {
 	if op.err != nil {
 		return op.err
 	}
-	var body map[string]json.RawMessage
-	if err := json.Unmarshal(op.rec.Body, &body); err != nil {
-		return fmt.Errorf("operations/%s: body: %w", op.id, err)
-	}
-	id, _ := json.Marshal(op.id)
-	body["id"] = id
-	st := &op.state
-	if st.Pool != nil {
-		body["pool"], _ = json.Marshal(*st.Pool)
-	}
-	if st.Weight != nil {
-		body["weight"], _ = json.Marshal(*st.Weight)
-	}
-	if st.ResourceLimits != nil {
-		if string(st.ResourceLimits) == "null" {
-			delete(body, "resource_limits")
-		} else {
-			body["resource_limits"] = st.ResourceLimits
-		}
-	}
-	merged, err := json.Marshal(body)
-	if err != nil {
-		return err
-	}
-	spec, err := wire.DecodeStartOperation(merged)
+	// The start as it was asked for, with what changed since applied.
+	spec, err := wire.DecodeStartOperation(op.rec.Body)
 	if err != nil {
 		return fmt.Errorf("operations/%s: %w", op.id, err)
+	}
+	spec.ID = op.id
+	st := &op.state
+	if st.Pool != nil {
+		spec.Pool = *st.Pool
+		if spec.Pool == tree.RootName {
+			spec.Pool = ""
+		}
+	}
+	if st.Weight != nil {
+		spec.Weight = tree.Some(*st.Weight)
+	}
+	if st.ResourceLimits != nil {
+		// As a PATCH wrote them ("null": removed).
+		p, err := wire.DecodeOperationPatch(slices.Concat([]byte(`{"resource_limits":`), st.ResourceLimits, []byte("}")))
+		if err != nil {
+			return fmt.Errorf("operation_states/%s: %w", op.id, err)
+		}
+		spec.ResourceLimits = p.ResourceLimits
 	}
 	if _, _, err := s.sched.StartOperation(s.serverTime(op.rec.StartUnixUS), spec); err != nil {
 		return fmt.Errorf("operations/%s: %w", op.id, err)
@@ -403,7 +360,7 @@ func (s *Server) restoreOperation(op *loadedOp) error {
 		if err == nil {
 			spec.Tasks, err = schedule.PatchedTasks(op.id, spec.Tasks, p.Tasks)
 		}
-		if err == nil && st.State == "live" {
+		if err == nil && st.State == StateLive {
 			_, err = s.sched.PatchOperation(op.id, p.OperationPatch)
 		}
 		if err != nil {
@@ -415,9 +372,9 @@ func (s *Server) restoreOperation(op *loadedOp) error {
 	s.ops[op.id] = r
 	s.opSeq = max(s.opSeq, r.seq)
 	switch st.State {
-	case "completed", "aborted":
+	case StateCompleted, StateAborted:
 		finish := s.sched.CompleteOperation
-		if st.State == "aborted" {
+		if st.State == StateAborted {
 			finish = s.sched.AbortOperation
 		}
 		if err := finish(op.id); err != nil {
@@ -450,33 +407,12 @@ func (s *Server) openStore(l *loaded) error {
 	return s.beginDurable(nil)
 }
 
-// serveBackup answers GET /api/v1/backup with a consistent copy of the
-// store's file (one read transaction: changes go on meanwhile), to loopback
-// clients only. A server without a store answers 409 not_supported.
-func (s *Server) serveBackup(ctx *fasthttp.RequestCtx) {
-	if s.tokens.Load() == nil && !ctx.RemoteIP().IsLoopback() {
-		// With tokens, guard let only admins through.
-		s.writeError(ctx, fasthttp.StatusForbidden, &wire.Error{Code: CodeForbidden,
-			Message: "cannot serve a backup to " + ctx.RemoteIP().String() + ": without tokens, only to clients on the loopback interface"})
-		return
+// WaitDurable waits until every write submitted so far (checkpoints and
+// completions included, which no caller awaits) is durable; nil without a
+// store.
+func (s *Server) WaitDurable() error {
+	if s.d == nil {
+		return nil
 	}
-	w, ok := s.opts.Store.(io.WriterTo)
-	if s.d == nil || !ok {
-		s.writeError(ctx, fasthttp.StatusConflict, &wire.Error{Code: CodeNotSupported,
-			Message: "cannot back up a server that keeps no store: it runs without --data-dir"})
-		return
-	}
-	ctx.SetStatusCode(fasthttp.StatusOK)
-	ctx.SetContentType("application/octet-stream")
-	ctx.Response.Header.Set("Content-Disposition", `attachment; filename="`+store.FileName+`"`)
-	ctx.SetBodyStreamWriter(func(bw *bufio.Writer) {
-		if _, err := w.WriteTo(bw); err != nil {
-			s.log.Error("a backup failed mid-way: the client has a truncated copy", "error", err)
-		}
-	})
-	s.logChange(ctx, "backup served")
+	return s.d.c.Commit()
 }
-
-// wallEpochUS is the Unix time in µs at which a wall clock starting now
-// reads 0.
-func wallEpochUS(now time.Time) int64 { return now.UnixMicro() }

@@ -11,7 +11,7 @@ import (
 	"github.com/fairsched/fairsched/internal/jsonpath"
 )
 
-// AppendSolveResult appends the JSON of a solve result (api.md §6) to dst and
+// AppendSolveResult appends the JSON of a solve result (docs/api.md#solve) to dst and
 // returns the extended buffer:
 //
 //	{"updates":[{"label":"…","elements":{"<Root>":{…},"PoolA":{…}}}]}
@@ -74,7 +74,7 @@ func appendElement(dst []byte, e *snapshot.ElementResult) []byte {
 }
 
 // appendShares appends the fair-share attributes of a pool or an operation
-// (api.md §5, §6) as members of an object, the solve result's and the
+// (docs/api.md#the-orchid, docs/api.md#solve) as members of an object, the solve result's and the
 // orchid's alike: fair_share with its detailed parts, usage_share,
 // demand_share, limits_share, strong_guarantee_share,
 // proposed_integral_share, promised_guarantee_fair_share, weight and
@@ -156,7 +156,7 @@ func appendFloat(dst []byte, f float64) []byte {
 	return strconv.AppendFloat(dst, f, 'g', -1, 64)
 }
 
-// AppendError appends the error body of api.md §1 to dst:
+// AppendError appends the error body of docs/api.md#errors to dst:
 //
 //	{"error":{"code":"…","message":"…","path":"…"}}
 //

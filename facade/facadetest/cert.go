@@ -1,4 +1,4 @@
-package testserver
+package facadetest
 
 import (
 	"crypto/ecdsa"

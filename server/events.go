@@ -1,16 +1,14 @@
-package facade
+package server
 
 import (
 	"context"
 	"hash/maphash"
 	"log/slog"
-	"strconv"
 	"sync"
 
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/schedule"
-	"github.com/fairsched/fairsched/facade/wire"
-	"github.com/fairsched/fairsched/internal/jsonpath"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // Sizes of the preemption log: the operations it remembers and the
@@ -51,15 +49,25 @@ type preemptionLog struct {
 type preemptionRing struct {
 	op     string // "": the slot is free
 	n      uint64 // preemptions recorded in all
-	events [preemptionsPerOp]preemptionEvent
+	events [preemptionsPerOp]PreemptionEvent
 }
 
-// preemptionEvent is one preemption: when, on which node, and the core's
+// PreemptionEvent is one preemption: when, on which node, and the core's
 // decision (whose reason sentence is written when the event is read).
-type preemptionEvent struct {
-	time clock.Time
-	node string
-	d    schedule.PreemptDecision
+type PreemptionEvent struct {
+	Time     clock.Time
+	Node     string
+	Decision schedule.PreemptDecision
+}
+
+// PreemptionsPerOperation is how many recent preemptions of an operation
+// RecentPreemptions keeps.
+const PreemptionsPerOperation = preemptionsPerOp
+
+// RecentPreemptions appends operation id's recent preemptions to dst, the
+// most recent first (at most PreemptionsPerOperation).
+func (s *Server) RecentPreemptions(dst []PreemptionEvent, id string) []PreemptionEvent {
+	return s.preemptions.recent(dst, id)
 }
 
 func newPreemptionLog(log *slog.Logger) *preemptionLog {
@@ -92,7 +100,7 @@ func (l *preemptionLog) observeAt(now clock.Time, node string, r *schedule.Respo
 			continue
 		}
 		ring := &l.slots[l.slot(d.Operation)]
-		ring.events[ring.n%preemptionsPerOp] = preemptionEvent{time: now, node: node, d: *d}
+		ring.events[ring.n%preemptionsPerOp] = PreemptionEvent{Time: now, Node: node, Decision: *d}
 		ring.n++
 	}
 	l.mu.Unlock()
@@ -181,7 +189,7 @@ func (l *preemptionLog) forget(op string) {
 }
 
 // recent appends op's recent preemptions to dst, the most recent first.
-func (l *preemptionLog) recent(dst []preemptionEvent, op string) []preemptionEvent {
+func (l *preemptionLog) recent(dst []PreemptionEvent, op string) []PreemptionEvent {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	i := l.find(op)
@@ -193,39 +201,4 @@ func (l *preemptionLog) recent(dst []preemptionEvent, op string) []preemptionEve
 		dst = append(dst, ring.events[(ring.n-1-k)%preemptionsPerOp])
 	}
 	return dst
-}
-
-// appendOperationHistory appends the members "tasks":[…],"recent_preemptions":[…]
-// of an operation's orchid (api.md, the orchid): its tasks as it was
-// started, and its recent preemptions, the most recent first, each
-// {"time_s","allocation_id","node_id","reason"} with the reason sentence
-// its node was sent.
-func (s *Server) appendOperationHistory(dst []byte, id string) []byte {
-	s.mu.Lock()
-	var tasks []schedule.TaskSpec
-	if r := s.ops[id]; r != nil {
-		tasks = r.tasks
-	}
-	s.mu.Unlock()
-	dst = append(dst, `"tasks":`...)
-	dst = wire.AppendTasks(dst, tasks)
-	var buf [preemptionsPerOp]preemptionEvent
-	events := s.preemptions.recent(buf[:0], id)
-	dst = append(dst, `,"recent_preemptions":[`...)
-	for i := range events {
-		e := &events[i]
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, `{"time_s":`...)
-		dst = strconv.AppendFloat(dst, e.time.Seconds(), 'g', -1, 64)
-		dst = append(dst, `,"allocation_id":"`...)
-		dst = strconv.AppendUint(dst, e.d.Allocation, 10)
-		dst = append(dst, `","node_id":`...)
-		dst = jsonpath.AppendString(dst, e.node)
-		dst = append(dst, `,"reason":"`...)
-		dst = wire.AppendPreemptReason(dst, &e.d)
-		dst = append(dst, `"}`...)
-	}
-	return append(dst, ']')
 }

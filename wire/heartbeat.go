@@ -9,7 +9,7 @@ import (
 	"github.com/fairsched/fairsched/internal/jsonpath"
 )
 
-// Heartbeat is a decoded node heartbeat request (api.md §4). It is meant to
+// Heartbeat is a decoded node heartbeat request (docs/api.md#node-heartbeats). It is meant to
 // be reused: Decode resets it and keeps the storage of its slices, so a
 // pooled Heartbeat decodes without allocating once its slices have grown.
 //
@@ -326,7 +326,7 @@ func (h *Heartbeat) allocation(s *scanner, p lazyPath) bool {
 		return false
 	}
 	if seenOp || seenTask || seenRes {
-		// The origin is all three or none (api.md §7).
+		// The origin is all three or none (docs/api.md#node-heartbeats).
 		for _, f := range []struct {
 			seen bool
 			key  string
@@ -617,7 +617,7 @@ func compactAmount(d []byte, cpu bool) (int64, int) {
 }
 
 // ParseAllocationID parses a decimal allocation id as heartbeats and their
-// responses write it (api.md §4): 1-20 digits, no sign, no leading zero, at
+// responses write it (docs/api.md#node-heartbeats): 1-20 digits, no sign, no leading zero, at
 // most 2^64-1. It does not allocate; loadgen may use it for the ids of a
 // response.
 func ParseAllocationID(b []byte) (uint64, bool) {
@@ -669,7 +669,7 @@ func AllocationStateName(st schedule.AllocationState) string {
 	return "running"
 }
 
-// AppendHeartbeatResponse appends the JSON answer to a heartbeat (api.md §4):
+// AppendHeartbeatResponse appends the JSON answer to a heartbeat (docs/api.md#node-heartbeats):
 //
 //	{"allocations_to_start":[{"id":"1802","operation_id":"op-17","task_index":0,"resources":{"cpu":1,…}}],
 //	 "allocations_to_preempt":[{"id":"1783","operation_id":"op-3","reason":"preempted to start allocation 1802 of operation op-21 (starving)","timeout_s":10}],

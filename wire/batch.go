@@ -11,9 +11,9 @@ import (
 )
 
 // HeartbeatBatch is a decoded batch of heartbeats, the body of POST
-// /api/v1/heartbeats (api.md §7):
+// /api/v1/heartbeats (docs/api.md#batched-heartbeats):
 //
-//	{"heartbeats": [{"node_id": "n-1", …a heartbeat (api.md §4)…}, …]}
+//	{"heartbeats": [{"node_id": "n-1", …a heartbeat (docs/api.md#node-heartbeats)…}, …]}
 //
 // It is meant to be reused: Decode keeps the storage of Entries and of each
 // entry's slices, so a pooled HeartbeatBatch decodes without allocating

@@ -11,7 +11,7 @@ func nodeHeartbeat(spaced bool) []byte { return nodeHeartbeatOrigins(spaced, fal
 
 // nodeHeartbeatOrigins is nodeHeartbeat, the allocations with their
 // origins (operation_id, task_index, resources) when origins is set, as
-// nodes should send them (api.md §7).
+// nodes should send them (docs/api.md#node-heartbeats).
 func nodeHeartbeatOrigins(spaced, origins bool) []byte {
 	b := []byte(`{"resource_limits":{"user_slots":32,"cpu":32,"memory":137438953472},"tags":["ssd","rack-12"],"allocations":[`)
 	for i := range 20 {

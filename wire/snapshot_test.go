@@ -17,8 +17,8 @@ import (
 )
 
 const (
-	conformanceDir = "../../testdata/conformance"
-	examplesDir    = "../../examples"
+	conformanceDir = "../testdata/conformance"
+	examplesDir    = "../examples"
 )
 
 func TestDecodeSnapshotErrors(t *testing.T) {

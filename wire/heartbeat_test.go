@@ -20,7 +20,7 @@ import (
 	"github.com/fairsched/fairsched/internal/jsonscan"
 )
 
-// apiHeartbeat is the request example of api.md §4.
+// apiHeartbeat is the request example of docs/api.md#node-heartbeats.
 const apiHeartbeat = `{
   "resource_limits": {"user_slots": 32, "cpu": 32, "memory": 137438953472},
   "resource_usage":  {"user_slots": 30, "cpu": 29.5, "memory": 120000000000},
@@ -121,7 +121,7 @@ func TestParseNumber(t *testing.T) {
 // ---- differential: the scanner against encoding/json and go-json ----
 
 // refHeartbeat decodes a heartbeat with encoding/json into generic values
-// and applies api.md's rules to them: an independent implementation of
+// and applies docs/api.md's rules to them: an independent implementation of
 // Decode, for TestHeartbeatDifferential and FuzzHeartbeat.
 func refHeartbeat(data []byte) (*Heartbeat, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -474,7 +474,7 @@ var heartbeatSeeds = []string{
 	`{"resource_limits":{},"allocations":[{"id":"1","state":"running" }]}`,
 	`{"resource_limits":{},"allocations":[{"id":"1","state":"running","resource_usage":{"cpu":1}}]}`,
 	`{"resource_limits":{},"allocations":[{"id":"1","state":"running"}}]}`,
-	// Origins (api.md §7): the compact form loadgen echoes, repeated ones,
+	// Origins (docs/api.md#node-heartbeats): the compact form loadgen echoes, repeated ones,
 	// and near misses the general path takes.
 	`{"resource_limits":{},"allocations":[{"id":"1","state":"running","operation_id":"op-1","task_index":0,"resources":{"user_slots":1,"cpu":0.5,"memory":2147483648}},{"id":"2","state":"running","operation_id":"op-1","task_index":0,"resources":{"user_slots":1,"cpu":0.5,"memory":2147483648}},{"id":"3","state":"running","operation_id":"op-2","task_index":1,"resources":{}},{"id":"4","state":"completed"},{"id":"5","state":"running","operation_id":"op-1","task_index":0,"resources":{"user_slots":1,"cpu":0.5,"memory":2147483648}}]}`,
 	`{"resource_limits":{},"allocations":[{"id":"1","state":"running","operation_id":"a","task_index":12,"resources":{"cpu":1.25,"gpu":0}}]}`,

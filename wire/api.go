@@ -18,13 +18,13 @@ import (
 	"github.com/fairsched/fairsched/internal/jsonpath"
 )
 
-// This file holds the decoders of the control-plane requests of api.md §2–§3
+// This file holds the decoders of the control-plane requests of docs/api.md (#the-tree-config, #pools, #operations)
 // and of the serve configuration. Like DecodeSnapshot they parse the body
 // with go-json into generic values and validate every field before they
 // return, reporting the first problem (keys in sorted order) as an *Error
 // with its JSON path. They do not retain data.
 
-// ---- pools (api.md §2) ----
+// ---- pools (docs/api.md#pools) ----
 
 // PoolBody is a decoded pool body: the attributes of PUT and PATCH
 // /api/v1/pools/{name}, and an entry of a serve configuration's "pools".
@@ -44,7 +44,7 @@ type PoolBody struct {
 // and the access control list.
 var apiPoolKeys = slices.Concat([]string{"name", "parent"}, poolAttrKeys, []string{"acl", "inherit_acl"})
 
-// DecodePool decodes a pool body (api.md §2) and applies its attributes to
+// DecodePool decodes a pool body (docs/api.md#pools) and applies its attributes to
 // base: the zero config for PUT (create or replace), the current config for
 // PATCH. The result is validated with tree.ValidatePool; whether the parent
 // exists and the move makes no cycle is the tree's to check.
@@ -250,7 +250,7 @@ func AppendPartialResources(dst []byte, p *tree.PartialVec) []byte {
 	return appendResourceMap(dst, &p.V, &p.Set)
 }
 
-// ---- operations (api.md §3) ----
+// ---- operations (docs/api.md#operations) ----
 
 var (
 	startKeys = []string{"id", "type", "pool", "weight", "preemption_mode", "is_gang", "resource_limits",
@@ -268,10 +268,10 @@ const (
 	maxTaskNameLen = 128
 )
 
-// DecodeStartOperation decodes the body of POST /api/v1/operations (api.md
-// §3) into a spec, validated as far as it can be without the tree: names,
+// DecodeStartOperation decodes the body of POST /api/v1/operations
+// (docs/api.md#operations) into a spec, validated as far as it can be without the tree: names,
 // types, ranges, and that every task's total Σ job_count × resources fits
-// in 2^53, and so does the operation's total over its tasks (api.md:
+// in 2^53, and so does the operation's total over its tasks (docs/api.md:
 // aggregates never wrap). "pool": "<Root>" is the root (spec.Pool ""). The scheduler
 // checks the pool and the limits.
 func DecodeStartOperation(data []byte) (schedule.OperationSpec, error) {
@@ -326,7 +326,7 @@ func DecodeStartOperation(data []byte) (schedule.OperationSpec, error) {
 	return spec, nil
 }
 
-// opType decodes an operation's type (api.md §3).
+// opType decodes an operation's type (docs/api.md#operations).
 func opType(p string, x any) (string, *Error) {
 	t, e := jsonpath.String(p, x)
 	if e == nil && !slices.Contains(opTypes, t) {
@@ -556,7 +556,7 @@ func taskPatches(path string, v any) ([]schedule.TaskPatch, *Error) {
 	return ts, nil
 }
 
-// ---- the tree config (api.md §2, spec.md §8.1–8.2) ----
+// ---- the tree config (docs/api.md#the-tree-config, docs/configuration.md) ----
 
 // ServeConfig is the configuration of fairsched serve: the tree config and
 // the initial pools, in the order to create them (parents first).

@@ -9,8 +9,8 @@ import (
 )
 
 // This file holds what the decoders of a pool's configuration share: the
-// snapshot tree (api.md §6), PUT and PATCH /api/v1/pools/{name} and the serve
-// configuration's pools (api.md §2) write the same attributes the same way.
+// snapshot tree (docs/api.md#solve), PUT and PATCH /api/v1/pools/{name} and the serve
+// configuration's pools (docs/api.md#pools) write the same attributes the same way.
 // The pool API adds "name", "parent" and null (back to the default); a
 // snapshot adds "pool", "children" and accumulated_resource_volume.
 
@@ -208,7 +208,7 @@ func resetAttr(f any) {
 	}
 }
 
-// tagFilter decodes a scheduling_tag_filter (spec.md §1.3): a formula
+// tagFilter decodes a scheduling_tag_filter (docs/semantics.md#scheduling-tag-filters): a formula
 // string, "" for none. A formula that does not parse is an invalid_value
 // at path whose message names the offset and what was expected there.
 func tagFilter(path string, v any) (tagfilter.Filter, *Error) {

@@ -1,4 +1,4 @@
-package facade
+package server
 
 import (
 	"encoding/json"
@@ -10,8 +10,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
@@ -19,36 +17,32 @@ import (
 	"github.com/fairsched/fairsched/store"
 )
 
-// The work-preserving restart of a durable server (docs/operations.md,
-// "State and restarts"):
+// The work-preserving restart of a durable server
+// (docs/operations.md#state-and-restarts), with the records of records.go:
 //
 //	nodes/<name>             {"index", "seq_end"}: the index its allocation ids
 //	                         embed and the end of the id range reserved for it
 //	checkpoints/op/<id>      [completed jobs per task], while it runs
 //	checkpoints/pool/<name>  {"accumulated_resource_volume": {…}}, integral pools
 //	checkpoints/nodes        ["n-1", …]: the nodes alive at the last checkpoint
+//	checkpoints/gone_nodes   {"n-2": {"index", "seq_end"}, …}: the registered nodes
+//	                         known to have gone at the last checkpoint, with
+//	                         their registration then
 //	meta/epoch               how many times the store was opened
 //
 // A node's first heartbeat of the process waits for its registration
-// (reserving an id range of nodeSeqBlock ids, then another one in the
+// (reserving an id range of NodeSeqBlock ids, then another one in the
 // background whenever half of it is used), so that no allocation id is
 // handed out twice across restarts. Checkpoints are written every
 // checkpoint_period_s without being awaited. After a restart the scheduler
-// is in recovery (schedule.BeginRecovery) until the nodes alive at the last
-// checkpoint reported or recovery_timeout_s passed: /healthz says
+// is in recovery (schedule.BeginRecovery) until every node of the registry
+// not known to have gone reported or recovery_timeout_s passed (a node that
+// registered after the last checkpoint is expected too: its registration
+// was durable before its first heartbeat was answered): /healthz says
 // "recovering" and /readyz answers 503 recovering.
 
-// nodeSeqBlock is how many allocation ids a node's registration reserves.
-const nodeSeqBlock = 1 << 16
-
-// CodeRecovering is /readyz's error code during the recovery window.
-const CodeRecovering = "recovering"
-
-// nodeRecord is the stored registration of a node.
-type nodeRecord struct {
-	Index  uint32 `json:"index"`
-	SeqEnd uint32 `json:"seq_end"`
-}
+// NodeSeqBlock is how many allocation ids a node's registration reserves.
+const NodeSeqBlock = 1 << 16
 
 // nodeRegistry is the durable node registry of a durable server.
 type nodeRegistry struct {
@@ -61,7 +55,7 @@ type nodeRegistry struct {
 }
 
 type registeredNode struct {
-	nodeRecord
+	NodeRecord
 	// adopted: the node registered in this process already (its first
 	// registration adopted what it reported; later ones adopt nothing).
 	adopted bool
@@ -71,19 +65,11 @@ func newNodeRegistry() *nodeRegistry {
 	return &nodeRegistry{nodes: map[string]*registeredNode{}, inflight: map[string]chan struct{}{}}
 }
 
-func nodeWrite(name string, r nodeRecord) store.Write {
-	b, err := json.Marshal(r)
-	if err != nil {
-		panic("BUG: " + err.Error())
-	}
-	return store.Put(store.Nodes, name, b)
-}
-
 // registerNodes registers names (unregistered nodes about to heartbeat) in
 // the store and then in the scheduler: their registrations are written in
-// one group and awaited together. It answers 503 store_unavailable and
-// reports false when the store failed.
-func (s *Server) registerNodes(ctx *fasthttp.RequestCtx, names []string) bool {
+// one group and awaited together. It returns the refusal
+// (CodeStoreUnavailable) when the store failed.
+func (s *Server) registerNodes(names []string) error {
 	reg := s.d.nodes
 	type todo struct {
 		r    schedule.NodeRegistration
@@ -100,29 +86,29 @@ func (s *Server) registerNodes(ctx *fasthttp.RequestCtx, names []string) bool {
 		}
 		rn := reg.nodes[name]
 		if rn == nil {
-			rn = &registeredNode{nodeRecord: nodeRecord{Index: reg.next}}
+			rn = &registeredNode{NodeRecord: NodeRecord{Index: reg.next}}
 			reg.next++
 			reg.nodes[name] = rn
 		}
-		if rn.SeqEnd > math.MaxUint32-nodeSeqBlock {
+		if rn.SeqEnd > math.MaxUint32-NodeSeqBlock {
 			// The index's ids are used up: the node takes a new one.
-			rn.nodeRecord = nodeRecord{Index: reg.next}
+			rn.NodeRecord = NodeRecord{Index: reg.next}
 			reg.next++
 		}
 		r := schedule.NodeRegistration{Name: name, Index: rn.Index, Seq: rn.SeqEnd,
-			SeqEnd: rn.SeqEnd + nodeSeqBlock, SeqLow: rn.SeqEnd + nodeSeqBlock/2, Adopt: !rn.adopted}
+			SeqEnd: rn.SeqEnd + NodeSeqBlock, SeqLow: rn.SeqEnd + NodeSeqBlock/2, Adopt: !rn.adopted}
 		rn.SeqEnd, rn.adopted = r.SeqEnd, true
 		done := make(chan struct{})
 		reg.inflight[name] = done
-		mine = append(mine, todo{r: r, p: s.d.c.Submit(nodeWrite(name, rn.nodeRecord)), done: done})
+		mine = append(mine, todo{r: r, p: s.d.c.Submit(nodeWrite(name, rn.NodeRecord)), done: done})
 	}
 	reg.mu.Unlock()
-	ok := true
-	now := s.now()
+	var failed error
+	now := s.Now()
 	for _, t := range mine {
 		if err := t.p.Wait(); err != nil {
-			if ok {
-				ok = s.await(ctx, t.p) // answers 503, fail-stop
+			if failed == nil {
+				failed = s.await(t.p) // fail-stop
 			}
 		} else {
 			s.sched.RegisterNode(now, t.r)
@@ -135,10 +121,10 @@ func (s *Server) registerNodes(ctx *fasthttp.RequestCtx, names []string) bool {
 	for _, ch := range waits {
 		<-ch
 	}
-	if ok && s.d.failed.Load() {
-		return s.storeOK(ctx)
+	if failed == nil {
+		failed = s.storeOK()
 	}
-	return ok
+	return failed
 }
 
 // extendNode reserves another id range for a node that used half of its
@@ -147,21 +133,21 @@ func (s *Server) extendNode(name string, index, end uint32) {
 	reg := s.d.nodes
 	reg.mu.Lock()
 	rn := reg.nodes[name]
-	if rn == nil || rn.Index != index || rn.SeqEnd != end || end > math.MaxUint32-nodeSeqBlock {
+	if rn == nil || rn.Index != index || rn.SeqEnd != end || end > math.MaxUint32-NodeSeqBlock {
 		// Registered again since with a longer range, or out of ids (the
 		// node registers with a new index when it comes back).
 		reg.mu.Unlock()
 		return
 	}
-	rn.SeqEnd = end + nodeSeqBlock
-	rec := rn.nodeRecord
+	rn.SeqEnd = end + NodeSeqBlock
+	rec := rn.NodeRecord
 	p := s.d.c.Submit(nodeWrite(name, rec))
 	reg.mu.Unlock()
 	if err := p.Wait(); err != nil {
 		s.storeFailed(err)
 		return
 	}
-	s.sched.ExtendNode(name, index, rec.SeqEnd, rec.SeqEnd-nodeSeqBlock/2)
+	s.sched.ExtendNode(name, index, rec.SeqEnd, rec.SeqEnd-NodeSeqBlock/2)
 }
 
 // ---- operations that finish by themselves ----
@@ -216,15 +202,15 @@ func (s *Server) recordCompleted(id string) {
 	if err != nil || !info.State.Final() {
 		return
 	}
-	now := s.now()
+	now := s.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.ops[id]
-	if r == nil || r.state.State != "live" {
+	if r == nil || r.state.State != StateLive {
 		return
 	}
 	r.state.State, r.state.FinishUnixUS = info.State.String(), s.unixUS(now)
-	r.durable = s.submit(s.operationStateWrite(id, &r.state), store.Delete(store.Checkpoints, "op/"+id))
+	r.durable = s.submit(operationStateWrite(id, &r.state), store.Delete(store.Checkpoints, "op/"+id))
 }
 
 // ---- checkpoints ----
@@ -234,6 +220,7 @@ type checkpointState struct {
 	last      clock.Time
 	completed map[string][]int64
 	nodes     []string
+	gone      map[string]NodeRecord
 }
 
 // checkpoint writes, without waiting, the completed job counts of the
@@ -267,9 +254,12 @@ func (s *Server) checkpoint(now clock.Time) {
 		if p.Config.Integral.Type == tree.GuaranteeNone {
 			continue
 		}
-		b, _ := json.Marshal(poolCheckpoint{Volume: volumeJSON(p.Attrs.Integral.AccumulatedVolume)})
+		b, _ := json.Marshal(PoolCheckpoint{Volume: volumeJSON(p.Attrs.Integral.AccumulatedVolume)})
 		ws = append(ws, store.Put(store.Checkpoints, "pool/"+p.Name, b))
 	}
+	// The registry is read before the scheduler's nodes: a node that
+	// registers in between is alive, never gone.
+	registered := s.d.nodes.snapshot()
 	var nodes []string
 	all, _ := s.sched.Nodes(nil, "", 0)
 	for _, n := range all {
@@ -279,6 +269,11 @@ func (s *Server) checkpoint(now clock.Time) {
 		cp.nodes = nodes
 		b, _ := json.Marshal(nodes)
 		ws = append(ws, store.Put(store.Checkpoints, "nodes", b))
+	}
+	if gone := s.goneNodes(registered, nodes); !maps.Equal(gone, cp.gone) {
+		cp.gone = gone
+		b, _ := json.Marshal(gone)
+		ws = append(ws, store.Put(store.Checkpoints, "gone_nodes", b))
 	}
 	if len(ws) == 0 {
 		return
@@ -291,28 +286,60 @@ func (s *Server) checkpoint(now clock.Time) {
 	}()
 }
 
-// poolCheckpoint is an integral pool's checkpoint.
-type poolCheckpoint struct {
-	Volume map[string]float64 `json:"accumulated_resource_volume"`
-}
-
-func volumeJSON(v [resource.Count]float64) map[string]float64 {
-	m := map[string]float64{}
-	for k, x := range v {
-		if x != 0 {
-			m[resource.Kind(k).String()] = x
+// snapshot copies the registry's settled registrations (not those being
+// written) and whether each registered in this process.
+func (reg *nodeRegistry) snapshot() map[string]registeredNode {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	m := make(map[string]registeredNode, len(reg.nodes))
+	for name, rn := range reg.nodes {
+		if _, busy := reg.inflight[name]; !busy {
+			m[name] = *rn
 		}
 	}
 	return m
+}
+
+// goneNodes are the registered nodes known to have gone: those that
+// registered in this process and are not alive now, and those of earlier
+// processes that have not registered in this one and were known to have
+// gone when it started (with the same registration).
+func (s *Server) goneNodes(registered map[string]registeredNode, alive []string) map[string]NodeRecord {
+	gone := map[string]NodeRecord{}
+	for name, rn := range registered {
+		if rn.adopted {
+			if _, ok := slices.BinarySearch(alive, name); !ok {
+				gone[name] = rn.NodeRecord
+			}
+		} else if r, ok := s.d.goneAtStart[name]; ok && r == rn.NodeRecord {
+			gone[name] = r
+		}
+	}
+	return gone
+}
+
+// expectedNodes are the nodes a restart's recovery window waits for: every
+// registered node but those known to have gone at the last checkpoint
+// (with the registration they have still; one that registered again since
+// came back). Without a gone_nodes checkpoint none is known to have gone.
+func (l *loaded) expectedNodes() []string {
+	var names []string
+	for name, r := range l.nodes {
+		if g, ok := l.goneNodes[name]; !ok || g != r {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // ---- loading ----
 
 // loadRecovery reads the node registry, the checkpoints and the epoch.
 func (l *loaded) loadRecovery(b store.Backend) error {
-	l.nodes = map[string]nodeRecord{}
+	l.nodes = map[string]NodeRecord{}
 	if err := b.Scan(store.Nodes, func(k string, v []byte) error {
-		var r nodeRecord
+		var r NodeRecord
 		if err := json.Unmarshal(v, &r); err != nil {
 			return fmt.Errorf("nodes/%s: %w", k, err)
 		}
@@ -322,18 +349,21 @@ func (l *loaded) loadRecovery(b store.Backend) error {
 		return err
 	}
 	l.completed = map[string][]int64{}
-	l.volumes = map[string]poolCheckpoint{}
+	l.volumes = map[string]PoolCheckpoint{}
 	if err := b.Scan(store.Checkpoints, func(k string, v []byte) error {
 		var err error
 		switch {
 		case k == "nodes":
-			err = json.Unmarshal(v, &l.aliveNodes)
+			// The nodes alive at the last checkpoint (for older binaries):
+			// the registry and gone_nodes say more.
+		case k == "gone_nodes":
+			err = json.Unmarshal(v, &l.goneNodes)
 		case strings.HasPrefix(k, "op/"):
 			var c []int64
 			err = json.Unmarshal(v, &c)
 			l.completed[k[len("op/"):]] = c
 		case strings.HasPrefix(k, "pool/"):
-			var p poolCheckpoint
+			var p PoolCheckpoint
 			err = json.Unmarshal(v, &p)
 			l.volumes[k[len("pool/"):]] = p
 		}
@@ -370,19 +400,19 @@ func (s *Server) beginDurable(l *loaded) error {
 		OnNodeSeqLow:         func(node string, index, end uint32) { go s.extendNode(node, index, end) },
 		OnOperationCompleted: s.completed})
 	var epoch uint64
-	now := s.now()
+	now := s.Now()
 	if l != nil {
 		epoch = l.epoch
 		reg := s.d.nodes
 		for name, r := range l.nodes {
-			reg.nodes[name] = &registeredNode{nodeRecord: r}
+			reg.nodes[name] = &registeredNode{NodeRecord: r}
 			reg.next = max(reg.next, r.Index+1)
 			s.sched.KnowNode(r.Index, name)
 		}
 		var ws []store.Write
 		for _, id := range slices.Sorted(maps.Keys(l.completed)) {
 			r := s.ops[id]
-			if r == nil || r.state.State != "live" {
+			if r == nil || r.state.State != StateLive {
 				ws = append(ws, store.Delete(store.Checkpoints, "op/"+id))
 				continue
 			}
@@ -395,7 +425,7 @@ func (s *Server) beginDurable(l *loaded) error {
 			if finished {
 				// Its last jobs completed before the stop.
 				r.state.State, r.state.FinishUnixUS = schedule.StateCompleted.String(), s.unixUS(now)
-				ws = append(ws, s.operationStateWrite(id, &r.state), store.Delete(store.Checkpoints, "op/"+id))
+				ws = append(ws, operationStateWrite(id, &r.state), store.Delete(store.Checkpoints, "op/"+id))
 				delete(s.d.cp.completed, id)
 			}
 		}
@@ -418,7 +448,8 @@ func (s *Server) beginDurable(l *loaded) error {
 				return fmt.Errorf("writing the store: %w", err)
 			}
 		}
-		s.sched.BeginRecovery(now, l.aliveNodes)
+		s.d.goneAtStart = l.goneNodes
+		s.sched.BeginRecovery(now, l.expectedNodes())
 		st := s.sched.Recovery(now)
 		s.d.recovering = st.Active // watchRecovery logs its end
 		s.log.Info("recovery: adopting the running allocations that nodes report", "epoch", epoch+1,
@@ -447,11 +478,11 @@ func (s *Server) watchRecovery(now clock.Time) {
 		"took_s", st.Ended.Sub(st.Deadline.Add(-s.sched.Config().RecoveryTimeout)).Seconds())
 }
 
-// recoveryStatus is the scheduler's recovery state now (zero for a server
+// Recovery is the scheduler's recovery state now (zero for a server
 // without a store).
-func (s *Server) recoveryStatus() schedule.RecoveryStatus {
+func (s *Server) Recovery() schedule.RecoveryStatus {
 	if s.d == nil {
 		return schedule.RecoveryStatus{}
 	}
-	return s.sched.Recovery(s.now())
+	return s.sched.Recovery(s.Now())
 }

@@ -1,8 +1,8 @@
-// Package testserver starts a fairsched server for tests of the packages
+// Package facadetest starts a fairsched server for tests of the packages
 // that talk to one over HTTP (the client, the command line): a facade.Server
 // on a free 127.0.0.1 port, with a manual clock and manual fair-share
 // updates, stopped when the test ends.
-package testserver
+package facadetest
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/facade"
-	"github.com/fairsched/fairsched/facade/wire"
+	"github.com/fairsched/fairsched/wire"
 )
 
 // Server is a running test server.
@@ -52,7 +52,7 @@ func Start(t testing.TB, config string, opts ...func(*facade.Options)) *Server {
 	if config != "" {
 		var err error
 		if sc, err = wire.DecodeServeConfig([]byte(config)); err != nil {
-			t.Fatalf("testserver: config: %v", err)
+			t.Fatalf("facadetest: config: %v", err)
 		}
 	}
 	s := &Server{}
@@ -64,7 +64,7 @@ func Start(t testing.TB, config string, opts ...func(*facade.Options)) *Server {
 	}
 	srv, err := facade.New(o)
 	if err != nil {
-		t.Fatalf("testserver: %v", err)
+		t.Fatalf("facadetest: %v", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -81,10 +81,10 @@ func Start(t testing.TB, config string, opts ...func(*facade.Options)) *Server {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("testserver: shutdown: %v", err)
+			t.Errorf("facadetest: shutdown: %v", err)
 		}
 		if err := <-done; err != nil {
-			t.Errorf("testserver: Serve returned %v after Shutdown", err)
+			t.Errorf("facadetest: Serve returned %v after Shutdown", err)
 		}
 	})
 	return s

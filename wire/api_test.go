@@ -453,7 +453,7 @@ func FuzzDecodeConfigPatch(f *testing.F) {
 }
 
 // TestSchedulingTagFilter: pools and operations take a scheduling_tag_filter
-// formula (spec.md §1.3); answers give it in canonical form, which decodes
+// formula (docs/semantics.md#scheduling-tag-filters); answers give it in canonical form, which decodes
 // to the same filter; a formula that does not parse is an invalid_value at
 // its path whose message names the offset.
 func TestSchedulingTagFilter(t *testing.T) {

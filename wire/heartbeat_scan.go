@@ -16,7 +16,7 @@ import (
 //
 // NB: goccy/go-json allocates once per decoded string and once per value of
 // a type with its own UnmarshalJSON (measured: 12 allocations for the
-// heartbeat example of api.md §4, ~100 for a node with 30 allocations), so
+// heartbeat example of docs/api.md#node-heartbeats, ~100 for a node with 30 allocations), so
 // the heartbeat, which must cost ≤ 2 allocations a request, is scanned here.
 // TestHeartbeatDifferential checks it against encoding/json and go-json.
 type scanner struct {
@@ -135,7 +135,7 @@ func (s *scanner) number(path lazyPath) (tok []byte, f float64, exact uint64, is
 	return tok, f, exact, isInt, true
 }
 
-// amount reads one resource amount (api.md §1), as jsonpath.Amount does for
+// amount reads one resource amount (docs/api.md#conventions), as jsonpath.Amount does for
 // decoded values: non-negative, cpu rounded to centi-cores, the others whole
 // numbers, all at most 2^53.
 func (s *scanner) amount(path lazyPath, k resource.Kind) (int64, bool) {
