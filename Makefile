@@ -49,7 +49,8 @@ PGO_AB_RUNS     ?= 3
 COMMIT          := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)$(shell test -n "$$(git status --porcelain --untracked-files=no 2>/dev/null)" && echo +dirty)
 
 .PHONY: help build binary test test-invariants test-race crash-soak lint fuzz bench bench-scaling bench-compare solve conformance run serve clean \
-	loadgen-binary load load-pipelined test-ha ha-bench ha-demo load-batched soak profile profile-batched pgo pgo-ab test-ui ui-screenshots demo-load
+	loadgen-binary load load-pipelined test-ha ha-bench ha-demo load-batched soak profile profile-batched pgo pgo-ab test-ui ui-screenshots demo-load \
+	kube-bins test-kube kube-bench
 
 help: ## print the targets with one line each (default)
 	@echo "usage: make TARGET [VAR=value ...]"
@@ -111,6 +112,7 @@ test-race: ## go test -race ./core/... ./server/... ./facade/...
 lint: ## go vet (default and invariants tags), gofmt check, staticcheck if installed
 	$(GO) vet ./...
 	$(GO) vet -tags invariants ./...
+	cd kube && $(GO) vet ./...
 	@out=$$(find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*' -print0 | xargs -0 gofmt -l); \
 	if [ -n "$$out" ]; then echo "not gofmt-ed (run gofmt -w):"; echo "$$out"; exit 1; fi
 	@if command -v staticcheck >/dev/null 2>&1; then \
@@ -251,6 +253,40 @@ pgo-ab: loadgen-binary ## A/B: the standard load on bin/fairsched built -pgo=off
 			--label build=$$v --label commit=$(COMMIT) $(LOAD_FLAGS) | sed -n '2,3p'; \
 	done; done
 	$(LOADGEN) compare --a 'bench/results/pgo-ab/nopgo-*.json' --b 'bench/results/pgo-ab/pgo-*.json' --names nopgo,pgo | tee bench/results/pgo-ab.md
+
+# fairsched-kube (kube/, a module of its own): its end-to-end suite and
+# benchmark run a real kube-apiserver, kube-controller-manager, kube-scheduler
+# and KWOK, built from the Go module proxy into KUBE_BINS_DIR (git-ignored)
+# by kube/hack/kube-bins.sh. The first build takes tens of minutes
+# (kube-apiserver alone: 88 min on two busy cores); a warm cache, seconds.
+# KUBE_BINS_P=N builds N packages at once.
+K8S_VERSION       ?= v1.37.2
+KUBE_BINS_DIR     ?= $(CURDIR)/.cache/kube-bins
+KUBE_BINS         := $(KUBE_BINS_DIR)/$(K8S_VERSION)/bin
+KUBE_TEST_TIMEOUT ?= 45m
+KUBE_TEST_FLAGS   ?=
+
+kube-bins: ## build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (K8S_VERSION), kwok and etcd into KUBE_BINS_DIR (.cache/kube-bins)
+	K8S_VERSION=$(K8S_VERSION) KUBE_BINS_DIR=$(KUBE_BINS_DIR) ./kube/hack/kube-bins.sh
+
+# -p 1: one package's control plane at a time (each runs five processes).
+test-kube: kube-bins ## fairsched-kube's tests (cd kube; go test ./...) with the end-to-end suite against a real API server, KWOK and controller manager (FAIRSCHED_KUBE_E2E=1)
+	cd kube && FAIRSCHED_KUBE_E2E=1 KUBE_BINS=$(KUBE_BINS) $(GO) test -p 1 -count=1 -timeout=$(KUBE_TEST_TIMEOUT) $(KUBE_TEST_FLAGS) ./...
+
+# make kube-bench: kube/cmd/kube-bench on 1,000 KWOK nodes, 10,000 pods in 10
+# pools (Jobs and bare pods) per scheduler, kube-scheduler then fairsched-kube
+# with fairsched serve, one after the other on the same API server.
+KUBE_BENCH_FLAGS  ?=
+KUBE_BENCH_REPORT ?= bench/results/kube-bench.json
+
+kube-bench: kube-bins binary ## bind 10,000 pods on 1,000 KWOK nodes with kube-scheduler and with fairsched-kube (KUBE_BENCH_FLAGS, e.g. --scheduler=kube-scheduler); report in bench/results/kube-bench.json
+	@mkdir -p bin
+	@if [ -d kube/cmd/fairsched-kube ]; then \
+		echo "cd kube && $(GO) build -o ../bin/fairsched-kube ./cmd/fairsched-kube"; \
+		cd kube && $(GO) build -o ../bin/fairsched-kube ./cmd/fairsched-kube; \
+	fi
+	cd kube && $(GO) build -o ../bin/kube-bench ./cmd/kube-bench
+	KUBE_BINS=$(KUBE_BINS) bin/kube-bench --report $(KUBE_BENCH_REPORT) $(KUBE_BENCH_FLAGS)
 
 clean: ## remove build outputs (bin/, out/, *.test, root-level profiles)
 	rm -rf bin out

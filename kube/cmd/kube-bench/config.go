@@ -1,0 +1,136 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/fairsched/fairsched/kube/internal/kubetest"
+)
+
+type config struct {
+	scheduler      string
+	nodes          int
+	pods           int
+	pools          int
+	jobShare       float64
+	jobParallelism int
+	nodeCPU        string
+	nodeMemory     string
+	podCPU         string
+	podMemory      string
+	creators       int
+	timeout        time.Duration
+	settle         time.Duration
+	fairschedBin   string
+	adapterBin     string
+	adapterArgs    multiFlag
+	report         string
+	dir            string
+	bins           string
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, " ") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func parseFlags(args []string) (*config, error) {
+	cfg := &config{}
+	fs := flag.NewFlagSet("kube-bench", flag.ContinueOnError)
+	fs.StringVar(&cfg.scheduler, "scheduler", "both", "which scheduler binds the pods: kube-scheduler, fairsched or both (one after the other, each with fresh pods)")
+	fs.IntVar(&cfg.nodes, "nodes", 1000, "KWOK nodes")
+	fs.IntVar(&cfg.pods, "pods", 10000, "pods per scheduler")
+	fs.IntVar(&cfg.pools, "pools", 10, "pools the pods are spread over evenly (pool-i has weight i+1)")
+	fs.Float64Var(&cfg.jobShare, "job-share", 0.5, "the share of each pool's pods that Jobs create (the rest are bare pods)")
+	fs.IntVar(&cfg.jobParallelism, "job-parallelism", 100, "each Job's parallelism and completions")
+	fs.StringVar(&cfg.nodeCPU, "node-cpu", "32", "each node's allocatable cpu")
+	fs.StringVar(&cfg.nodeMemory, "node-memory", "128Gi", "each node's allocatable memory")
+	fs.StringVar(&cfg.podCPU, "pod-cpu", "1", "each pod's cpu request")
+	fs.StringVar(&cfg.podMemory, "pod-memory", "1Gi", "each pod's memory request")
+	fs.IntVar(&cfg.creators, "creators", 32, "create requests in flight")
+	fs.DurationVar(&cfg.timeout, "timeout", 20*time.Minute, "the most one scheduler's run may take")
+	fs.DurationVar(&cfg.settle, "settle", 30*time.Second, "fairsched: how long to wait, once every pod is bound, for the pools' shares to stop moving")
+	fs.StringVar(&cfg.fairschedBin, "fairsched-bin", "", "fairsched (default bin/fairsched of the checkout)")
+	fs.StringVar(&cfg.adapterBin, "fairsched-kube-bin", "", "fairsched-kube (default bin/fairsched-kube of the checkout)")
+	fs.Var(&cfg.adapterArgs, "adapter-arg", "an extra flag for fairsched-kube (repeatable)")
+	fs.StringVar(&cfg.report, "report", "", "write the results as JSON to this file")
+	fs.StringVar(&cfg.dir, "dir", "", "keep the cluster's data and logs in this directory (default a temporary one, removed)")
+	fs.StringVar(&cfg.bins, "bins", "", "the Kubernetes binaries' directory (default $KUBE_BINS, else the checkout's .cache/kube-bins)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	switch cfg.scheduler {
+	case "kube-scheduler", "fairsched", "both":
+	default:
+		return nil, fmt.Errorf("--scheduler: %q is not kube-scheduler, fairsched or both", cfg.scheduler)
+	}
+	var errs []error
+	if cfg.nodes < 1 {
+		errs = append(errs, fmt.Errorf("--nodes: %d is not positive", cfg.nodes))
+	}
+	if cfg.pools < 1 {
+		errs = append(errs, fmt.Errorf("--pools: %d is not positive", cfg.pools))
+	}
+	if cfg.pods < cfg.pools {
+		errs = append(errs, fmt.Errorf("--pods: %d is fewer than the %d pools", cfg.pods, cfg.pools))
+	}
+	if cfg.jobShare < 0 || cfg.jobShare > 1 {
+		errs = append(errs, fmt.Errorf("--job-share: %v is not in [0, 1]", cfg.jobShare))
+	}
+	if cfg.jobParallelism < 1 {
+		errs = append(errs, fmt.Errorf("--job-parallelism: %d is not positive", cfg.jobParallelism))
+	}
+	if cfg.creators < 1 {
+		errs = append(errs, fmt.Errorf("--creators: %d is not positive", cfg.creators))
+	}
+	for name, q := range map[string]string{"--node-cpu": cfg.nodeCPU, "--node-memory": cfg.nodeMemory, "--pod-cpu": cfg.podCPU, "--pod-memory": cfg.podMemory} {
+		if _, err := resource.ParseQuantity(q); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %q is not a quantity: %v", name, q, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if cfg.scheduler != "kube-scheduler" {
+		root, err := kubetest.RepoRoot()
+		if err != nil && (cfg.fairschedBin == "" || cfg.adapterBin == "") {
+			return nil, err
+		}
+		if cfg.fairschedBin == "" {
+			cfg.fairschedBin = filepath.Join(root, "bin", "fairsched")
+		}
+		if cfg.adapterBin == "" {
+			cfg.adapterBin = filepath.Join(root, "bin", "fairsched-kube")
+		}
+	}
+	return cfg, nil
+}
+
+func (cfg *config) schedulers() []string {
+	if cfg.scheduler == "both" {
+		return []string{"kube-scheduler", "fairsched"}
+	}
+	return []string{cfg.scheduler}
+}
+
+func (cfg *config) nodeSpec() kubetest.NodeSpec {
+	return kubetest.NodeSpec{Allocatable: kubetest.Resources("cpu", cfg.nodeCPU, "memory", cfg.nodeMemory, "pods", "110")}
+}
+
+func (cfg *config) describe() map[string]any {
+	return map[string]any{
+		"nodes": cfg.nodes, "pods": cfg.pods, "pools": cfg.pools, "job_share": cfg.jobShare,
+		"job_parallelism": cfg.jobParallelism, "node_cpu": cfg.nodeCPU, "node_memory": cfg.nodeMemory,
+		"pod_cpu": cfg.podCPU, "pod_memory": cfg.podMemory, "creators": cfg.creators,
+		"adapter_args": []string(cfg.adapterArgs),
+	}
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fairsched/fairsched/kube/internal/kubetest"
+)
+
+func TestFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // in the error; "" for none
+	}{
+		{[]string{"--scheduler=kube-scheduler"}, ""},
+		{[]string{"--scheduler=volcano"}, "--scheduler"},
+		{[]string{"--scheduler=kube-scheduler", "--nodes=0"}, "--nodes"},
+		{[]string{"--scheduler=kube-scheduler", "--pods=5", "--pools=10"}, "--pods"},
+		{[]string{"--scheduler=kube-scheduler", "--job-share=1.5"}, "--job-share"},
+		{[]string{"--scheduler=kube-scheduler", "--pod-cpu=lots"}, "--pod-cpu"},
+		{[]string{"--scheduler=kube-scheduler", "extra"}, "unexpected argument"},
+	} {
+		_, err := parseFlags(tc.args)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v", tc.args, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v: error %v, want one naming %s", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	d := make([]int, 100)
+	for i := range d {
+		d[i] = i + 1
+	}
+	for _, tc := range []struct {
+		p    float64
+		want int
+	}{{50, 50}, {99, 99}, {100, 100}, {1, 1}} {
+		ds := durations(d)
+		if got := percentile(ds, tc.p); got != ds[tc.want-1] {
+			t.Errorf("p%v = %v, want %v", tc.p, got, ds[tc.want-1])
+		}
+	}
+}
+
+// TestSmallRun runs the benchmark at a small scale end to end: against
+// kube-scheduler always, and against fairsched when fairsched-kube's
+// command is in the module.
+func TestSmallRun(t *testing.T) {
+	kubetest.Require(t)
+	dir := t.TempDir()
+	report := filepath.Join(dir, "report.json")
+	args := []string{"--nodes=4", "--pods=60", "--pools=3", "--job-parallelism=10", "--report=" + report, "--settle=5s"}
+	root, err := kubetest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"kube-scheduler"}
+	if _, err := os.Stat(filepath.Join(root, "kube", "cmd", "fairsched-kube")); err == nil {
+		build(t, root, filepath.Join(dir, "fairsched"), "./cmd/fairsched")
+		build(t, filepath.Join(root, "kube"), filepath.Join(dir, "fairsched-kube"), "./cmd/fairsched-kube")
+		args = append(args, "--scheduler=both", "--fairsched-bin="+filepath.Join(dir, "fairsched"), "--fairsched-kube-bin="+filepath.Join(dir, "fairsched-kube"))
+		want = append(want, "fairsched")
+	} else {
+		t.Logf("no kube/cmd/fairsched-kube: the kube-scheduler side only")
+		args = append(args, "--scheduler=kube-scheduler")
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), args, &out); err != nil {
+		t.Fatal(err)
+	}
+	t.Log(out.String())
+	data, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep Report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != len(want) {
+		t.Fatalf("%d results, want %d: %+v", len(rep.Results), len(want), rep.Results)
+	}
+	for i, r := range rep.Results {
+		if r.Scheduler != want[i] || r.Pods != 60 || r.PodsPerSecond <= 0 || r.P50Ms > r.P99Ms || r.P99Ms > r.MaxMs || r.Nodes < 1 || r.Nodes > 4 {
+			t.Errorf("result %d: %+v", i, r)
+		}
+		if (r.Scheduler == "fairsched") != (r.Gap != nil) {
+			t.Errorf("%s: fair-share gap %+v", r.Scheduler, r.Gap)
+		}
+		if r.Gap != nil && len(r.Gap.Pools) != 3 {
+			t.Errorf("%s: the gap covers %d pools, want 3", r.Scheduler, len(r.Gap.Pools))
+		}
+	}
+}
+
+func build(t *testing.T, dir, out, pkg string) {
+	t.Helper()
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Dir = dir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	}
+}
+
+func durations(ms []int) []time.Duration {
+	out := make([]time.Duration, len(ms))
+	for i, m := range ms {
+		out[i] = time.Duration(m) * time.Millisecond
+	}
+	return out
+}

@@ -1,0 +1,670 @@
+package adapter_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/fairsched/fairsched/client"
+	"github.com/fairsched/fairsched/kube/internal/adapter"
+	"github.com/fairsched/fairsched/kube/internal/kubetest"
+	"github.com/fairsched/fairsched/kube/internal/podspec"
+	"github.com/fairsched/fairsched/kube/internal/poolcrd"
+)
+
+// The end-to-end tests run fairsched-kube against a real kube-apiserver
+// (kubetest: etcd, kube-apiserver, KWOK, kube-controller-manager) and a
+// real fairsched serve built from the parent module.
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// binaries builds fairsched and fairsched-kube once per test binary.
+func binaries(t *testing.T) (serve, kube string) {
+	t.Helper()
+	buildOnce.Do(func() {
+		root, err := kubetest.RepoRoot()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binDir, buildErr = os.MkdirTemp("", "fairsched-kube-e2e-")
+		if buildErr != nil {
+			return
+		}
+		for _, b := range []struct{ dir, pkg, out string }{
+			{root, "./cmd/fairsched", "fairsched"},
+			{filepath.Join(root, "kube"), "./cmd/fairsched-kube", "fairsched-kube"},
+		} {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, b.out), b.pkg)
+			cmd.Dir = b.dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("cannot build %s: %v\n%s", b.pkg, err, out)
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return filepath.Join(binDir, "fairsched"), filepath.Join(binDir, "fairsched-kube")
+}
+
+// env is one test's world: a cluster, fairsched serve and the adapter.
+type env struct {
+	t        *testing.T
+	ctx      context.Context
+	c        *kubetest.Cluster
+	kube     kubernetes.Interface
+	dyn      dynamic.Interface
+	api      *client.Client
+	serveBin string
+	serve    *kubetest.Process
+	url      string
+	dataDir  string
+	ns       string
+}
+
+func freePort(t *testing.T) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func newEnv(t *testing.T, config client.Config) *env {
+	kubetest.Require(t)
+	serveBin, _ := binaries(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	c := kubetest.New(t, kubetest.Options{})
+	if err := c.ApplyAdapterRBAC(ctx); err != nil {
+		t.Fatal(err)
+	}
+	root, _ := kubetest.RepoRoot()
+	if _, err := c.Kubectl(ctx, "apply", "-f", filepath.Join(root, "deploy", "kubernetes", "crd-pools.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Kubectl(ctx, "wait", "--for=condition=Established", "crd/pools.fairsched.io", "--timeout=60s"); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, ctx: ctx, c: c, dataDir: t.TempDir()}
+	e.url = "http://127.0.0.1:" + strconv.Itoa(freePort(t))
+	e.serveBin = serveBin
+	e.startServe(serveBin)
+	var err error
+	e.api, err = client.New(e.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := client.Config{"fair_share_update_period_s": 0.1, "preemptive_scheduling_backoff_s": 0.2,
+		"fair_share_starvation_timeout_s": 1, "refused_allocation_backoff_s": 1}
+	for k, v := range config {
+		base[k] = v
+	}
+	if _, err := e.api.PatchConfig(ctx, base); err != nil {
+		t.Fatal(err)
+	}
+	e.kube, err = kubernetes.NewForConfig(c.Adapter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.dyn, err = dynamic.NewForConfig(c.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.ns, err = c.Namespace(ctx, "e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// startServe runs fairsched serve, durable in e.dataDir, and waits until
+// it is ready; the cluster's close stops it.
+func (e *env) startServe(bin string) {
+	t := e.t
+	p, err := e.c.Run("fairsched-serve", bin, []string{"serve", "--listen", strings.TrimPrefix(e.url, "http://"),
+		"--data-dir", e.dataDir, "--log-level", "warn"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.serve = p
+	api, _ := client.New(e.url, client.WithRetries(0))
+	if err := kubetest.Poll(e.ctx, time.Minute, 50*time.Millisecond, func(ctx context.Context) (bool, error) {
+		return api.Ready(ctx) == nil, nil
+	}); err != nil {
+		t.Fatalf("fairsched serve is not ready: %v\n%s", err, p.Tail(20))
+	}
+}
+
+// startAdapterProcess runs fairsched-kube as its own process, as the
+// deployed one authorized by deploy/kubernetes's RBAC.
+func (e *env) startAdapterProcess() *kubetest.Process {
+	_, bin := binaries(e.t)
+	p, err := e.c.Run("fairsched-kube", bin, []string{"--server", e.url, "--kubeconfig", e.c.AdapterKubeconfig,
+		"--leader-elect=false", "--heartbeat-period=200ms", "--status-period=500ms"},
+		func(line string) bool { return strings.Contains(line, "caches synced") })
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+// runAdapter runs the adapter in the test's process until the test ends.
+func (e *env) runAdapter(cfg adapter.Config) {
+	if cfg.Period == 0 {
+		cfg.Period = 200 * time.Millisecond
+	}
+	if cfg.StatusPeriod == 0 {
+		cfg.StatusPeriod = 500 * time.Millisecond
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	dyn, err := dynamic.NewForConfig(e.c.Adapter)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	a := adapter.New(cfg, e.kube, dyn, e.api)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := a.Run(ctx); err != nil {
+			e.t.Errorf("adapter: %v", err)
+		}
+	}()
+	e.t.Cleanup(func() { cancel(); <-done })
+}
+
+func (e *env) pool(name string, spec map[string]any) {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "fairsched.io/v1alpha1", "kind": "Pool",
+		"metadata": map[string]any{"name": name}, "spec": spec}}
+	if _, err := e.dyn.Resource(poolcrd.Resource).Create(e.ctx, u, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.poll(30*time.Second, "pool "+name+" on the server", func(ctx context.Context) (bool, error) {
+		_, err := e.api.Pool(ctx, name)
+		return err == nil, nil
+	})
+}
+
+func (e *env) poll(timeout time.Duration, what string, cond func(context.Context) (bool, error)) {
+	e.t.Helper()
+	if err := kubetest.Poll(e.ctx, timeout, 100*time.Millisecond, cond); err != nil {
+		e.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func (e *env) nodes(prefix string, n int, spec kubetest.NodeSpec) []string {
+	names, err := e.c.AddNodes(e.ctx, prefix, n, spec)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return names
+}
+
+// podTemplate is a fairsched pod of cpu cores in pool, that runs for
+// runFor ("": until deleted).
+func podTemplate(pool, cpu, runFor string) corev1.PodTemplateSpec {
+	ann := map[string]string{}
+	if runFor != "" {
+		ann["kwok.fairsched.io/run-for"] = runFor
+	}
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{podspec.LabelPool: pool}, Annotations: ann},
+		Spec: corev1.PodSpec{
+			SchedulerName: "fairsched",
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "work", Image: "work",
+				Resources: corev1.ResourceRequirements{Requests: kubetest.Resources("cpu", cpu, "memory", "1Gi")}}},
+		},
+	}
+}
+
+func (e *env) job(name string, parallelism, completions int32, tpl corev1.PodTemplateSpec) {
+	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
+		Spec: batchv1.JobSpec{Parallelism: &parallelism, Completions: &completions, Template: tpl}}
+	if _, err := e.c.Client.BatchV1().Jobs(e.ns).Create(e.ctx, j, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) pod(name string, tpl corev1.PodTemplateSpec) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: tpl.ObjectMeta, Spec: tpl.Spec}
+	p.Name, p.Namespace = name, e.ns
+	out, err := e.c.Client.CoreV1().Pods(e.ns).Create(e.ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
+func (e *env) pods() []corev1.Pod {
+	l, err := e.c.Client.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return l.Items
+}
+
+// checkNoDoubleBind fails the test when two pods carry one allocation.
+func (e *env) checkNoDoubleBind() {
+	seen := map[string]string{}
+	for _, p := range e.pods() {
+		id := p.Annotations[podspec.AnnotationAllocationID]
+		if id == "" {
+			continue
+		}
+		if other, ok := seen[id]; ok {
+			e.t.Errorf("allocation %s bound twice: pods %s and %s", id, other, p.Name)
+		}
+		seen[id] = p.Name
+	}
+}
+
+// TestE2EPoolsAndJobs: Pool objects are mirrored to the server (created,
+// changed, deleted) with their status written back, and a Job with
+// parallelism runs to completion, each pod bound once with its origin.
+func TestE2EPoolsAndJobs(t *testing.T) {
+	e := newEnv(t, nil)
+	e.nodes("node", 2, kubetest.NodeSpec{Allocatable: kubetest.Resources("cpu", "4", "memory", "16Gi")})
+	e.runAdapter(adapter.Config{})
+	e.pool("research", map[string]any{"weight": 2, "resourceLimits": map[string]any{"cpu": "64"}})
+	p, err := e.api.Pool(e.ctx, "research")
+	if err != nil || p.Weight != 2 || p.ResourceLimits["cpu"] != 64 {
+		t.Fatalf("server pool = %+v, %v; want weight 2 and a 64-cpu limit", p, err)
+	}
+
+	e.job("train", 4, 12, podTemplate("research", "1", "300ms"))
+	e.poll(2*time.Minute, "the Job completes", func(ctx context.Context) (bool, error) {
+		j, err := e.c.Client.BatchV1().Jobs(e.ns).Get(ctx, "train", metav1.GetOptions{})
+		if err != nil {
+			return false, kubetest.Retry(err)
+		}
+		return j.Status.Succeeded == 12, nil
+	})
+	bound := 0
+	for _, p := range e.pods() {
+		if p.Status.Phase != corev1.PodSucceeded {
+			continue
+		}
+		if _, ok, err := podspec.ParseOrigin(&p); !ok || err != nil {
+			t.Errorf("succeeded pod %s has no origin (%v)", p.Name, err)
+		}
+		bound++
+	}
+	if bound != 12 {
+		t.Errorf("%d succeeded pods, want 12", bound)
+	}
+	e.checkNoDoubleBind()
+
+	// The status is written back.
+	e.poll(30*time.Second, "the Pool's status", func(ctx context.Context) (bool, error) {
+		u, err := e.dyn.Resource(poolcrd.Resource).Get(ctx, "research", metav1.GetOptions{})
+		if err != nil {
+			return false, kubetest.Retry(err)
+		}
+		gen, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+		_, hasFair, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "fairShare")
+		return gen == u.GetGeneration() && hasFair, nil
+	})
+	// A change reaches the server; a deletion removes the pool.
+	u, err := e.dyn.Resource(poolcrd.Resource).Get(e.ctx, "research", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = unstructured.SetNestedField(u.Object, int64(5), "spec", "weight")
+	if _, err := e.dyn.Resource(poolcrd.Resource).Update(e.ctx, u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.poll(30*time.Second, "the weight change on the server", func(ctx context.Context) (bool, error) {
+		p, err := e.api.Pool(ctx, "research")
+		return err == nil && p.Weight == 5, nil
+	})
+	if err := e.dyn.Resource(poolcrd.Resource).Delete(e.ctx, "research", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.poll(30*time.Second, "the pool deleted on the server", func(ctx context.Context) (bool, error) {
+		_, err := e.api.Pool(ctx, "research")
+		return client.IsNotFound(err), nil
+	})
+}
+
+// TestE2EMissingPool: a pod whose pool does not exist stays Pending with a
+// Warning event naming the pool, and runs once the Pool is made.
+func TestE2EMissingPool(t *testing.T) {
+	e := newEnv(t, nil)
+	e.nodes("node", 1, kubetest.NodeSpec{})
+	e.runAdapter(adapter.Config{ExplainPeriod: time.Second})
+	p := e.pod("lost", podTemplate("nowhere", "1", ""))
+	e.poll(30*time.Second, "a FailedScheduling event naming the pool", func(ctx context.Context) (bool, error) {
+		evs, err := e.c.Client.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{
+			FieldSelector: "involvedObject.name=lost,reason=FailedScheduling"})
+		if err != nil {
+			return false, kubetest.Retry(err)
+		}
+		for _, ev := range evs.Items {
+			if ev.Type == corev1.EventTypeWarning && strings.Contains(ev.Message, `"nowhere"`) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if got, _ := e.c.Client.CoreV1().Pods(e.ns).Get(e.ctx, p.Name, metav1.GetOptions{}); got.Spec.NodeName != "" {
+		t.Fatalf("a pod of a missing pool was bound to %s", got.Spec.NodeName)
+	}
+	e.pool("nowhere", nil)
+	if _, err := kubetest.WaitPod(e.ctx, e.c.Client, e.ns, "lost", time.Minute, "runs",
+		kubetest.PodPhaseIs(corev1.PodRunning)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestE2EWeightsConverge: two pools of weights 1 and 3 whose Jobs want
+// more than the cluster share it 1:3 in running pods.
+func TestE2EWeightsConverge(t *testing.T) {
+	e := newEnv(t, nil)
+	e.runAdapter(adapter.Config{})
+	e.pool("light", map[string]any{"weight": 1})
+	e.pool("heavy", map[string]any{"weight": 3})
+	e.job("light", 40, 40, podTemplate("light", "1", ""))
+	e.job("heavy", 40, 40, podTemplate("heavy", "1", ""))
+	// The nodes come after the demand: 4 nodes of 4 cores, 16 pods.
+	e.nodes("node", 4, kubetest.NodeSpec{Allocatable: kubetest.Resources("cpu", "4", "memory", "64Gi")})
+	var light, heavy int
+	e.poll(2*time.Minute, "16 pods running 4:12", func(ctx context.Context) (bool, error) {
+		light, heavy = 0, 0
+		for _, p := range e.pods() {
+			if p.Spec.NodeName == "" || p.DeletionTimestamp != nil {
+				continue
+			}
+			switch p.Labels[podspec.LabelPool] {
+			case "light":
+				light++
+			case "heavy":
+				heavy++
+			}
+		}
+		return light == 4 && heavy == 12, nil
+	})
+	e.checkNoDoubleBind()
+}
+
+// TestE2EPreemptionByEviction: a starving pool's operation preempts
+// another's pods through the Eviction API: the evicted pods carry the
+// DisruptionTarget condition and the allocation's timeout as their grace
+// period, and the starving pool's pods run in their place.
+func TestE2EPreemptionByEviction(t *testing.T) {
+	e := newEnv(t, client.Config{"allocation_preemption_timeout_s": 3})
+	e.nodes("node", 1, kubetest.NodeSpec{Allocatable: kubetest.Resources("cpu", "4", "memory", "64Gi")})
+	e.runAdapter(adapter.Config{})
+	e.pool("batch", map[string]any{"weight": 1})
+	e.pool("prod", map[string]any{"weight": 1, "strongGuaranteeResources": map[string]any{"cpu": "2"}})
+	e.job("batch", 4, 4, podTemplate("batch", "1", ""))
+	e.poll(time.Minute, "batch fills the node", func(ctx context.Context) (bool, error) {
+		n := 0
+		for _, p := range e.pods() {
+			if p.Status.Phase == corev1.PodRunning {
+				n++
+			}
+		}
+		return n == 4, nil
+	})
+	// Watch for the evictions as they happen.
+	seen := map[string]corev1.Pod{}
+	var mu sync.Mutex
+	watchCtx, stopWatch := context.WithCancel(e.ctx)
+	defer stopWatch()
+	w, err := e.c.Client.CoreV1().Pods(e.ns).Watch(watchCtx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok && p.DeletionTimestamp != nil {
+				mu.Lock()
+				if _, ok := seen[p.Name]; !ok {
+					seen[p.Name] = *p.DeepCopy()
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+	e.job("prod", 2, 2, podTemplate("prod", "1", ""))
+	e.poll(time.Minute, "prod's two pods run", func(ctx context.Context) (bool, error) {
+		n := 0
+		for _, p := range e.pods() {
+			if p.Labels[podspec.LabelPool] == "prod" && p.Status.Phase == corev1.PodRunning {
+				n++
+			}
+		}
+		return n == 2, nil
+	})
+	stopWatch()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) < 2 {
+		t.Fatalf("%d pods evicted, want at least 2", len(seen))
+	}
+	for name, p := range seen {
+		if p.Labels[podspec.LabelPool] != "batch" {
+			t.Errorf("pod %s of pool %s was evicted", name, p.Labels[podspec.LabelPool])
+		}
+		if c := kubetest.PodCondition(&p, corev1.DisruptionTarget); c == nil || c.Status != corev1.ConditionTrue {
+			t.Errorf("evicted pod %s has no DisruptionTarget condition: %+v", name, p.Status.Conditions)
+		}
+		if g := p.DeletionGracePeriodSeconds; g == nil || *g != 3 {
+			t.Errorf("evicted pod %s: grace period %v, want 3 (allocation_preemption_timeout_s)", name, g)
+		}
+	}
+	e.checkNoDoubleBind()
+}
+
+// TestE2EDeletedPodFreesSlot: a pod its user deletes frees its resources
+// for a pending one, and other schedulers' pods count as used.
+func TestE2EDeletedPodFreesSlotAndOthersCount(t *testing.T) {
+	e := newEnv(t, nil)
+	nodes := e.nodes("node", 1, kubetest.NodeSpec{Allocatable: kubetest.Resources("cpu", "4", "memory", "64Gi")})
+	e.runAdapter(adapter.Config{})
+	e.pool("p", nil)
+	// Another scheduler's pod takes 2 of the 4 cores.
+	tpl := podTemplate("p", "2", "")
+	tpl.Spec.SchedulerName = "default-scheduler"
+	foreign := e.pod("foreign", tpl)
+	if err := kubetest.Bind(e.ctx, e.c.Client, foreign, nodes[0]); err != nil {
+		t.Fatal(err)
+	}
+	e.poll(30*time.Second, "the node's limits less the other scheduler's pod", func(ctx context.Context) (bool, error) {
+		n, err := e.api.Node(ctx, nodes[0])
+		return err == nil && n.ResourceLimits.CPU == 2, nil
+	})
+	a := e.pod("a", podTemplate("p", "1", ""))
+	b := e.pod("b", podTemplate("p", "1", ""))
+	for _, p := range []*corev1.Pod{a, b} {
+		if _, err := kubetest.WaitPod(e.ctx, e.c.Client, e.ns, p.Name, time.Minute, "runs",
+			kubetest.PodPhaseIs(corev1.PodRunning)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := e.pod("c", podTemplate("p", "1", ""))
+	// c waits: the node is full (2 cores others', 2 fairsched's).
+	e.poll(30*time.Second, "c's operation pending on the server", func(ctx context.Context) (bool, error) {
+		op, err := e.api.Operation(ctx, "k8s-"+string(c.UID))
+		return err == nil && op.PendingJobCount == 1, nil
+	})
+	if got, _ := e.c.Client.CoreV1().Pods(e.ns).Get(e.ctx, "c", metav1.GetOptions{}); got.Spec.NodeName != "" {
+		t.Fatalf("c was bound to a full node")
+	}
+	if err := e.c.Client.CoreV1().Pods(e.ns).Delete(e.ctx, "a", metav1.DeleteOptions{
+		GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kubetest.WaitPod(e.ctx, e.c.Client, e.ns, "c", time.Minute, "runs in a's place",
+		kubetest.PodPhaseIs(corev1.PodRunning)); err != nil {
+		t.Fatal(err)
+	}
+	e.poll(30*time.Second, "a's operation finished", func(ctx context.Context) (bool, error) {
+		op, err := e.api.Operation(ctx, "k8s-"+string(a.UID))
+		return client.IsNotFound(err) || (err == nil && op.State == "aborted"), nil
+	})
+}
+
+// TestE2EKillAdapterAndServe: kill -9 of fairsched-kube and then of a
+// durable fairsched serve, while a Job runs, loses no pod and binds none
+// twice: the restarted adapter rebuilds from the pods' annotations and
+// reports their origins, the restarted server adopts the allocations.
+func TestE2EKillAdapterAndServe(t *testing.T) {
+	e := newEnv(t, nil)
+	e.nodes("node", 2, kubetest.NodeSpec{Allocatable: kubetest.Resources("cpu", "4", "memory", "64Gi")})
+	adapterProc := e.startAdapterProcess()
+	e.pool("batch", nil)
+	const completions = 40
+	e.job("work", 8, completions, podTemplate("batch", "1", "2s"))
+	succeeded := func(atLeast int32) func(context.Context) (bool, error) {
+		return func(ctx context.Context) (bool, error) {
+			j, err := e.c.Client.BatchV1().Jobs(e.ns).Get(ctx, "work", metav1.GetOptions{})
+			if err != nil {
+				return false, kubetest.Retry(err)
+			}
+			return j.Status.Succeeded >= atLeast, nil
+		}
+	}
+	e.poll(2*time.Minute, "8 pods succeeded", succeeded(8))
+	adapterProc.Kill()
+	adapterProc = e.startAdapterProcess()
+	e.poll(2*time.Minute, "20 pods succeeded", succeeded(20))
+	e.serve.Kill()
+	e.startServe(e.serveBin)
+	e.poll(3*time.Minute, "the Job completes", succeeded(completions))
+	j, err := e.c.Client.BatchV1().Jobs(e.ns).Get(e.ctx, "work", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Status.Failed != 0 {
+		t.Errorf("%d pods of the Job failed or were deleted, want none", j.Status.Failed)
+	}
+	if n := len(e.pods()); n != completions {
+		t.Errorf("%d pods, want %d: a pod was lost and made again", n, completions)
+	}
+	e.checkNoDoubleBind()
+	if ok, err := adapterProc.Exited(); ok {
+		t.Errorf("the restarted adapter exited: %v\n%s", err, adapterProc.Tail(20))
+	}
+}
+
+// TestE2ENodeFilters: node selectors and taints are honoured (a start on
+// a node the pod does not fit is refused and goes elsewhere), and a
+// cordoned node gets no new pod.
+func TestE2ENodeFilters(t *testing.T) {
+	e := newEnv(t, nil)
+	e.nodes("ssd", 1, kubetest.NodeSpec{Labels: map[string]string{"disk": "ssd"}})
+	e.nodes("tainted", 1, kubetest.NodeSpec{Taints: []corev1.Taint{{Key: "dedicated", Value: "ml",
+		Effect: corev1.TaintEffectNoSchedule}}})
+	e.nodes("cordoned", 1, kubetest.NodeSpec{Unschedulable: true})
+	e.nodes("plain", 1, kubetest.NodeSpec{})
+	e.runAdapter(adapter.Config{})
+	e.pool("p", nil)
+	onSSD := podTemplate("p", "1", "")
+	onSSD.Spec.NodeSelector = map[string]string{"disk": "ssd"}
+	tolerating := podTemplate("p", "1", "")
+	tolerating.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual,
+		Value: "ml", Effect: corev1.TaintEffectNoSchedule}}
+	tolerating.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": "tainted-0"}
+	for i := range 4 {
+		e.pod(fmt.Sprintf("ssd-%d", i), onSSD)
+		e.pod(fmt.Sprintf("any-%d", i), podTemplate("p", "1", ""))
+	}
+	e.pod("ml", tolerating)
+	e.poll(2*time.Minute, "every pod running", func(ctx context.Context) (bool, error) {
+		for _, p := range e.pods() {
+			if p.Status.Phase != corev1.PodRunning {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	for _, p := range e.pods() {
+		node := p.Spec.NodeName
+		switch {
+		case strings.HasPrefix(node, "cordoned"):
+			t.Errorf("pod %s went to the cordoned node", p.Name)
+		case strings.HasPrefix(p.Name, "ssd-") && node != "ssd-0":
+			t.Errorf("pod %s with selector disk=ssd went to %s", p.Name, node)
+		case p.Name == "ml" && node != "tainted-0":
+			t.Errorf("pod ml went to %s, want tainted-0", node)
+		case p.Name != "ml" && node == "tainted-0":
+			t.Errorf("pod %s without the toleration went to the tainted node", p.Name)
+		}
+	}
+	n, err := e.api.Node(e.ctx, "cordoned-0")
+	if err != nil || n.Schedulable {
+		t.Errorf("the cordoned node on the server: %+v, %v; want schedulable false", n, err)
+	}
+	e.checkNoDoubleBind()
+}
+
+// TestE2EGang: a gang is bound whole or not at all: three pods that need
+// more than the cluster has stay pending (their grants refused after the
+// gang timeout), and are all bound once a node joins.
+func TestE2EGang(t *testing.T) {
+	e := newEnv(t, nil)
+	e.nodes("node", 1, kubetest.NodeSpec{Allocatable: kubetest.Resources("cpu", "4", "memory", "64Gi")})
+	e.runAdapter(adapter.Config{GangTimeout: 2 * time.Second})
+	e.pool("p", nil)
+	tpl := podTemplate("p", "2", "")
+	tpl.Labels[podspec.LabelOperation] = "gang"
+	tpl.Annotations[podspec.AnnotationGang] = "true"
+	for i := range 3 {
+		e.pod(fmt.Sprintf("member-%d", i), tpl)
+	}
+	// The server grants two (the node has room for two), the adapter holds
+	// them and refuses them after the timeout: wait for a refusal to show
+	// in the metrics, and see that no member was bound meanwhile.
+	e.poll(time.Minute, "a refused grant", func(ctx context.Context) (bool, error) {
+		m, err := e.api.Metrics(ctx)
+		if err != nil {
+			return false, kubetest.Retry(err)
+		}
+		for _, line := range strings.Split(string(m), "\n") {
+			if strings.HasPrefix(line, "fairsched_allocations_refused_total ") && !strings.HasSuffix(line, " 0") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	for _, p := range e.pods() {
+		if p.Spec.NodeName != "" {
+			t.Fatalf("gang member %s was bound to %s before the whole gang was granted", p.Name, p.Spec.NodeName)
+		}
+	}
+	e.nodes("more", 1, kubetest.NodeSpec{Allocatable: kubetest.Resources("cpu", "4", "memory", "64Gi")})
+	e.poll(time.Minute, "the whole gang running", func(ctx context.Context) (bool, error) {
+		for _, p := range e.pods() {
+			if p.Status.Phase != corev1.PodRunning {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	e.checkNoDoubleBind()
+}

@@ -1,0 +1,209 @@
+package adapter
+
+import (
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fairsched/fairsched/client"
+	"github.com/fairsched/fairsched/kube/internal/podspec"
+)
+
+// loopAdapter is an adapter with the loop's state and no connections:
+// enough for the parts of a round that only compute.
+func loopAdapter(now time.Time) *Adapter {
+	cfg := Config{Now: func() time.Time { return now }}
+	cfg.defaults()
+	return &Adapter{cfg: cfg, log: slog.Default(),
+		ops: map[string]*opState{}, opByID: map[string]*opState{}, inflight: map[string]bound{},
+		refused: map[string][]client.AllocationReport{}, held: map[string]*gang{},
+		preempting: map[string]*preemption{}, endedSent: map[string]bool{}}
+}
+
+// states writes a heartbeat's allocations as "id:state" in order.
+func states(hb client.NodeHeartbeat) string {
+	var out []string
+	for _, a := range hb.Allocations {
+		s := a.ID + ":" + a.State
+		if a.OperationID == "" && a.State != client.AllocationRefused {
+			s += "(no origin)"
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, " ")
+}
+
+func TestHeartbeats(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a := loopAdapter(t0)
+	running := boundPod("run", "op", 0, corev1.PodRunning, rl("cpu", "1"))
+	starting := boundPod("start", "op", 0, corev1.PodPending, rl("cpu", "1"))
+	done := boundPod("done", "op", 0, corev1.PodSucceeded, rl("cpu", "1"))
+	failed := boundPod("failed", "op", 0, corev1.PodFailed, rl("cpu", "1"))
+	reported := boundPod("reported", "op", 0, corev1.PodSucceeded, rl("cpu", "1"))
+	pendingPod := testPod("pending", rl("cpu", "1"))
+	other := testPod("other", rl("cpu", "2"), func(p *corev1.Pod) { p.Spec.SchedulerName = "x"; p.Spec.NodeName = "n1" })
+	n1 := testNode("n1", rl("cpu", "8", "pods", "10"), map[string]string{"zone": "a"})
+	n2 := testNode("n2", rl("cpu", "4", "pods", "10"), nil)
+	n2.Spec.Unschedulable = true
+	s := buildSnapshot("fairsched", []*corev1.Pod{running.pod, starting.pod, done.pod, failed.pod, reported.pod,
+		pendingPod, other}, []*corev1.Node{n1, n2}, nil, slog.Default())
+	a.cfg.NodeLabels = []string{"zone"}
+	a.endedSent["a-reported"] = true
+	a.endedSent["a-forgotten"] = true
+	// A bind of pendingPod the informer has not shown yet, and one whose
+	// pod is gone.
+	a.inflight["a-inflight"] = bound{uid: string(pendingPod.UID), node: "n2",
+		origin: podspec.Origin{AllocationID: "a-inflight", OperationID: "op"}}
+	a.inflight["a-gone"] = bound{uid: "no-such-pod", node: "n1", origin: podspec.Origin{AllocationID: "a-gone"}}
+	// A gang's grant held on n1; another gang's, held past the timeout.
+	a.held["g"] = &gang{since: t0, grants: []grant{{node: "n1", start: client.AllocationStart{ID: "a-held",
+		OperationID: "g"}}}}
+	a.held["late"] = &gang{since: t0.Add(-2 * a.cfg.GangTimeout), grants: []grant{{node: "n2",
+		start: client.AllocationStart{ID: "a-late", OperationID: "late"}}}}
+	a.refuse("n1", "a-refused", "no pod fits")
+
+	hbs := a.heartbeats(s)
+	if len(hbs) != 2 || hbs[0].NodeID != "n1" || hbs[1].NodeID != "n2" {
+		t.Fatalf("heartbeats of %d nodes, want n1 and n2", len(hbs))
+	}
+	// n1's allocations: bound pods (in the cache's order), then the held
+	// grant, then the refused start.
+	if got, want := states(hbs[0]), "a-run:running a-start:running a-done:completed a-failed:failed a-held:running a-refused:refused"; !sameSet(got, want) {
+		t.Errorf("n1 allocations = %q, want %q", got, want)
+	}
+	if got, want := states(hbs[1]), "a-inflight:running a-late:refused"; !sameSet(got, want) {
+		t.Errorf("n2 allocations = %q, want %q", got, want)
+	}
+	if hbs[0].ResourceLimits.CPU != 6 || hbs[0].ResourceLimits.UserSlots != 9 {
+		t.Errorf("n1 limits = %+v, want 6 cpu and 9 slots (less the other scheduler's pod)", hbs[0].ResourceLimits)
+	}
+	if hbs[0].Schedulable != nil || hbs[1].Schedulable == nil || *hbs[1].Schedulable {
+		t.Errorf("schedulable: n1 %v, n2 %v; want n1 left out (true) and n2 false (cordoned)", hbs[0].Schedulable,
+			hbs[1].Schedulable)
+	}
+	if !slices.Equal(hbs[0].Tags, []string{"zone=a"}) {
+		t.Errorf("n1 tags = %q", hbs[0].Tags)
+	}
+	if _, ok := a.inflight["a-gone"]; ok {
+		t.Errorf("the bind of a pod that is gone is still in flight")
+	}
+	if a.endedSent["a-forgotten"] {
+		t.Errorf("an ended allocation whose pod is gone is still remembered")
+	}
+	if _, ok := a.held["late"]; ok {
+		t.Errorf("a gang past its timeout is still held")
+	}
+	for _, al := range hbs[0].Allocations {
+		if al.ID == "a-run" && (al.OperationID != "op" || al.TaskIndex == nil || al.Resources == nil) {
+			t.Errorf("a bound pod is reported without its origin: %+v", al)
+		}
+	}
+}
+
+func sameSet(a, b string) bool {
+	x, y := strings.Fields(a), strings.Fields(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(x, y)
+}
+
+func TestStarts(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	mk := func(name string, age time.Duration, mutate ...func(*corev1.Pod)) *corev1.Pod {
+		p := testPod(name, rl("cpu", "1"), mutate...)
+		p.Labels = map[string]string{podspec.LabelOperation: "job"}
+		p.CreationTimestamp = metav1.NewTime(t0.Add(-age))
+		return p
+	}
+	ssd := func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"disk": "ssd"} }
+	nodes := []*corev1.Node{testNode("plain", rl("cpu", "8"), nil),
+		testNode("fast", rl("cpu", "8"), map[string]string{"disk": "ssd"})}
+	start := func(id, node string) client.NodeHeartbeatResult {
+		return client.NodeHeartbeatResult{NodeID: node, HeartbeatResponse: client.HeartbeatResponse{
+			AllocationsToStart: []client.AllocationStart{{ID: id, OperationID: "k8s-ns.job", TaskIndex: 0}}}}
+	}
+	for _, tc := range []struct {
+		name        string
+		pods        []*corev1.Pod
+		gang        bool
+		answers     []client.NodeHeartbeatResult
+		wantBound   map[string]string // allocation → pod
+		wantRefused []string
+		wantHeld    int
+	}{
+		{name: "the oldest pending pod first",
+			pods:      []*corev1.Pod{mk("young", time.Second), mk("old", time.Minute), mk("mid", 10*time.Second)},
+			answers:   []client.NodeHeartbeatResult{start("1", "plain"), start("2", "fast")},
+			wantBound: map[string]string{"1": "old", "2": "mid"}},
+		{name: "the oldest that fits the node",
+			pods:      []*corev1.Pod{mk("old-ssd", time.Minute, ssd), mk("young", time.Second)},
+			answers:   []client.NodeHeartbeatResult{start("1", "plain")},
+			wantBound: map[string]string{"1": "young"}},
+		{name: "no pod fits: refused",
+			pods:        []*corev1.Pod{mk("ssd-only", time.Minute, ssd)},
+			answers:     []client.NodeHeartbeatResult{start("1", "plain"), start("2", "fast")},
+			wantBound:   map[string]string{"2": "ssd-only"},
+			wantRefused: []string{"1"}},
+		{name: "more starts than pods: the rest refused",
+			pods:        []*corev1.Pod{mk("only", time.Minute)},
+			answers:     []client.NodeHeartbeatResult{start("1", "plain"), start("2", "plain")},
+			wantBound:   map[string]string{"1": "only"},
+			wantRefused: []string{"2"}},
+		{name: "a gang is held until whole",
+			pods:     []*corev1.Pod{mk("g1", time.Minute), mk("g2", time.Minute), mk("g3", time.Minute)},
+			gang:     true,
+			answers:  []client.NodeHeartbeatResult{start("1", "plain"), start("2", "fast")},
+			wantHeld: 2},
+		{name: "a whole gang is bound",
+			pods:      []*corev1.Pod{mk("g1", 3*time.Minute), mk("g2", 2*time.Minute)},
+			gang:      true,
+			answers:   []client.NodeHeartbeatResult{start("1", "plain"), start("2", "fast")},
+			wantBound: map[string]string{"1": "g1", "2": "g2"}},
+	} {
+		a := loopAdapter(t0)
+		s := buildSnapshot("fairsched", tc.pods, nodes, nil, slog.Default())
+		op := &opState{key: "k8s-ns.job", id: "k8s-ns.job", started: true, gang: tc.gang}
+		counts, _, _ := op.demand(s.byKey[op.key])
+		op.sent = counts
+		a.ops[op.key], a.opByID[op.id] = op, op
+		jobs := a.starts(s, tc.answers)
+		got := map[string]string{}
+		for id, b := range a.inflight {
+			got[id] = b.name
+		}
+		var refused []string
+		for _, rs := range a.refused {
+			for _, r := range rs {
+				refused = append(refused, r.ID)
+			}
+		}
+		slices.Sort(refused)
+		held := 0
+		for _, g := range a.held {
+			held += len(g.grants)
+		}
+		if len(jobs) != len(tc.wantBound) || !mapsEqual(got, tc.wantBound) || !slices.Equal(refused, tc.wantRefused) ||
+			held != tc.wantHeld {
+			t.Errorf("%s: bound %v (%d binds), refused %v, held %d; want %v, %v, %d", tc.name, got, len(jobs), refused,
+				held, tc.wantBound, tc.wantRefused, tc.wantHeld)
+		}
+	}
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
