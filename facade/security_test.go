@@ -623,7 +623,18 @@ func TestShutdownWithSilentClients(t *testing.T) {
 	defer cancel()
 	shut := make(chan error, 1)
 	go func() { shut <- srv.Shutdown(ctx) }()
-	time.Sleep(100 * time.Millisecond)
+	// The request is released once the shutdown has begun: the listener
+	// refuses new connections (polled, with a deadline).
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			break
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("the listener still accepts 5 s after Shutdown began")
+		}
+	}
 	close(release)
 	if err := <-shut; err != nil {
 		t.Fatalf("Shutdown: %v after %v", err, time.Since(start))
