@@ -63,7 +63,7 @@ build: ## go build ./... and build bin/fairsched from ./cmd/fairsched
 binary: ## build only bin/fairsched
 	$(GO) build -o $(BIN) ./cmd/fairsched
 
-test: ## go test ./... (TEST_TIMEOUT, default 5m), the core again with -tags invariants, then the conformance check
+test: ## go test ./... (TEST_TIMEOUT, default 10m), the core again with -tags invariants, then the conformance check
 	$(GO) test -timeout=$(TEST_TIMEOUT) ./...
 	@if [ -z "$${FAIRSCHED_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 \
 		&& ! command -v google-chrome >/dev/null 2>&1 && ! command -v google-chrome-stable >/dev/null 2>&1 \
