@@ -144,8 +144,14 @@ func newEnv(t *testing.T, config client.Config) *env {
 // it is ready; the cluster's close stops it.
 func (e *env) startServe(bin string) {
 	t := e.t
+	// Without --config, serve seeds a new data directory with the example
+	// pools (research among them): the tests' pools are the Pool objects'.
+	config := filepath.Join(e.dataDir, "serve.json")
+	if err := os.WriteFile(config, []byte(`{"pools": []}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	p, err := e.c.Run("fairsched-serve", bin, []string{"serve", "--listen", strings.TrimPrefix(e.url, "http://"),
-		"--data-dir", e.dataDir, "--log-level", "warn"}, nil)
+		"--config", config, "--data-dir", e.dataDir, "--log-level", "warn"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +298,8 @@ func TestE2EPoolsAndJobs(t *testing.T) {
 	e.pool("research", map[string]any{"weight": 2, "resourceLimits": map[string]any{"cpu": "64"}})
 	p, err := e.api.Pool(e.ctx, "research")
 	if err != nil || p.Weight != 2 || p.ResourceLimits["cpu"] != 64 {
-		t.Fatalf("server pool = %+v, %v; want weight 2 and a 64-cpu limit", p, err)
+		obj, _ := e.dyn.Resource(poolcrd.Resource).Get(e.ctx, "research", metav1.GetOptions{})
+		t.Fatalf("server pool = %+v, %v; want weight 2 and a 64-cpu limit (the Pool object: %v)", p, err, obj)
 	}
 
 	e.job("train", 4, 12, podTemplate("research", "1", "300ms"))
