@@ -217,8 +217,44 @@ func (e *env) pool(name string, spec map[string]any) {
 func (e *env) poll(timeout time.Duration, what string, cond func(context.Context) (bool, error)) {
 	e.t.Helper()
 	if err := kubetest.Poll(e.ctx, timeout, 100*time.Millisecond, cond); err != nil {
-		e.t.Fatalf("%s: %v", what, err)
+		e.t.Fatalf("%s: %v\n%s", what, err, e.describe())
 	}
+}
+
+// describe is the state of the test's pods and of the server's pools and
+// operations, for a failure's message.
+func (e *env) describe() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var b strings.Builder
+	b.WriteString("pods (pool phase node deleting allocation):\n")
+	if l, err := e.c.Client.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{}); err != nil {
+		fmt.Fprintf(&b, "  cannot list: %v\n", err)
+	} else {
+		for _, p := range l.Items {
+			fmt.Fprintf(&b, "  %s %s %s %s %v %s\n", p.Name, p.Labels[podspec.LabelPool], p.Status.Phase, p.Spec.NodeName,
+				p.DeletionTimestamp != nil, p.Annotations[podspec.AnnotationAllocationID])
+		}
+	}
+	b.WriteString("server pools (fair share, usage, demand of cpu; running and pending operations):\n")
+	if pools, err := e.api.PoolOrchids(ctx); err != nil {
+		fmt.Fprintf(&b, "  cannot list: %v\n", err)
+	} else {
+		for _, p := range pools {
+			fmt.Fprintf(&b, "  %s weight %g: %.3f %.3f %.3f; %d %d\n", p.Name, p.Weight, p.FairShare.CPU, p.UsageShare.CPU,
+				p.DemandShare.CPU, p.RunningOperationCount, p.PendingOperationCount)
+		}
+	}
+	b.WriteString("server operations (pool state; usage, demand cpu; running allocations; pending and completed jobs):\n")
+	for o, err := range e.api.Operations(ctx, client.OperationFilter{}) {
+		if err != nil {
+			fmt.Fprintf(&b, "  cannot list: %v\n", err)
+			break
+		}
+		fmt.Fprintf(&b, "  %s %s %s; %g %g; %d; %d %d\n", o.ID, o.Pool, o.State, o.Usage.CPU, o.Demand.CPU,
+			o.AllocationCounts.Running, o.PendingJobCount, o.CompletedJobCount)
+	}
+	return b.String()
 }
 
 func (e *env) nodes(prefix string, n int, spec kubetest.NodeSpec) []string {
