@@ -50,7 +50,7 @@ COMMIT          := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknow
 
 .PHONY: help build binary test test-invariants test-race crash-soak lint fuzz bench bench-scaling bench-compare solve conformance run serve clean \
 	loadgen-binary load load-pipelined test-ha ha-bench ha-demo load-batched soak profile profile-batched pgo pgo-ab test-ui ui-screenshots demo-load \
-	kube-bins test-kube kube-bench
+	kube-bins test-kube test-kube-unit kube-bench
 
 help: ## print the targets with one line each (default)
 	@echo "usage: make TARGET [VAR=value ...]"
@@ -272,6 +272,11 @@ kube-bins: ## build kube-apiserver, kube-controller-manager, kube-scheduler, kub
 # -p 1: one package's control plane at a time (each runs five processes).
 test-kube: kube-bins ## fairsched-kube's tests (cd kube; go test ./...) with the end-to-end suite against a real API server, KWOK and controller manager (FAIRSCHED_KUBE_E2E=1)
 	cd kube && FAIRSCHED_KUBE_E2E=1 KUBE_BINS=$(KUBE_BINS) $(GO) test -p 1 -count=1 -timeout=$(KUBE_TEST_TIMEOUT) $(KUBE_TEST_FLAGS) ./...
+
+# The kube module's tests without a control plane (FAIRSCHED_KUBE_E2E=0 skips the
+# end-to-end ones): the mappings of pods, nodes and Pools, the adapter's rounds.
+test-kube-unit: ## fairsched-kube's unit tests (cd kube; go vet, go test ./... with FAIRSCHED_KUBE_E2E=0: no Kubernetes binaries needed)
+	cd kube && $(GO) vet ./... && FAIRSCHED_KUBE_E2E=0 $(GO) test -count=1 -timeout=$(TEST_TIMEOUT) ./...
 
 # make kube-bench: kube/cmd/kube-bench on 1,000 KWOK nodes, 10,000 pods in 10
 # pools (Jobs and bare pods) per scheduler, kube-scheduler then fairsched-kube
