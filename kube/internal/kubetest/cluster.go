@@ -290,6 +290,14 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string) error {
 			"--tls-cert-file=" + c.pki.certFile,
 			"--tls-private-key-file=" + c.pki.keyFile,
 			"--client-ca-file=" + c.pki.caFile,
+			// the request-header CA the API server publishes in
+			// kube-system/extension-apiserver-authentication: without it,
+			// its CA-bundle controller logs an error every few seconds
+			"--requestheader-client-ca-file=" + c.pki.caFile,
+			"--requestheader-allowed-names=kubetest-front-proxy",
+			"--requestheader-username-headers=X-Remote-User",
+			"--requestheader-group-headers=X-Remote-Group",
+			"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 			"--token-auth-file=" + tokens,
 			"--authorization-mode=Node,RBAC",
 			"--service-account-issuer=https://kubernetes.default.svc",
