@@ -64,6 +64,11 @@ func (s *Scheduler) PatchOperation(id string, p OperationPatch) (OperationState,
 	if err != nil {
 		return 0, err
 	}
+	// Every shard mutex from the state check to the last change: no
+	// heartbeat can complete the operation between them (it would then
+	// finish with the patch half applied, or with jobs the patch added).
+	s.lockShards()
+	defer s.unlockShards()
 	if st := o.State(); st.Final() {
 		return 0, errorf(CodeFinished, "id", "cannot change operation %q: it is %s", id, st)
 	}
@@ -90,19 +95,15 @@ func (s *Scheduler) PatchOperation(id string, p OperationPatch) (OperationState,
 		}
 		o.spec.Weight = p.Weight
 	}
-	if p.HasResourceLimits || len(p.Tasks) > 0 {
-		s.lockShards()
-		if p.HasResourceLimits {
-			if err := s.tree.SetOperationLimits(o.treeID, p.ResourceLimits); err != nil {
-				panic("BUG: validated limits were refused: " + err.Error())
-			}
-			o.spec.ResourceLimits = p.ResourceLimits
-			s.setLimited(o)
+	if p.HasResourceLimits {
+		if err := s.tree.SetOperationLimits(o.treeID, p.ResourceLimits); err != nil {
+			panic("BUG: validated limits were refused: " + err.Error())
 		}
-		if len(p.Tasks) > 0 {
-			s.patchTasks(o, p.Tasks)
-		}
-		s.unlockShards()
+		o.spec.ResourceLimits = p.ResourceLimits
+		s.setLimited(o)
+	}
+	if len(p.Tasks) > 0 {
+		s.patchTasks(o, p.Tasks)
 	}
 	return o.State(), nil
 }
@@ -295,7 +296,7 @@ func (s *Scheduler) jobGone(o *operation) {
 }
 
 // move moves o under pool ("" is the root), checking the new ancestors'
-// operation limits; s.mu held.
+// operation limits; s.mu and every shard mutex held.
 func (s *Scheduler) move(o *operation, pool string) error {
 	p := tree.Root
 	if pool != "" {
@@ -315,9 +316,7 @@ func (s *Scheduler) move(o *operation, pool string) error {
 	}
 	o.spec.Pool = pool
 	s.syncStates()
-	s.lockShards()
 	s.setLimited(o)
-	s.unlockShards()
 	return nil
 }
 
