@@ -256,17 +256,17 @@ pgo-ab: loadgen-binary ## A/B: the standard load on bin/fairsched built -pgo=off
 
 # fairsched-kube (kube/, a module of its own): its end-to-end suite and
 # benchmark run a real kube-apiserver, kube-controller-manager, kube-scheduler
-# and KWOK, built from the Go module proxy into KUBE_BINS_DIR (git-ignored)
-# by kube/hack/kube-bins.sh. The first build takes tens of minutes
+# and KWOK, built from the Go module proxy into KUBE_BINS_DIR (outside the
+# checkout, shared by every clone) by kube/hack/kube-bins.sh. The first build takes tens of minutes
 # (kube-apiserver alone: 88 min on two busy cores); a warm cache, seconds.
 # KUBE_BINS_P=N builds N packages at once.
 K8S_VERSION       ?= v1.37.2
-KUBE_BINS_DIR     ?= $(CURDIR)/.cache/kube-bins
+KUBE_BINS_DIR     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/fairsched/kube-bins
 KUBE_BINS         := $(KUBE_BINS_DIR)/$(K8S_VERSION)/bin
 KUBE_TEST_TIMEOUT ?= 45m
 KUBE_TEST_FLAGS   ?=
 
-kube-bins: ## build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (K8S_VERSION), kwok and etcd into KUBE_BINS_DIR (.cache/kube-bins)
+kube-bins: ## build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (K8S_VERSION), kwok and etcd into KUBE_BINS_DIR (~/.cache/fairsched/kube-bins)
 	K8S_VERSION=$(K8S_VERSION) KUBE_BINS_DIR=$(KUBE_BINS_DIR) ./kube/hack/kube-bins.sh
 
 # -p 1: one package's control plane at a time (each runs five processes).

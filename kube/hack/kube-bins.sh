@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Kubernetes control-plane binaries that fairsched-kube's end-to-end suite and
-# benchmark run against, from the Go module proxy, into a git-ignored cache keyed by version:
+# benchmark run against, from the Go module proxy, into a cache keyed by version outside the
+# checkout (default ~/.cache/fairsched/kube-bins, so that every clone on the machine shares it):
 #
 #   $KUBE_BINS_DIR/<k8s version>/bin/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl}
 #   $KUBE_BINS_DIR/<k8s version>/bin/kwok        (sigs.k8s.io/kwok at KWOK_VERSION)
@@ -16,7 +17,7 @@ set -euo pipefail
 K8S_VERSION="${K8S_VERSION:-v1.37.2}"
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
-KUBE_BINS_DIR="${KUBE_BINS_DIR:-$ROOT/.cache/kube-bins}"
+KUBE_BINS_DIR="${KUBE_BINS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/fairsched/kube-bins}"
 DIR="$KUBE_BINS_DIR/$K8S_VERSION"
 BIN="$DIR/bin"
 STAGING_VERSION="v0.${K8S_VERSION#v1.}"

@@ -61,7 +61,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.Var(&cfg.adapterArgs, "adapter-arg", "an extra flag for fairsched-kube (repeatable)")
 	fs.StringVar(&cfg.report, "report", "", "write the results as JSON to this file")
 	fs.StringVar(&cfg.dir, "dir", "", "keep the cluster's data and logs in this directory (default a temporary one, removed)")
-	fs.StringVar(&cfg.bins, "bins", "", "the Kubernetes binaries' directory (default $KUBE_BINS, else the checkout's .cache/kube-bins)")
+	fs.StringVar(&cfg.bins, "bins", "", "the Kubernetes binaries' directory (default $KUBE_BINS, else ~/.cache/fairsched/kube-bins/<version>/bin)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

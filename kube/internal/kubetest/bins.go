@@ -27,15 +27,17 @@ const (
 var ErrNoBinaries = errors.New("the Kubernetes binaries are not built")
 
 // BinDir returns the directory that holds every binary of Binaries:
-// $KUBE_BINS, else .cache/kube-bins/<Version>/bin of the checkout.
+// $KUBE_BINS, else fairsched/kube-bins/<Version>/bin under the user's cache
+// directory ($XDG_CACHE_HOME, else ~/.cache), where make kube-bins puts them
+// so that every checkout and clone on the machine shares one build.
 func BinDir() (string, error) {
 	dir := os.Getenv(EnvBins)
 	if dir == "" {
-		root, err := RepoRoot()
+		cache, err := os.UserCacheDir()
 		if err != nil {
 			return "", fmt.Errorf("%w: %v; run make kube-bins, or set %s to their directory", ErrNoBinaries, err, EnvBins)
 		}
-		dir = filepath.Join(root, ".cache", "kube-bins", Version, "bin")
+		dir = filepath.Join(cache, "fairsched", "kube-bins", Version, "bin")
 	}
 	var missing []string
 	for _, b := range Binaries {

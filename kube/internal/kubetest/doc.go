@@ -5,8 +5,8 @@
 // when asked, kube-scheduler.
 //
 // The binaries come from make kube-bins, which builds them into
-// .cache/kube-bins/<version>/bin of the checkout; KUBE_BINS=dir points
-// elsewhere. Without them a test that calls New skips, saying so, unless
+// ~/.cache/fairsched/kube-bins/<version>/bin ($XDG_CACHE_HOME when set),
+// shared by every checkout on the machine; KUBE_BINS=dir points elsewhere. Without them a test that calls New skips, saying so, unless
 // FAIRSCHED_KUBE_E2E=1 (make test-kube), where their absence fails it.
 //
 // Every server listens on 127.0.0.1 on a free port; every process runs in a
