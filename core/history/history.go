@@ -15,7 +15,10 @@
 // measures 66,919 bytes per pool at 10,000 pools, 638 MiB in all. A
 // coarser step scales it down (60 s for 24 h: about 11 KiB per pool). A
 // pool's ring is allocated at its first sample and dropped when a Record
-// no longer lists the pool.
+// no longer lists the pool. Tiers keeps several resolutions at once: the
+// server's DefaultTiers, 10 s for the last hour and 5 minutes for the last
+// 24 hours, take 5,024 bytes a pool (TestTiersMemory), 48 MiB at 10,000
+// pools.
 //
 // # Use
 //
@@ -23,7 +26,8 @@
 // samples Scheduler.PoolSamples hands out), off the heartbeat path, and
 // answers queries (Query, QueryFairness). Snapshot and Restore carry the
 // history across a restart at the checkpoint's granularity (AppendBinary
-// and DecodeSnapshot are its byte form). A History is not safe for
+// and DecodeSnapshot are its byte form); Segment and Apply carry it in
+// pieces, the steps since the last checkpoint each. A History is not safe for
 // concurrent use: its owner serialises Record, Query and Snapshot.
 package history
 
@@ -32,6 +36,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/fairsched/fairsched/core/apierr"
 	"github.com/fairsched/fairsched/core/clock"
@@ -369,16 +374,12 @@ func (h *History) Snapshot() Snapshot {
 	for name, s := range h.pools {
 		snap.Pools = append(snap.Pools, s.snapshot(name))
 	}
-	slices.SortFunc(snap.Pools, func(a, b SeriesSnapshot) int {
-		if a.Name < b.Name {
-			return -1
-		}
-		if a.Name > b.Name {
-			return 1
-		}
-		return 0
-	})
+	sortSeries(snap.Pools)
 	return snap
+}
+
+func sortSeries(ss []SeriesSnapshot) {
+	slices.SortFunc(ss, func(a, b SeriesSnapshot) int { return strings.Compare(a.Name, b.Name) })
 }
 
 // snapshot copies the steps that hold a sample, from the oldest to head.

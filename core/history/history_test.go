@@ -327,6 +327,18 @@ func FuzzDecodeSnapshot(f *testing.F) {
 		if err := s.Config.Validate(); err != nil {
 			return
 		}
+		// Applied as a checkpoint's segment, into a history of the same
+		// step and a span of 3 steps.
+		if a, err := New(Config{Step: s.Config.Step, Span: 3 * s.Config.Step}); err == nil {
+			before := a.Snapshot()
+			if err := a.Apply(s); err != nil {
+				if !reflect.DeepEqual(a.Snapshot(), before) {
+					t.Fatalf("a refused segment changed the history: %v", err)
+				}
+			} else {
+				a.Record(s.Last, []PoolSample{{Name: "a"}})
+			}
+		}
 		g, err := Restore(s.Config, s)
 		if err != nil {
 			return
