@@ -95,13 +95,13 @@ func (t *Tiers) MemoryBytes() int64 {
 }
 
 // Choose returns the tier a query from since answers from: the finest one
-// whose span, back from its newest step, reaches since (the coarsest when
-// none does).
+// with a step recorded whose span, back from its newest step, reaches since
+// (the coarsest when none does).
 func (t *Tiers) Choose(since clock.Time) int {
 	for i, h := range t.tiers {
 		head := h.cluster.head
 		if head == math.MinInt64 {
-			return i // nothing recorded: every tier is as empty
+			continue // nothing recorded (or restored)
 		}
 		if oldest := head - h.cfg.slots() + 1; floorDiv(since, h.cfg.Step) >= oldest {
 			return i
@@ -115,12 +115,22 @@ func (t *Tiers) Choose(since clock.Time) int {
 // query's step was rounded up to a multiple of.
 func (t *Tiers) Query(name string, since clock.Time, step clock.Duration, dst []Point) ([]Point, clock.Duration, error) {
 	h := t.tiers[t.Choose(since)]
+	if h.pools[name] == nil && t.Has(name) {
+		return dst, h.cfg.Step, nil // another tier has it: none for this tier's steps
+	}
 	pts, err := h.Query(name, since, step, dst)
 	return pts, h.cfg.Step, err
 }
 
-// Has reports whether pool name has a series.
-func (t *Tiers) Has(name string) bool { return t.tiers[0].pools[name] != nil }
+// Has reports whether pool name has a series in a tier.
+func (t *Tiers) Has(name string) bool {
+	for _, h := range t.tiers {
+		if h.pools[name] != nil {
+			return true
+		}
+	}
+	return false
+}
 
 // QueryFairness is Query for the cluster's fairness error
 // (History.QueryFairness).

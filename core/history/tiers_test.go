@@ -49,7 +49,7 @@ func TestTiersQuery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if i := tr.Choose(0); i != 0 {
+	if i := tr.Choose(0); i != 1 {
 		t.Errorf("empty tiers choose %d", i)
 	}
 	// One sample every 5 s, usage = the minute it falls in / 10.
