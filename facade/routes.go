@@ -207,7 +207,8 @@ func (s *Server) routeAPI(ctx *fasthttp.RequestCtx, path []byte) bool {
 	return false
 }
 
-// routePools serves /api/v1/pools and /api/v1/pools/{name}.
+// routePools serves /api/v1/pools, /api/v1/pools/{name} and
+// /api/v1/pools/{name}/history.
 func (s *Server) routePools(ctx *fasthttp.RequestCtx, rest []byte) bool {
 	if len(rest) == 0 {
 		if s.method(ctx, "GET") {
@@ -216,6 +217,13 @@ func (s *Server) routePools(ctx *fasthttp.RequestCtx, rest []byte) bool {
 		return true
 	}
 	name, more := cut(rest)
+	if string(more) == "history" {
+		// /api/v1/pools/{name}/history (docs/api.md#pool-history)
+		if s.method(ctx, "GET") {
+			s.poolHistory(ctx, string(name))
+		}
+		return true
+	}
 	if len(more) > 0 {
 		return false
 	}
