@@ -85,6 +85,9 @@ type PoolSample struct {
 	Usage, FairShare, Demand float64
 	Starvation               starvation.State
 	BelowFairShare           bool
+	// Inner: the pool has child pools; the fairness error counts the leaf
+	// pools only (a parent's shares are its children's again).
+	Inner bool
 }
 
 // Point is one step of a series as Query answers it: the mean of the
@@ -217,8 +220,8 @@ func (h *History) Len() int { return len(h.pools) }
 // Record adds the samples of a fair-share update at now: every pool's, so
 // that a pool no longer listed (removed) loses its series. A record older
 // than the newest step is ignored (the clock moves forward). It computes
-// the fairness error at now — the mean, over the pools with demand, of
-// |usage − fair share| (dominant shares) — and adds the previous error
+// the fairness error at now — the mean, over the leaf pools with demand
+// (not Inner), of |usage − fair share| (dominant shares) — and adds the previous error
 // times the time since the previous record to the integral.
 func (h *History) Record(now clock.Time, samples []PoolSample) {
 	step := floorDiv(now, h.cfg.Step)
@@ -243,7 +246,7 @@ func (h *History) Record(now clock.Time, samples []PoolSample) {
 			flags |= flagBelow
 		}
 		s.add([3]float64{p.Usage, p.FairShare, p.Demand}, flags)
-		if p.Demand > resource.Epsilon {
+		if p.Demand > resource.Epsilon && !p.Inner {
 			sum += math.Abs(p.Usage - p.FairShare)
 			n++
 		}
