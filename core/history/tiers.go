@@ -96,14 +96,17 @@ func (t *Tiers) MemoryBytes() int64 {
 
 // Choose returns the tier a query from since answers from: the finest one
 // with a step recorded whose span, back from its newest step, reaches since
-// (the coarsest when none does).
+// or the step before its oldest (the coarsest when none does).
 func (t *Tiers) Choose(since clock.Time) int {
 	for i, h := range t.tiers {
 		head := h.cluster.head
 		if head == math.MinInt64 {
 			continue // nothing recorded (or restored)
 		}
-		if oldest := head - h.cfg.slots() + 1; floorDiv(since, h.cfg.Step) >= oldest {
+		// A since within the step before the oldest kept counts: "the
+		// last hour" from the middle of a step reaches back one step
+		// further than an hour of whole steps.
+		if floorDiv(since, h.cfg.Step) >= head-h.cfg.slots() {
 			return i
 		}
 	}

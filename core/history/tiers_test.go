@@ -67,7 +67,8 @@ func TestTiersQuery(t *testing.T) {
 		samples0 int
 	}{
 		{500, 0, 10 * clock.Second, 10, 500, 0.8, 1}, // inside the fine tier's 100 s
-		{490, 1, 60 * clock.Second, 2, 480, 0.8, 1},  // older: the coarse tier, aligned to its step
+		{490, 0, 10 * clock.Second, 10, 500, 0.8, 1}, // the step before the fine tier's oldest: still the fine tier
+		{480, 1, 60 * clock.Second, 2, 480, 0.8, 1},  // older: the coarse tier, aligned to its step
 		{0, 1, 60 * clock.Second, 10, 0, 0, 1},
 	} {
 		if i := tr.Choose(sec(c.since)); i != c.tier {
