@@ -132,20 +132,28 @@ export class PoolView {
   renderHistory() {
     const hs = this.hist;
     if (!hs) return;
-    const pts = hs.points;
+    // From the first point with an update: a pool younger than the window
+    // (or a history younger than the server) does not draw empty time.
+    const first = hs.points.findIndex((p) => p.samples > 0);
+    const pts = first < 0 ? [] : hs.points.slice(first);
     const hk = JSON.stringify([this.window, hs.step_s, pts]);
     if (this.histKey === hk) return;
     this.histKey = hk;
     const name = this.name;
+    const scaled = (fig) => {
+      const svg = fig.querySelector('svg.chart');
+      fig.querySelector('figcaption').append(h('span', { class: 'muted' }, ` (scale 0 to ${pct(Number(svg.dataset.top))} of the cluster)`));
+      return fig;
+    };
     this.charts.replaceChildren(
-      h('figure', { class: 'chart-fig', dataset: { chart: 'usage' } },
+      scaled(h('figure', { class: 'chart-fig', dataset: { chart: 'usage' } },
         h('figcaption', null, h('span', { class: 'swatch usage', 'aria-hidden': 'true' }), ' usage and ',
           h('span', { class: 'swatch fair', 'aria-hidden': 'true' }), ' fair share'),
         lineChart(pts, [{ key: 'fair_share', label: 'fair share', cls: 'fair' }, { key: 'usage', label: 'usage', cls: 'usage' }],
-          `Usage and fair share of ${name}`)),
-      h('figure', { class: 'chart-fig', dataset: { chart: 'demand' } },
+          `Usage and fair share of ${name}`))),
+      scaled(h('figure', { class: 'chart-fig', dataset: { chart: 'demand' } },
         h('figcaption', null, h('span', { class: 'swatch demand', 'aria-hidden': 'true' }), ' demand'),
-        lineChart(pts, [{ key: 'demand', label: 'demand', cls: 'demand' }], `Demand of ${name}`)),
+        lineChart(pts, [{ key: 'demand', label: 'demand', cls: 'demand' }], `Demand of ${name}`))),
       h('figure', { class: 'chart-fig', dataset: { chart: 'starving' } },
         h('figcaption', null, 'Status: ',
           h('span', { class: 'swatch cell-normal', 'aria-hidden': 'true' }), ' normal ',
@@ -156,7 +164,7 @@ export class PoolView {
     const withData = pts.filter((p) => p.samples).length;
     text(this.histNote, pts.length
       ? `${pts.length} points of ${num(hs.step_s)} s from ${clock(pts[0].time)} to ${clock(pts[pts.length - 1].time)}; ${withData} with updates.`
-      : 'No history yet: the pool has had no fair-share update.');
+      : 'No history yet in this window: the pool has had no fair-share update.');
   }
 
   // body is the PATCH body the form describes, or throws a message.
