@@ -218,7 +218,7 @@ export class PoolView {
         const a = share(after, key, res);
         if (key !== 'fair_share' && Math.abs(a - b) < 1e-9) continue;
         const changed = !before || !after || Math.abs(a - b) > 1e-9;
-        rows.push(h('tr', { class: changed ? 'changed' : '', dataset: { pool: name, key } },
+        rows.push(h('tr', { class: changed ? 'changed' : '', dataset: { pool: name, key, resource: res, before: before ? String(b) : '', after: after ? String(a) : '' } },
           h('th', { scope: 'row' }, name), h('td', null, label + ' (' + (RESOURCE_LABELS[res] || res) + ')'),
           h('td', { class: 'num before' }, before ? pct(b) : 'new'),
           h('td', { class: 'num after' }, after ? pct(a) : 'removed'),
