@@ -202,3 +202,28 @@ func TestTiersMemory(t *testing.T) {
 	}
 	runtime.KeepAlive(tr)
 }
+
+// BenchmarkTiersRecord is the fair-share update loop's cost of the
+// history: one Record of every pool into the default tiers, an update a
+// second.
+func BenchmarkTiersRecord(b *testing.B) {
+	for _, pools := range []int{100, 10000} {
+		b.Run("pools="+strconv.Itoa(pools), func(b *testing.B) {
+			tr, err := NewTiers(DefaultTiers())
+			if err != nil {
+				b.Fatal(err)
+			}
+			samples := make([]PoolSample, pools)
+			for i := range samples {
+				samples[i] = PoolSample{Name: "pool-" + strconv.Itoa(i), Usage: 0.1, FairShare: 0.1, Demand: 0.2}
+			}
+			now := 0.0
+			tr.Record(sec(now), samples) // the rings
+			b.ReportAllocs()
+			for b.Loop() {
+				now++
+				tr.Record(sec(now), samples)
+			}
+		})
+	}
+}

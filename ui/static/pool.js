@@ -167,8 +167,8 @@ export class PoolView {
       : 'No history yet in this window: the pool has had no fair-share update.');
   }
 
-  // body is the PATCH body the form describes, or throws a message.
-  body() {
+  // patchBody is the PATCH body the form describes, or throws a message.
+  patchBody() {
     let body = {};
     const more = this.more.value.trim();
     if (more) {
@@ -187,7 +187,7 @@ export class PoolView {
 
   async preview() {
     let body;
-    try { body = this.body(); } catch (e) { text(this.changeStatus, e.message); this.invalidate(); return; }
+    try { body = this.patchBody(); } catch (e) { text(this.changeStatus, e.message); this.invalidate(); return; }
     text(this.changeStatus, 'Computing the preview…');
     let out;
     try {
@@ -242,7 +242,7 @@ export class PoolView {
 
   async apply() {
     let body;
-    try { body = this.body(); } catch (e) { text(this.changeStatus, e.message); return; }
+    try { body = this.patchBody(); } catch (e) { text(this.changeStatus, e.message); return; }
     if (JSON.stringify(body) !== this.previewed) {
       this.invalidate();
       text(this.changeStatus, 'The change differs from the preview: preview it again.');
