@@ -116,8 +116,8 @@ type ledger struct {
 	// out (round is the current round).
 	ackRound map[string]int
 	round    int
-	named      map[string]bool   // server-chosen ids ever acknowledged
-	config     float64           // preemptive_scheduling_backoff_s acknowledged last
+	named    map[string]bool // server-chosen ids ever acknowledged
+	config   float64         // preemptive_scheduling_backoff_s acknowledged last
 	// nodes are the simulated nodes, which outlive the server's restarts;
 	// allocIDs every allocation id the servers handed out; violations what
 	// the nodes saw go wrong (checked after each round).
