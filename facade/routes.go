@@ -328,12 +328,21 @@ func cut(p []byte) (seg, rest []byte) {
 // checkName validates a pool or operation name of the URL; param is the
 // path of the error: "$.url.name", "$.url.id", or a query parameter.
 func (s *Server) checkName(ctx *fasthttp.RequestCtx, name, what, param string, allowRoot bool) bool {
-	if tree.ValidName(name) || allowRoot && name == tree.RootName {
-		return true
+	if e := nameError(name, what, param, allowRoot); e != nil {
+		s.writeError(ctx, fasthttp.StatusBadRequest, e)
+		return false
 	}
-	s.writeError(ctx, fasthttp.StatusBadRequest, &wire.Error{Code: CodeInvalidName, Path: param,
-		Message: "cannot use " + strconv.Quote(truncate(name, 64)) + " as " + what + ": want 1-128 characters of [A-Za-z0-9._:-]"})
-	return false
+	return true
+}
+
+// nameError is checkName's check: nil for a valid name, else the 400's
+// body.
+func nameError(name, what, param string, allowRoot bool) *wire.Error {
+	if tree.ValidName(name) || allowRoot && name == tree.RootName {
+		return nil
+	}
+	return &wire.Error{Code: CodeInvalidName, Path: param,
+		Message: "cannot use " + strconv.Quote(truncate(name, 64)) + " as " + what + ": want 1-128 characters of [A-Za-z0-9._:-]"}
 }
 
 // checkNodeName validates the node id of the URL ($.url.id).
