@@ -81,6 +81,9 @@ type changeTarget interface {
 type refusal struct {
 	status int
 	e      *wire.Error
+	// own: a what-if's refusal of a change it cannot preview, its path
+	// relative to the change.
+	own bool
 }
 
 // changer is the caller of a change, the ACL index its permissions are
@@ -100,7 +103,7 @@ func (s *Server) liveChanger(ctx *fasthttp.RequestCtx) *changer {
 // refuse keeps the first refusal; it returns false.
 func (c *changer) refuse(status int, e *wire.Error) bool {
 	if c.refused == nil {
-		c.refused = &refusal{status, e}
+		c.refused = &refusal{status: status, e: e}
 	}
 	return false
 }
