@@ -134,7 +134,7 @@ func (s *Server) previewChange(p *server.Preview, c *changer, ch *wire.WhatIfCha
 	}
 	if c.id != nil {
 		if why := roleRefusalOf(c.id, ch.Method, []byte(path)); why != "" {
-			c.refuse(fasthttp.StatusForbidden, &wire.Error{Code: CodeForbidden, Path: "$", Message: why})
+			c.refused = &refusal{status: fasthttp.StatusForbidden, e: &wire.Error{Code: CodeForbidden, Message: why}, own: true}
 			return
 		}
 	}
@@ -163,14 +163,12 @@ func (s *Server) previewChange(p *server.Preview, c *changer, ch *wire.WhatIfCha
 
 // changePath is the path in a what-if of path, an error's path in the
 // request that change i previews: the URL's parameters are the change's
-// path ("$.url.name" → "$.changes[i].path"), the body's paths are under the change's body ("$.weight" →
-// "$.changes[i].body.weight"), and the whole request is the change.
+// path ("$.url.name" → "$.changes[i].path"), and the body's paths are
+// under the change's body ("$.weight" → "$.changes[i].body.weight", "$" →
+// "$.changes[i].body").
 func changePath(i int, path string) string {
 	c := jsonpath.Index("$.changes", i)
-	switch {
-	case path == "$" || path == "":
-		return c
-	case path == "$.url" || strings.HasPrefix(path, "$.url."):
+	if path == "$.url" || strings.HasPrefix(path, "$.url.") {
 		return c + ".path"
 	}
 	return c + ".body" + strings.TrimPrefix(path, "$")
