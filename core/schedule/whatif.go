@@ -18,8 +18,8 @@ import (
 // mutations run (applyPoolMutations, checkRuntimeConfig), so a refused
 // change gets the error the real one would; Result then runs a fair-share
 // update on the copies with a new updater and judges statuses and
-// starvation as UpdateFairShare does, and answers every pool's view before
-// (the live orchid) and after.
+// starvation with UpdateFairShare's judge, and answers every pool's view
+// before (the live orchid) and after.
 //
 // A WhatIf owns its copies and never writes the scheduler's state; it reads
 // the live operations only in Scheduler.WhatIf, under the control lock.
