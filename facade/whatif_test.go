@@ -3,6 +3,7 @@ package facade
 import (
 	"bytes"
 	"encoding/json"
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
@@ -294,5 +295,31 @@ func TestExplainAndWhatIfWhileServing(t *testing.T) {
 			t.Error(e)
 			<-errs // the "" of the same goroutine
 		}
+	}
+}
+
+// TestWhatIfIsNoAuditedChange: a what-if, taken or refused, writes no line
+// of the audit log (the real change writes one) and needs no store.
+func TestWhatIfIsNoAuditedChange(t *testing.T) {
+	var logs lockedBuffer
+	ts := startServer(t, `{"pools": [{"name": "a"}]}`, func(o *Options) { o.Logger = slog.New(slog.NewJSONHandler(&logs, nil)) })
+	ts.must(200, "POST", "/api/v1/whatif", `{"changes": [{"method": "PATCH", "path": "/api/v1/pools/a", "body": {"weight": 2}}]}`)
+	if status, _ := ts.do("POST", "/api/v1/whatif", `{"changes": [{"method": "DELETE", "path": "/api/v1/pools/nope"}]}`); status != 404 {
+		t.Fatalf("a refused what-if answers %d", status)
+	}
+	audit := func() (n int) {
+		for _, l := range logs.lines(t) {
+			if l["result"] != nil {
+				n++
+			}
+		}
+		return n
+	}
+	if n := audit(); n != 0 {
+		t.Errorf("what-ifs wrote %d audit lines: %v", n, logs.lines(t))
+	}
+	ts.must(200, "PATCH", "/api/v1/pools/a", `{"weight": 2}`)
+	if n := audit(); n != 1 {
+		t.Errorf("the real change wrote %d audit lines, want 1: %v", n, logs.lines(t))
 	}
 }
