@@ -781,6 +781,27 @@ type WhatIfResult struct {
 	Pools []PoolWhatIf
 }
 
+// MarshalJSON writes the server's shape, {"pools": {"<name>": {"before",
+// "after"}, …}}, the pools in their order.
+func (r WhatIfResult) MarshalJSON() ([]byte, error) {
+	b := []byte(`{"pools":{`)
+	for i, p := range r.Pools {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		name, _ := json.Marshal(p.Name)
+		v, err := json.Marshal(struct {
+			Before *PoolOrchid `json:"before"`
+			After  *PoolOrchid `json:"after"`
+		}{p.Before, p.After})
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(append(b, name...), ':'), v...)
+	}
+	return append(b, "}}"...), nil
+}
+
 // UnmarshalJSON reads {"pools": {"<name>": {"before", "after"}, …}},
 // keeping the order of the pools.
 func (r *WhatIfResult) UnmarshalJSON(b []byte) error {
