@@ -15,8 +15,12 @@ const (
 	AllocRunning AllocState = iota
 	// AllocCompleted: its job completed; reported once.
 	AllocCompleted
+	// AllocFailed: its job failed (Finish); reported once.
+	AllocFailed
 	// AllocAborted: it stopped after a preemption; reported once.
 	AllocAborted
+	// AllocRefused: the node did not start it (Finish); reported once.
+	AllocRefused
 )
 
 // Alloc is one allocation a simulated node holds. ID is the allocation's
@@ -116,6 +120,19 @@ func (n *Node[ID, M]) Delivered(dropped func(a *Alloc[ID, M])) {
 		}
 		return true
 	})
+}
+
+// Finish ends allocation id now in state st (AllocCompleted, AllocFailed,
+// AllocRefused, …), as a job that ends before its End or a node that
+// refuses to start it; it reports false when the node holds no running
+// allocation id.
+func (n *Node[ID, M]) Finish(id ID, st AllocState) bool {
+	a := n.find(id)
+	if a == nil || a.State != AllocRunning {
+		return false
+	}
+	a.State = st
+	return true
 }
 
 // Start makes the node run a new allocation until end (clock.Never: until

@@ -66,7 +66,7 @@ func TestNodeLifecycle(t *testing.T) {
 				}
 				rep := "-"
 				for _, a := range n.Allocs() {
-					rep = [...]string{"running", "completed", "aborted"}[a.State]
+					rep = [...]string{"running", "completed", "failed", "aborted", "refused"}[a.State]
 				}
 				got = append(got, fmt.Sprintf("%g:%s", b, rep))
 				n.Delivered(nil)
@@ -100,6 +100,13 @@ func TestNodeUnanswered(t *testing.T) {
 	}
 	if _, ok := n.Abort("b"); ok {
 		t.Fatal("Abort of an allocation the node no longer holds reported true")
+	}
+	if !n.Finish("c", AllocFailed) || n.Finish("c", AllocCompleted) || n.Find("c").State != AllocFailed {
+		t.Fatalf("Finish(c): %+v", n.Find("c"))
+	}
+	n.Advance(sec(4), nil)
+	if n.Find("c").State != AllocFailed {
+		t.Fatalf("Advance changed a finished allocation: %+v", n.Find("c"))
 	}
 	if n.Preempt(sec(3), "b") != nil {
 		t.Fatal("Preempt of an aborted allocation accepted")

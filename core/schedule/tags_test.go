@@ -126,8 +126,8 @@ func TestBestAllocationShare(t *testing.T) {
 	c.heartbeatAll()
 	for i := range c.nodes {
 		n := c.nodes[i]
-		if want := map[string]int{"b": 1}[n.name]; len(n.allocs) != want {
-			t.Errorf("node %s runs %d allocations, want %d", n.name, len(n.allocs), want)
+		if want := map[string]int{"b": 1}[n.name]; n.agent.Len() != want {
+			t.Errorf("node %s runs %d allocations, want %d", n.name, n.agent.Len(), want)
 		}
 	}
 	// A second 200-byte node changes the memory distribution: the share is

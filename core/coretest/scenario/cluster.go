@@ -211,7 +211,9 @@ func (c *Cluster) heartbeat(i int) error {
 var reportState = [...]schedule.AllocationState{
 	coretest.AllocRunning:   schedule.AllocRunning,
 	coretest.AllocCompleted: schedule.AllocCompleted,
+	coretest.AllocFailed:    schedule.AllocFailed,
 	coretest.AllocAborted:   schedule.AllocAborted,
+	coretest.AllocRefused:   schedule.AllocRefused,
 }
 
 // forget makes node i forget the allocations for which drop is true, as an
