@@ -35,7 +35,9 @@ func TestValidateSpec(t *testing.T) {
 			s.NonPreemptibleResourceUsageThreshold = partial(resource.Memory, resource.MaxAmount+1)
 		}, CodeInvalidValue, "non_preemptible_resource_usage_threshold.memory"},
 		{"timeout", func(s *OperationSpec) { s.AllocationPreemptionTimeout = tree.SomeDuration(-clock.Second) }, CodeInvalidValue, "allocation_preemption_timeout_s"},
-		{"graceful timeout", func(s *OperationSpec) { s.AllocationGracefulPreemptionTimeout = tree.SomeDuration(tree.MaxDuration + 1) }, CodeInvalidValue, "allocation_graceful_preemption_timeout_s"},
+		{"graceful timeout", func(s *OperationSpec) {
+			s.AllocationGracefulPreemptionTimeout = tree.SomeDuration(tree.MaxDuration + 1)
+		}, CodeInvalidValue, "allocation_graceful_preemption_timeout_s"},
 		{"tolerance", func(s *OperationSpec) { s.FairShareStarvationTolerance = tree.Some(1.5) }, CodeInvalidValue, "fair_share_starvation_tolerance"},
 		{"no tasks", func(s *OperationSpec) { s.Tasks = nil }, CodeInvalidValue, "tasks"},
 		{"too many tasks", func(s *OperationSpec) { s.Tasks = many }, CodeInvalidValue, "tasks"},
