@@ -203,38 +203,6 @@ func tasks(n int64, res resource.Vec) []TaskSpec {
 	return []TaskSpec{{Name: "t", JobCount: n, Resources: res}}
 }
 
-// TestLectureFifoVersusFairShare is the lecture's cluster (100 nodes of 32
-// cpu and 64 GB) with an operation of 1000 jobs {1 cpu, 4 GB} and one of 500
-// jobs {10 cpu, 1 GB}: in a fair-share pool DRF gives the memory-heavy
-// operation all its 1000 jobs and the cpu-heavy one the remaining 2200 cpu;
-// in a FIFO pool the earlier cpu-heavy operation takes the cpu and the other
-// one gets only the leftovers.
-func TestLectureFifoVersusFairShare(t *testing.T) {
-	node := resource.Vec{resource.UserSlots: 100, resource.CPU: cores(32), resource.Memory: 64 * gib}
-	run := func(mode tree.Mode) (a, b int64) {
-		c := newCluster(t, DefaultConfig(), 100, node,
-			tree.Mutation{Kind: tree.AddPool, Name: "p", Pool: tree.PoolConfig{Mode: mode}})
-		// B starts first: in the FIFO pool it comes first.
-		idB := c.start(OperationSpec{Pool: "p", Tasks: tasks(500, job(10, 1))})
-		c.now = 1
-		idA := c.start(OperationSpec{Pool: "p", Tasks: tasks(1000, job(1, 4))})
-		for range 3 {
-			c.update()
-			c.heartbeatAll()
-			c.now++
-		}
-		return c.info(idA).RunningAllocations, c.info(idB).RunningAllocations
-	}
-	a, b := run(tree.ModeFairShare)
-	if a != 1000 || b < 200 || b > 220 {
-		t.Errorf("fair share: A runs %d jobs, B %d; want A 1000 (its whole demand) and B ≈ 220 (the remaining cpu)", a, b)
-	}
-	a, b = run(tree.ModeFIFO)
-	if b != 300 || a != 200 {
-		t.Errorf("fifo: A runs %d jobs, B %d; want B 300 (3 per node) and A only the 2 cpu left per node (200)", a, b)
-	}
-}
-
 func TestHeartbeatSettlesReports(t *testing.T) {
 	node := resource.Vec{resource.UserSlots: 10, resource.CPU: cores(10), resource.Memory: 100 * gib}
 	c := newCluster(t, DefaultConfig(), 1, node)
@@ -300,74 +268,6 @@ func TestForeignAllocationIsRejected(t *testing.T) {
 	}
 }
 
-func TestAbortedOperationsAllocationsAreAborted(t *testing.T) {
-	node := resource.Vec{resource.UserSlots: 10, resource.CPU: cores(10), resource.Memory: 100 * gib}
-	c := newCluster(t, DefaultConfig(), 1, node)
-	id := c.start(OperationSpec{Tasks: tasks(3, job(2, 1))})
-	c.update()
-	c.heartbeat(0)
-	if err := c.s.AbortOperation(id); err != nil {
-		t.Fatal(err)
-	}
-	c.heartbeat(0)
-	if len(c.resp.Abort) != 3 {
-		t.Fatalf("aborts %+v, want the operation's 3 allocations", c.resp.Abort)
-	}
-	for _, a := range c.resp.Abort {
-		if a.Reason != AbortOperationFinished || a.Operation != id {
-			t.Fatalf("abort %+v", a)
-		}
-	}
-	if info := c.info(id); info.State != StateAborted || info.RunningAllocations != 0 || info.Usage != (resource.Vec{}) {
-		t.Fatalf("aborted operation: %+v", info)
-	}
-}
-
-// A node's allocations are checked against their operation's state at the
-// first heartbeat after the operation finished, on every node, whether or
-// not the node heartbeat in between (the finish epoch, see Heartbeat).
-func TestFinishedOperationAbortedOnEveryNode(t *testing.T) {
-	c := newCluster(t, DefaultConfig(), 2, smallNode)
-	a := c.start(OperationSpec{Tasks: tasks(20, job(1, 1))})
-	b := c.start(OperationSpec{Tasks: tasks(20, job(1, 1))})
-	c.update()
-	c.heartbeatAll()
-	c.heartbeatAll()
-	if err := c.s.AbortOperation(a); err != nil {
-		t.Fatal(err)
-	}
-	for i := range c.nodes {
-		held := 0
-		for _, al := range c.nodes[i].agent.Allocs() {
-			if al.Meta == a {
-				held++
-			}
-		}
-		c.heartbeat(i)
-		aborted := 0
-		for _, ab := range c.resp.Abort {
-			if ab.Reason != AbortOperationFinished || ab.Operation != a {
-				t.Fatalf("node %d: abort %+v", i, ab)
-			}
-			aborted++
-		}
-		if held == 0 || aborted != held {
-			t.Fatalf("node %d held %d allocations of %s, %d aborted", i, held, a, aborted)
-		}
-	}
-	if info := c.info(b); info.RunningAllocations == 0 {
-		t.Fatalf("%s: %+v", b, info)
-	}
-	if err := c.s.AbortOperation(b); err != nil {
-		t.Fatal(err)
-	}
-	c.heartbeat(1) // node 0 has not heartbeat since the epoch moved twice
-	c.heartbeat(0)
-	if len(c.resp.Abort) == 0 {
-		t.Fatalf("node 0: no abort after %s finished", b)
-	}
-}
-
 // Reports in any order settle the same allocations as in ID order (the
 // search tries the allocation after the previous report's first).
 func TestReportsInAnyOrder(t *testing.T) {
@@ -402,56 +302,6 @@ func TestReportsInAnyOrder(t *testing.T) {
 		rnd := rand.New(rand.NewPCG(1, 2))
 		rnd.Shuffle(len(r), func(i, j int) { r[i], r[j] = r[j], r[i] })
 	})
-}
-
-func TestSilentNodeReturnsJobsToPending(t *testing.T) {
-	node := resource.Vec{resource.UserSlots: 10, resource.CPU: cores(10), resource.Memory: 100 * gib}
-	c := newCluster(t, DefaultConfig(), 2, node)
-	id := c.start(OperationSpec{Tasks: tasks(8, job(2, 1))})
-	c.update()
-	c.heartbeat(0)
-	running := c.info(id).RunningAllocations
-	c.now = 61 // node 0 silent for more than 60 s
-	c.heartbeat(1)
-	c.update()
-	if _, ok := c.s.Node(c.nodes[0].name); ok {
-		t.Fatal("silent node still registered")
-	}
-	info := c.info(id)
-	if info.RunningAllocations+info.PendingJobs != 8 || running == 0 {
-		t.Fatalf("after unregistering: %+v (had %d running)", info, running)
-	}
-	if tot := c.s.Total(); tot != node {
-		t.Fatalf("total %v, want one node %v", tot, node)
-	}
-}
-
-func TestPendingQueueAndTotalLimit(t *testing.T) {
-	node := resource.Vec{resource.UserSlots: 10, resource.CPU: cores(10), resource.Memory: 100 * gib}
-	c := newCluster(t, DefaultConfig(), 1, node,
-		tree.Mutation{Kind: tree.AddPool, Name: "p", Pool: tree.PoolConfig{MaxRunningOperationCount: tree.SomeInt(1), MaxOperationCount: tree.SomeInt(2)}})
-	a := c.start(OperationSpec{Pool: "p", Tasks: tasks(1, job(1, 1))})
-	b, st, err := c.s.StartOperation(c.at(), OperationSpec{Pool: "p", Tasks: tasks(1, job(1, 1))})
-	if err != nil || st != StatePending {
-		t.Fatalf("second operation: state %v err %v, want pending", st, err)
-	}
-	if info := c.info(b); info.WaitingPool != "p" || info.WaitingLimit != 1 {
-		t.Fatalf("pending operation does not say why it waits: %+v", info)
-	}
-	if _, _, err := c.s.StartOperation(c.at(), OperationSpec{Pool: "p", Tasks: tasks(1, job(1, 1))}); err == nil {
-		t.Fatal("third operation admitted over max_operation_count 2")
-	}
-	c.update()
-	c.heartbeat(0)
-	c.nodes[0].finish(0, AllocCompleted)
-	c.heartbeat(0)
-	c.update()
-	if info := c.info(a); info.State != StateCompleted {
-		t.Fatalf("first operation: %v", info.State)
-	}
-	if info := c.info(b); info.State != StateRunning {
-		t.Fatalf("queued operation did not start when the first finished: %v", info.State)
-	}
 }
 
 // A heartbeat that lists exactly the allocations the node holds, running,
