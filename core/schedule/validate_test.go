@@ -34,6 +34,9 @@ func TestValidateSpec(t *testing.T) {
 		{"threshold", func(s *OperationSpec) {
 			s.NonPreemptibleResourceUsageThreshold = partial(resource.Memory, resource.MaxAmount+1)
 		}, CodeInvalidValue, "non_preemptible_resource_usage_threshold.memory"},
+		{"negative threshold", func(s *OperationSpec) {
+			s.NonPreemptibleResourceUsageThreshold = partial(resource.UserSlots, -1)
+		}, CodeInvalidValue, "non_preemptible_resource_usage_threshold.user_slots"},
 		{"timeout", func(s *OperationSpec) { s.AllocationPreemptionTimeout = tree.SomeDuration(-clock.Second) }, CodeInvalidValue, "allocation_preemption_timeout_s"},
 		{"graceful timeout", func(s *OperationSpec) {
 			s.AllocationGracefulPreemptionTimeout = tree.SomeDuration(tree.MaxDuration + 1)
