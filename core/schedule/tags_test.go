@@ -99,55 +99,6 @@ func tinyNodesConfig() Config {
 	return cfg
 }
 
-// TestBestAllocationShare is the reference's TestBestAllocationShare: two
-// nodes of 100 bytes and one of 200; an operation of three jobs of 150
-// bytes fits one job, on the 200-byte node, so its best allocation share in
-// memory is 150/400 and its fair share one job's share of the cluster.
-func TestBestAllocationShare(t *testing.T) {
-	c := newCluster(t, tinyNodesConfig(), 0, resource.Vec{})
-	c.addNode("a1", vec(10, 10, 100))
-	c.addNode("a2", vec(10, 10, 100))
-	c.addNode("b", vec(10, 10, 200))
-	jobRes := vec(1, 1, 150)
-	x := c.start(OperationSpec{ID: "X", Tasks: tasks(3, jobRes)})
-	c.update()
-	total := vec(30, 30, 400)
-	info := c.info(x)
-	if want := resource.FromResources(jobRes.Scale(3), total); info.Attrs.DemandShare != want {
-		t.Errorf("demand share %v, want %v", info.Attrs.DemandShare, want)
-	}
-	if got := info.BestAllocationShare[resource.Memory]; got != 0.375 {
-		t.Errorf("best allocation share in memory %v, want 0.375", got)
-	}
-	if want := resource.FromResources(jobRes, total); !info.Attrs.FairShare.Total.Near(want, 1e-9) {
-		t.Errorf("fair share %v, want %v (cpu 1/30)", info.Attrs.FairShare.Total, want)
-	}
-	// Only the 200-byte node can take a job, and takes one.
-	c.heartbeatAll()
-	for i := range c.nodes {
-		n := c.nodes[i]
-		if want := map[string]int{"b": 1}[n.name]; n.agent.Len() != want {
-			t.Errorf("node %s runs %d allocations, want %d", n.name, n.agent.Len(), want)
-		}
-	}
-	// A second 200-byte node changes the memory distribution: the share is
-	// recomputed at once, not after the period.
-	c.now++
-	c.addNode("b2", vec(10, 10, 200))
-	c.update()
-	if got := c.info(x).BestAllocationShare[resource.Memory]; got != 300.0/600 {
-		t.Errorf("with a second 200-byte node: best allocation share in memory %v, want 0.5", got)
-	}
-	// So does a node that reports other limits: a1 grows to 150 bytes.
-	c.now++
-	c.nodes[0].limits = vec(10, 10, 150)
-	c.heartbeat(0)
-	c.update()
-	if got := c.info(x).BestAllocationShare[resource.Memory]; got != 450.0/650 {
-		t.Errorf("with a1 at 150 bytes: best allocation share in memory %v, want 450/650", got)
-	}
-}
-
 // TestBestAllocationSharePeriod: tasks of different sizes combine through
 // the demand's memory per slot, and a change of the demand alone is seen
 // when best_allocation_share_update_period has passed.
