@@ -1,7 +1,6 @@
 package schedule
 
 import (
-	"math"
 	"testing"
 
 	"github.com/fairsched/fairsched/core/resource"
@@ -140,86 +139,5 @@ func TestBestAllocationSharePeriod(t *testing.T) {
 	c.update()
 	if got := c.info("Y").BestAllocationShare[resource.Memory]; got != 300.0/400 {
 		t.Fatalf("Y: best allocation share in memory %v, want 300/400 (60 bytes: 1, 1 and 3 per node)", got)
-	}
-}
-
-// TestTagFilterScheduling: allocations go only to nodes that match the
-// operation's filter and every ancestor pool's, in the regular and the
-// preemptive stages; victims may be any allocations of the node.
-func TestTagFilterScheduling(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.FairShareStarvationTimeout = 0
-	cfg.FairShareAggressiveStarvationTimeout = 0
-	cfg.PreemptiveSchedulingBackoff = 0
-	c := newCluster(t, cfg, 0, resource.Vec{},
-		filterPool("gpu", "", "gpu"),
-		filterPool("cheap", "gpu", "!preemptible"))
-	c.addNode("cpu1", smallNode)
-	c.addNode("gpu1", smallNode, "gpu")
-	c.addNode("gpu2", smallNode, "gpu", "preemptible")
-	// A greedy operation without a filter fills every node first.
-	greedy := c.start(OperationSpec{ID: "greedy", Tasks: tasks(100, job(1, 1))})
-	c.update()
-	c.heartbeatAll()
-	// Then operations restricted by their pools and their own filters.
-	g := c.start(OperationSpec{ID: "g", Pool: "gpu", Tasks: tasks(100, job(1, 1))})
-	ch := c.start(OperationSpec{ID: "ch", Pool: "cheap", Tasks: tasks(100, job(1, 1))})
-	own := c.start(OperationSpec{ID: "own", Tasks: tasks(100, job(1, 1)), SchedulingTagFilter: tagfilter.MustParse("preemptible")})
-	for range 20 {
-		c.now++
-		c.update()
-		c.heartbeatAll()
-	}
-	allowed := map[string]map[string]bool{
-		greedy: {"cpu1": true, "gpu1": true, "gpu2": true},
-		g:      {"gpu1": true, "gpu2": true},
-		ch:     {"gpu1": true},
-		own:    {"gpu2": true},
-	}
-	placed := map[string]int{}
-	for _, n := range c.nodes {
-		info, _ := c.s.Node(n.name)
-		for _, a := range info.Allocations {
-			if !allowed[a.Operation][n.name] {
-				t.Errorf("allocation %d of %s runs on %s", a.ID, a.Operation, n.name)
-			}
-			placed[a.Operation]++
-		}
-	}
-	for _, op := range []string{g, ch, own} {
-		if placed[op] == 0 {
-			t.Errorf("%s has no allocation: the preemptive stage never made room on its nodes", op)
-		}
-	}
-	if len(c.preempts) == 0 {
-		t.Error("no preemption happened")
-	}
-	for _, p := range c.preempts {
-		if p.ForOperation != "" && !allowed[p.ForOperation][p.node] {
-			t.Errorf("%s preempted on %s for %s, whose filters do not match it", p.Operation, p.node, p.ForOperation)
-		}
-	}
-	// Limits shares are bounded by the nodes of the element's own filter:
-	// gpu's 2 of 3 nodes, cheap's !preemptible 2 (cpu1 and gpu1), own's 1;
-	// g and ch have no filter of their own.
-	for name, want := range map[string]float64{"gpu": 2.0 / 3, "cheap": 2.0 / 3, own: 1.0 / 3, g: 1, ch: 1} {
-		var got float64
-		if p, err := c.s.Pool(name); err == nil {
-			got = p.Attrs.LimitsShare[resource.CPU]
-		} else {
-			got = c.info(name).Attrs.LimitsShare[resource.CPU]
-		}
-		if math.Abs(got-want) > 1e-12 {
-			t.Errorf("%s: limits share in cpu %v, want %v", name, got, want)
-		}
-	}
-}
-
-// TestRootRejectsTagFilter: the root holds every node.
-func TestRootRejectsTagFilter(t *testing.T) {
-	c := newCluster(t, DefaultConfig(), 0, resource.Vec{})
-	_, err := c.s.ApplyPools(tree.Mutation{Kind: tree.SetPool, Name: tree.RootName, Pool: tree.PoolConfig{SchedulingTagFilter: tagfilter.MustParse("gpu")}})
-	if err == nil {
-		t.Fatal("the root accepted a scheduling_tag_filter")
 	}
 }
