@@ -4,8 +4,6 @@ import (
 	"testing"
 
 	"github.com/fairsched/fairsched/core/resource"
-	"github.com/fairsched/fairsched/core/tagfilter"
-	"github.com/fairsched/fairsched/core/tree"
 )
 
 // addNode registers a node with limits and tags by its first heartbeat.
@@ -18,76 +16,6 @@ func (c *cluster) addNode(name string, limits resource.Vec, tags ...string) {
 // vec is {slots, cpu (cores), memory (bytes)}.
 func vec(slots int64, cpu float64, memory int64) resource.Vec {
 	return resource.Vec{resource.UserSlots: slots, resource.CPU: cores(cpu), resource.Memory: memory}
-}
-
-func filterPool(name, parent, filter string) tree.Mutation {
-	return tree.Mutation{Kind: tree.AddPool, Name: name, Parent: parent, Pool: tree.PoolConfig{SchedulingTagFilter: tagfilter.MustParse(filter)}}
-}
-
-// TestSchedulingTagFilterResourceLimits is the reference's
-// TestSchedulingTagFilterResourceLimits: an element's scheduling-tag-filter
-// resource limits are the resources of the nodes that match its own filter
-// (all nodes without one), and they bound its limits share.
-func TestSchedulingTagFilterResourceLimits(t *testing.T) {
-	n1, n2, n3, n4 := vec(2, 3, 10), vec(10, 10, 100), vec(20, 30, 500), vec(100, 50, 1000)
-	all := n1.Add(n2).Add(n3).Add(n4)
-	c := newCluster(t, DefaultConfig(), 0, resource.Vec{},
-		filterPool("PoolA", "", ""),
-		filterPool("PoolB", "", "tag_1"),
-		filterPool("PoolC", "PoolB", "tag_3 & tag_1"),
-		filterPool("PoolD", "PoolB", "tag_3"),
-		filterPool("PoolE", "", "tag_2 | (tag_1 & tag_4)"))
-	c.addNode("n1", n1, "tag_1")
-	c.addNode("n2", n2, "tag_2")
-	c.addNode("n3", n3, "tag_3")
-	c.addNode("n134", n4, "tag_1", "tag_3", "tag_4")
-	jobs := tasks(10, vec(1, 1, 10))
-	x := c.start(OperationSpec{ID: "X", Tasks: jobs, SchedulingTagFilter: tagfilter.MustParse("tag_1 | tag_2 | tag_5")})
-	y := c.start(OperationSpec{ID: "Y", Pool: "PoolD", Tasks: tasks(5, vec(1, 1, 10))})
-	c.update()
-
-	f := func(name string, got tree.PartialVec, want resource.Vec) {
-		t.Helper()
-		if got != tree.Full(want) {
-			t.Errorf("%s: scheduling tag filter resource limits %v, want %v", name, got.V, want)
-		}
-	}
-	pool := func(name string) PoolInfo {
-		t.Helper()
-		p, err := c.s.Pool(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	f("PoolA", pool("PoolA").SchedulingTagFilterResourceLimits, all)
-	f("PoolB", pool("PoolB").SchedulingTagFilterResourceLimits, n1.Add(n4))
-	f("PoolC", pool("PoolC").SchedulingTagFilterResourceLimits, n4)
-	f("PoolD", pool("PoolD").SchedulingTagFilterResourceLimits, n3.Add(n4))
-	f("PoolE", pool("PoolE").SchedulingTagFilterResourceLimits, n2.Add(n4))
-	f("X", c.info(x).SchedulingTagFilterResourceLimits, n1.Add(n2).Add(n4))
-	f("Y", c.info(y).SchedulingTagFilterResourceLimits, all)
-
-	// The limits bound the limits shares.
-	share := func(name string, got, want resource.Share) {
-		t.Helper()
-		if !got.Near(want, 1e-12) {
-			t.Errorf("%s: limits share %v, want %v", name, got, want)
-		}
-	}
-	share("PoolC", pool("PoolC").Attrs.LimitsShare, resource.FromResources(n4, all))
-	share("PoolE", pool("PoolE").Attrs.LimitsShare, resource.FromResources(n2.Add(n4), all))
-	share("X", c.info(x).Attrs.LimitsShare, resource.FromResources(n1.Add(n2).Add(n4), all).Min(c.info(x).BestAllocationShare))
-
-	// A filter taken away takes its limits along.
-	cfg := pool("PoolC").Config
-	cfg.SchedulingTagFilter = tagfilter.Filter{}
-	if _, err := c.s.ApplyPools(tree.Mutation{Kind: tree.SetPool, Name: "PoolC", Pool: cfg}); err != nil {
-		t.Fatal(err)
-	}
-	c.update()
-	f("PoolC without a filter", pool("PoolC").SchedulingTagFilterResourceLimits, all)
-	share("PoolC without a filter", pool("PoolC").Attrs.LimitsShare, resource.FromResources(all, all))
 }
 
 // tinyNodesConfig is the default config for nodes with bytes of memory: the
