@@ -62,6 +62,9 @@ type Result struct {
 	// sample; EndS is the last fair-share update's time.
 	Fairness []FairnessSample
 	EndS     float64
+	// FairnessErrorMean is the time mean of the fairness error over the
+	// run and FairnessErrorIntegral its integral in share·seconds.
+	FairnessErrorMean, FairnessErrorIntegral float64
 	// Trace is the trace replay's report (nil for scenario files).
 	Trace *TraceReport
 }
@@ -553,6 +556,10 @@ func (r *recorder) result(e *engine) *Result {
 	res.Run = r.stats
 	res.Fairness = r.fairness
 	res.EndS = r.lastT.Seconds()
+	res.FairnessErrorIntegral = r3(r.fairIntegral)
+	if r.fairTime > 0 {
+		res.FairnessErrorMean = r6(r.fairIntegral / r.fairTime)
+	}
 	if r.sc.Trace != nil {
 		res.Trace = r.traceReport(e)
 	}

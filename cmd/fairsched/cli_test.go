@@ -190,8 +190,21 @@ func TestTopOnce(t *testing.T) {
 	if strings.Join(tree, ",") != strings.Join(want, ",") {
 		t.Fatalf("top's tree %q, want %q:\n%s", tree, want, out)
 	}
-	if !strings.Contains(out, "FAIR SHARE") || !strings.Contains(out, "4 pools") || strings.Contains(out, "\x1b[") {
+	if !strings.Contains(out, "FAIR SHARE") || !strings.Contains(out, "4 pools") || strings.Contains(out, "\x1b[") ||
+		!strings.Contains(out, "USAGE 10m") || !strings.Contains(out, "FAIR SHARE 10m") {
 		t.Fatalf("top --once:\n%s", out)
+	}
+	// Every pool but the root has sparklines of the update's point.
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) > 0 && strings.HasPrefix(l, "  ") && !strings.ContainsAny(l, string(sparkBars)) {
+			t.Errorf("no sparkline in %q", l)
+		}
+	}
+	if code, out, _ := cli(t, ts.URL, "", "top", "--once", "--history", "0"); code != 0 || strings.Contains(out, "USAGE 10m") {
+		t.Errorf("top --history 0: %d\n%s", code, out)
+	}
+	if code, _, errOut := cli(t, ts.URL, "", "top", "--once", "--history", "-1s"); code != 2 || !strings.Contains(errOut, "--history") {
+		t.Errorf("top --history -1s: %d %s", code, errOut)
 	}
 	code, out, _ = cli(t, ts.URL, "", "top", "--iterations", "2", "--interval", "1ms")
 	if code != 0 || strings.Count(out, "\x1b[H\x1b[2J") != 2 {
@@ -378,5 +391,29 @@ func TestStatusCommand(t *testing.T) {
 	code, out, _ = cli(t, ts.URL, "", "status")
 	if code != 0 || !strings.Contains(out, "recovery  active") || !strings.Contains(out, "0 of 1 nodes reported") {
 		t.Fatalf("status table after the restart: %d %s", code, out)
+	}
+}
+
+// TestSparklines: usage and fair share are drawn on one scale, a step
+// without an update is a space, and only the last width points are drawn.
+func TestSparklines(t *testing.T) {
+	p := func(u, f float64, n int) client.HistoryPoint {
+		return client.HistoryPoint{Usage: u, FairShare: f, Samples: n}
+	}
+	for _, c := range []struct {
+		pts         []client.HistoryPoint
+		width       int
+		usage, fair string
+	}{
+		{nil, 5, "", ""},
+		{[]client.HistoryPoint{p(0, 0, 1)}, 5, "▁", "▁"},
+		{[]client.HistoryPoint{p(0, 0.5, 1), p(0.25, 0.5, 1), p(0.5, 0.5, 1)}, 5, "▁▅█", "███"},
+		{[]client.HistoryPoint{p(0.2, 0.4, 1), p(0, 0, 0), p(0.4, 0.2, 2)}, 5, "▅ █", "█ ▅"},
+		{[]client.HistoryPoint{p(1, 1, 1), p(0, 1, 1), p(1, 1, 1)}, 2, "▁█", "██"},
+	} {
+		u, f := sparklines(c.pts, c.width)
+		if u != c.usage || f != c.fair {
+			t.Errorf("%+v: %q %q, want %q %q", c.pts, u, f, c.usage, c.fair)
+		}
 	}
 }
