@@ -37,7 +37,7 @@ func TestHeartbeatAllocs(t *testing.T) {
 	ts.must(201, "POST", "/api/v1/operations", `{"pool": "prod", "tasks": [{"job_count": 1000000, "resources": {"cpu": 1, "memory": 1073741824}}]}`)
 	ts.clock.advanceAndUpdate(ts.srv)
 	ts.heartbeat(n)
-	if len(n.running) == 0 {
+	if len(n.runningIDs()) == 0 {
 		t.Fatal("nothing runs")
 	}
 
@@ -64,7 +64,7 @@ func TestHeartbeatAllocs(t *testing.T) {
 		}
 	}
 	allocs := testing.AllocsPerRun(200, func() { do(steady) })
-	t.Logf("steady heartbeat reporting %d allocations: %v allocations per request", len(n.running), allocs)
+	t.Logf("steady heartbeat reporting %d allocations: %v allocations per request", len(n.runningIDs()), allocs)
 	if allocs > maxHeartbeatAllocs {
 		t.Errorf("a steady heartbeat request allocates %v times, want at most %d", allocs, maxHeartbeatAllocs)
 	}
@@ -73,7 +73,7 @@ func TestHeartbeatAllocs(t *testing.T) {
 	// new one, whose id is the node's next (ids count up per node). The
 	// bodies are prepared before measuring.
 	var ids []uint64
-	for id := range n.running {
+	for _, id := range n.runningIDs() {
 		v, _ := strconv.ParseUint(id, 10, 64)
 		ids = append(ids, v)
 	}
@@ -184,8 +184,8 @@ func TestHeartbeatBatchAllocs(t *testing.T) {
 	ts.clock.advanceAndUpdate(ts.srv)
 	round()
 	for _, n := range nodes {
-		if len(n.running) != 8 {
-			t.Fatalf("%s runs %d allocations, want 8", n.name, len(n.running))
+		if len(n.runningIDs()) != 8 {
+			t.Fatalf("%s runs %d allocations, want 8", n.name, len(n.runningIDs()))
 		}
 	}
 

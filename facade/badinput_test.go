@@ -27,11 +27,11 @@ func TestBadInputs(t *testing.T) {
 	ts.must(200, "POST", "/api/v1/operations/"+done+"/abort", "")
 	ts.clock.advanceAndUpdate(ts.srv)
 	ts.heartbeat(n1)
-	if len(n1.running) == 0 {
+	if len(n1.runningIDs()) == 0 {
 		t.Fatal("n1 runs nothing: the foreign-allocation case needs an allocation")
 	}
 	var n1Alloc string
-	for id := range n1.running {
+	for _, id := range n1.runningIDs() {
 		n1Alloc = id
 	}
 

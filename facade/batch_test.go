@@ -7,10 +7,12 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/core/coretest"
 )
 
 // batchOf returns the body of POST /api/v1/heartbeats with the heartbeat
@@ -61,23 +63,20 @@ func (n *simNode) apply(resp map[string]any) {
 	if _, failed := resp["error"]; failed {
 		return
 	}
-	n.finished = map[string]string{}
+	n.agent.Delivered(nil)
 	for _, x := range resp["allocations_to_start"].([]any) {
 		a := x.(map[string]any)
-		n.running[a["id"].(string)] = a["operation_id"].(string)
+		n.agent.Start(a["id"].(string), clock.Never, a["operation_id"].(string))
 	}
 	for _, x := range resp["allocations_to_abort"].([]any) {
 		a := x.(map[string]any)
-		delete(n.running, a["id"].(string))
+		n.agent.Abort(a["id"].(string))
 		n.aborts = append(n.aborts, a)
 	}
 	for _, x := range resp["allocations_to_preempt"].([]any) {
 		a := x.(map[string]any)
 		n.preempts = append(n.preempts, a)
-		if _, ok := n.running[a["id"].(string)]; ok {
-			delete(n.running, a["id"].(string))
-			n.finished[a["id"].(string)] = "aborted"
-		}
+		n.agent.Preempt(simNow, a["id"].(string))
 	}
 }
 
@@ -111,9 +110,9 @@ func TestHeartbeatBatch(t *testing.T) {
 	send()
 	running := 0
 	for _, n := range nodes {
-		running += len(n.running)
-		if o := ts.must(200, "GET", "/api/v1/orchid/nodes/"+n.name, ""); len(o["allocations"].([]any)) != len(n.running) {
-			t.Fatalf("orchid of %s: %v, the node runs %v", n.name, o, n.running)
+		running += len(n.runningIDs())
+		if o := ts.must(200, "GET", "/api/v1/orchid/nodes/"+n.name, ""); len(o["allocations"].([]any)) != len(n.runningIDs()) {
+			t.Fatalf("orchid of %s: %v, the node runs %v", n.name, o, n.runningIDs())
 		}
 	}
 	if running != 6 {
@@ -170,16 +169,15 @@ func TestHeartbeatBatchEnvelopeErrors(t *testing.T) {
 	ts.must(201, "POST", "/api/v1/operations", `{"pool": "prod", "tasks": [{"job_count": 20, "resources": {"cpu": 1}}]}`)
 	ts.clock.advanceAndUpdate(ts.srv)
 	ts.heartbeat(n1)
-	if len(n1.running) == 0 {
+	if len(n1.runningIDs()) == 0 {
 		t.Fatal("n1 runs nothing")
 	}
 	ts.must(200, "PATCH", "/api/v1/config", `{"max_heartbeats_per_batch": 3}`)
 	// A valid heartbeat that changes the state: n1 completes everything,
 	// n2 (empty) would get allocations.
-	for id := range n1.running {
-		n1.finished[id] = "completed"
+	for _, id := range n1.runningIDs() {
+		n1.end(id, coretest.AllocCompleted)
 	}
-	n1.running = map[string]string{}
 	good1, good2 := withNodeID("n1", n1.body()), withNodeID("n2", n2.body())
 	state := func() string {
 		var b bytes.Buffer
@@ -256,11 +254,11 @@ func TestHeartbeatBatchEntryErrors(t *testing.T) {
 	ts.must(201, "POST", "/api/v1/operations", `{"pool": "prod", "tasks": [{"job_count": 4, "resources": {"cpu": 1}}]}`)
 	ts.clock.advanceAndUpdate(ts.srv)
 	ts.heartbeat(n1)
-	if len(n1.running) == 0 {
+	if len(n1.runningIDs()) == 0 {
 		t.Fatal("n1 runs nothing")
 	}
 	var n1Alloc string
-	for id := range n1.running {
+	for _, id := range n1.runningIDs() {
 		n1Alloc = id
 	}
 	ok := func(name string) string {
@@ -381,14 +379,6 @@ func batchMatchesSingle(t *testing.T, seed uint64) {
 	for range 3 {
 		startOp()
 	}
-	sortedIDs := func(m map[string]string) []string {
-		ids := make([]string, 0, len(m))
-		for id := range m {
-			ids = append(ids, id)
-		}
-		sort.Strings(ids)
-		return ids
-	}
 	for round := range 40 {
 		if r.IntN(4) == 0 {
 			startOp()
@@ -405,23 +395,22 @@ func batchMatchesSingle(t *testing.T, seed uint64) {
 			}
 			name := x.name
 			switch p := r.IntN(100); {
-			case p < 10 && len(x.running) > 0: // a job ends
-				ids := sortedIDs(x.running)
+			case p < 10 && len(x.runningIDs()) > 0: // a job ends
+				ids := x.runningIDs()
 				id := ids[r.IntN(len(ids))]
-				st := []string{"completed", "failed", "aborted"}[r.IntN(3)]
+				st := []coretest.AllocState{coretest.AllocCompleted, coretest.AllocFailed, coretest.AllocAborted}[r.IntN(3)]
 				for _, n := range []*simNode{x, y} {
-					delete(n.running, id)
-					n.finished[id] = st
+					n.end(id, st)
 				}
 				body = x.body()
-			case p < 14 && len(x.running) > 0: // one vanishes
-				id := sortedIDs(x.running)[0]
+			case p < 14 && len(x.runningIDs()) > 0: // one vanishes
+				id := x.runningIDs()[0]
 				for _, n := range []*simNode{x, y} {
-					delete(n.running, id)
+					n.forget(id)
 				}
 				body = x.body()
-			case p < 18 && len(x.running) > 0: // one reports its usage
-				id := sortedIDs(x.running)[0]
+			case p < 18 && len(x.runningIDs()) > 0: // one reports its usage
+				id := x.runningIDs()[0]
 				body = strings.Replace(body, `{"id": "`+id+`", "state": "running"}`,
 					`{"id": "`+id+`", "state": "running", "resource_usage": {"cpu": 0.5, "memory": 536870912}}`, 1)
 			case p < 22: // an unknown allocation
@@ -434,7 +423,7 @@ func batchMatchesSingle(t *testing.T, seed uint64) {
 				body = strings.Replace(body, `"cpu": 8`, `"cpu": -8`, 1)
 			case p < 32: // a foreign allocation, if another node runs one
 				other := na[(k+1+r.IntN(nodeCount-1))%nodeCount]
-				if ids := sortedIDs(other.running); len(ids) > 0 {
+				if ids := other.runningIDs(); len(ids) > 0 {
 					body = strings.Replace(body, `"allocations": [`, `"allocations": [{"id": "`+ids[0]+`", "state": "running"}, `, 1)
 					body = strings.Replace(body, `}, ]`, `}]`, 1)
 				}

@@ -10,51 +10,56 @@ import (
 	"time"
 
 	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/core/coretest"
 	"github.com/fairsched/fairsched/server"
 	"github.com/fairsched/fairsched/store"
 )
 
-// echoNode is a node of the durable tests: it keeps what it was told to
-// start and reports it back with its origin, as docs/api.md#node-heartbeats asks.
+// echoNode is a node of the durable tests: a coretest.Node agent that
+// keeps what it was told to start (each allocation's Meta its
+// allocations_to_start entry) and reports it back with its origin, as
+// docs/api.md#node-heartbeats asks.
 type echoNode struct {
 	name   string
 	limits string
-	allocs []map[string]any // allocations_to_start entries, running
+	agent  coretest.Node[string, map[string]any]
 }
 
-// heartbeat sends the node's reports (finished ones once) and keeps what
-// it is told to start; it returns the answer.
+// heartbeat sends the node's reports, those in finished ended in the state
+// given (reported once), and keeps what it is told to start; it returns
+// the answer.
 func (n *echoNode) heartbeat(ts *durableServer, finished map[string]string) map[string]any {
 	ts.t.Helper()
+	for id, st := range finished {
+		n.agent.Finish(id, map[string]coretest.AllocState{"completed": coretest.AllocCompleted, "failed": coretest.AllocFailed, "aborted": coretest.AllocAborted}[st])
+	}
 	reports := []map[string]any{}
-	var keep []map[string]any
-	for _, a := range n.allocs {
-		r := map[string]any{"id": a["id"], "state": "running", "operation_id": a["operation_id"],
+	for _, al := range n.agent.Allocs() {
+		a := al.Meta
+		r := map[string]any{"id": a["id"], "state": simStates[al.State], "operation_id": a["operation_id"],
 			"task_index": a["task_index"], "resources": a["resources"]}
-		if st, ok := finished[a["id"].(string)]; ok {
-			r["state"] = st
-		} else {
-			keep = append(keep, a)
-		}
 		reports = append(reports, r)
 	}
 	body, _ := json.Marshal(map[string]any{"resource_limits": json.RawMessage(n.limits), "allocations": reports})
 	resp := ts.must(200, "POST", "/api/v1/nodes/"+n.name+"/heartbeat", string(body))
-	n.allocs = keep
+	n.agent.Delivered(nil)
 	for _, s := range arr(resp["allocations_to_start"]) {
-		n.allocs = append(n.allocs, obj(s))
+		n.start(obj(s))
 	}
 	for _, ab := range arr(resp["allocations_to_abort"]) {
-		id := obj(ab)["id"]
-		n.allocs = slices.DeleteFunc(n.allocs, func(a map[string]any) bool { return a["id"] == id })
+		n.agent.Abort(obj(ab)["id"].(string))
 	}
 	return resp
 }
 
+// start makes the node run an allocations_to_start entry.
+func (n *echoNode) start(a map[string]any) { n.agent.Start(a["id"].(string), clock.Never, a) }
+
+// ids returns the node's allocations in the order they started.
 func (n *echoNode) ids() []string {
 	var ids []string
-	for _, a := range n.allocs {
-		ids = append(ids, a["id"].(string))
+	for _, a := range n.agent.Allocs() {
+		ids = append(ids, a.ID)
 	}
 	return ids
 }
@@ -77,19 +82,19 @@ func TestRestartAdoptsRunningWork(t *testing.T) {
 	a.srv.UpdateFairShare()
 	n1.heartbeat(a, nil)
 	n2.heartbeat(a, nil)
-	if len(n1.allocs) != 4 || len(n2.allocs) != 2 {
-		t.Fatalf("before the restart: n1 holds %d, n2 %d allocations; want 4 and 2", len(n1.allocs), len(n2.allocs))
+	if n1.agent.Len() != 4 || n2.agent.Len() != 2 {
+		t.Fatalf("before the restart: n1 holds %d, n2 %d allocations; want 4 and 2", n1.agent.Len(), n2.agent.Len())
 	}
 	handedOut := append(n1.ids(), n2.ids()...)
 	// One job completes, and a checkpoint keeps it.
-	n1.heartbeat(a, map[string]string{n1.allocs[0]["id"].(string): "completed"})
+	n1.heartbeat(a, map[string]string{n1.ids()[0]: "completed"})
 	mc.AdvanceSeconds(6)
 	a.srv.UpdateFairShare()
 	a.srv.Core().WaitDurable() // the checkpoint is not awaited: wait for it here
-	if len(n1.allocs) != 4 {
-		t.Fatalf("n1 holds %d allocations after the completion, want 4 (one started in its place)", len(n1.allocs))
+	if n1.agent.Len() != 4 {
+		t.Fatalf("n1 holds %d allocations after the completion, want 4 (one started in its place)", n1.agent.Len())
 	}
-	handedOut = append(handedOut, n1.allocs[3]["id"].(string))
+	handedOut = append(handedOut, n1.ids()[3])
 	a.stop()
 
 	mc.AdvanceSeconds(30)
@@ -114,7 +119,7 @@ func TestRestartAdoptsRunningWork(t *testing.T) {
 		t.Fatalf("work after n1's report: %s, want 4 running allocations, 1 completed and 4 pending jobs", mustMarshal(op))
 	}
 	// n2 also reports an allocation nobody handed out.
-	n2.allocs = append(n2.allocs, map[string]any{"id": "4295067295", "operation_id": "work", "task_index": 0, "resources": map[string]any{"cpu": 1}})
+	n2.start(map[string]any{"id": "4295067295", "operation_id": "work", "task_index": 0, "resources": map[string]any{"cpu": 1}})
 	r = n2.heartbeat(b, nil)
 	if ab := arr(r["allocations_to_abort"]); len(ab) != 1 || obj(ab[0])["id"] != "4295067295" {
 		t.Fatalf("n2's first heartbeat after the restart: %v, want only 4295067295 aborted", r)
@@ -308,10 +313,10 @@ func TestCompletionWrittenAtOnce(t *testing.T) {
 	n.heartbeat(a, nil)
 	a.srv.UpdateFairShare()
 	n.heartbeat(a, nil)
-	if len(n.allocs) != 1 {
-		t.Fatalf("n1 runs %d allocations, want 1", len(n.allocs))
+	if n.agent.Len() != 1 {
+		t.Fatalf("n1 runs %d allocations, want 1", n.agent.Len())
 	}
-	n.heartbeat(a, map[string]string{n.allocs[0]["id"].(string): "completed"})
+	n.heartbeat(a, map[string]string{n.ids()[0]: "completed"})
 	// No fair-share update (no janitor pass) from here on.
 	deadline := time.Now().Add(10 * time.Second)
 	for {

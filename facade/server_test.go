@@ -12,7 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/core/coretest"
 	"github.com/fairsched/fairsched/wire"
 )
 
@@ -141,21 +142,31 @@ func (ts *testServer) must(want int, method, path, body string) map[string]any {
 	return v
 }
 
-// simNode is a simulated node: it reports its allocations in every
-// heartbeat and follows the answers.
+// simNode is a simulated node: a coretest.Node agent (each allocation's
+// Meta its operation's id) that runs what it is told to start until it is
+// stopped, stops a preempted allocation at once and reports it aborted
+// next time; it reports its allocations in ID order in every heartbeat and
+// follows the answers.
 type simNode struct {
 	name     string
 	limits   string
-	tags     []string          // nil: ["ssd"]
-	running  map[string]string // allocation id → operation id
-	finished map[string]string // allocation id → state to report once
-	preempts []map[string]any  // every preemption received
+	tags     []string // nil: ["ssd"]
+	agent    coretest.Node[string, string]
+	preempts []map[string]any // every preemption received
 	aborts   []map[string]any
 }
 
 func newNode(name string, cpu, memGiB int) *simNode {
-	return &simNode{name: name, running: map[string]string{}, finished: map[string]string{},
-		limits: fmt.Sprintf(`{"user_slots": 100, "cpu": %d, "memory": %d}`, cpu, int64(memGiB)<<30)}
+	return &simNode{name: name, limits: fmt.Sprintf(`{"user_slots": 100, "cpu": %d, "memory": %d}`, cpu, int64(memGiB)<<30)}
+}
+
+// The simulated nodes of these tests live at one instant: a preempted
+// allocation stops at once (StopDelay 0) and none ends by itself.
+const simNow clock.Time = 0
+
+var simStates = [...]string{
+	coretest.AllocRunning: "running", coretest.AllocCompleted: "completed", coretest.AllocFailed: "failed",
+	coretest.AllocAborted: "aborted", coretest.AllocRefused: "refused",
 }
 
 func (n *simNode) body() string {
@@ -166,23 +177,14 @@ func (n *simNode) body() string {
 		tags = string(out)
 	}
 	fmt.Fprintf(&b, `{"resource_limits": %s, "tags": %s, "allocations": [`, n.limits, tags)
-	ids := make([]string, 0, len(n.running)+len(n.finished))
-	for id := range n.running {
-		ids = append(ids, id)
-	}
-	for id := range n.finished {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for i, id := range ids {
+	n.agent.Advance(simNow, nil)
+	allocs := slices.Clone(n.agent.Allocs())
+	slices.SortFunc(allocs, func(x, y coretest.Alloc[string, string]) int { return strings.Compare(x.ID, y.ID) })
+	for i, a := range allocs {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		st := "running"
-		if f, ok := n.finished[id]; ok {
-			st = f
-		}
-		fmt.Fprintf(&b, `{"id": %q, "state": %q}`, id, st)
+		fmt.Fprintf(&b, `{"id": %q, "state": %q}`, a.ID, simStates[a.State])
 	}
 	b.WriteString("]}")
 	return b.String()
@@ -193,34 +195,44 @@ func (n *simNode) body() string {
 func (ts *testServer) heartbeat(n *simNode) map[string]any {
 	ts.t.Helper()
 	resp := ts.must(200, "POST", "/api/v1/nodes/"+n.name+"/heartbeat", n.body())
-	n.finished = map[string]string{}
-	for _, x := range resp["allocations_to_start"].([]any) {
-		a := x.(map[string]any)
-		n.running[a["id"].(string)] = a["operation_id"].(string)
-	}
-	for _, x := range resp["allocations_to_abort"].([]any) {
-		a := x.(map[string]any)
-		delete(n.running, a["id"].(string))
-		n.aborts = append(n.aborts, a)
-	}
-	for _, x := range resp["allocations_to_preempt"].([]any) {
-		a := x.(map[string]any)
-		n.preempts = append(n.preempts, a)
-		if _, ok := n.running[a["id"].(string)]; ok {
-			delete(n.running, a["id"].(string))
-			n.finished[a["id"].(string)] = "aborted"
+	n.apply(resp)
+	return resp
+}
+
+// running reports whether the node runs allocation id: it holds it and was
+// not told to preempt it.
+func (n *simNode) running(id string) bool {
+	a := n.agent.Find(id)
+	return a != nil && a.State == coretest.AllocRunning && !a.Preempted
+}
+
+// runningIDs returns the allocations the node runs, in string order.
+func (n *simNode) runningIDs() []string {
+	var ids []string
+	for _, a := range n.agent.Allocs() {
+		if n.running(a.ID) {
+			ids = append(ids, a.ID)
 		}
 	}
-	return resp
+	slices.Sort(ids)
+	return ids
+}
+
+// end makes allocation id end in state st (reported next time).
+func (n *simNode) end(id string, st coretest.AllocState) { n.agent.Finish(id, st) }
+
+// forget makes the node stop listing allocation id (every allocation, for
+// ""), as an agent that lost it.
+func (n *simNode) forget(id string) {
+	n.agent.Forget(func(a *coretest.Alloc[string, string]) bool { return id == "" || a.ID == id })
 }
 
 // complete reports every running allocation of op as completed next time.
 func (n *simNode) complete(op string) int {
 	k := 0
-	for id, o := range n.running {
-		if o == op {
-			delete(n.running, id)
-			n.finished[id] = "completed"
+	for _, a := range n.agent.Allocs() {
+		if a.Meta == op && n.running(a.ID) {
+			n.end(a.ID, coretest.AllocCompleted)
 			k++
 		}
 	}
@@ -276,7 +288,7 @@ func TestLifecycle(t *testing.T) {
 		running = 0
 		for _, n := range nodes {
 			ts.heartbeat(n)
-			running += len(n.running)
+			running += len(n.runningIDs())
 		}
 		ts.clock.advanceAndUpdate(ts.srv)
 	}
@@ -288,7 +300,7 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("operation: %v", o)
 	}
 	node := ts.must(200, "GET", "/api/v1/orchid/nodes/n1", "")
-	if len(node["allocations"].([]any)) != len(nodes[0].running) {
+	if len(node["allocations"].([]any)) != len(nodes[0].runningIDs()) {
 		t.Fatalf("orchid node: %v", node)
 	}
 
@@ -327,15 +339,15 @@ func TestAbortTellsNodes(t *testing.T) {
 	id := ts.must(201, "POST", "/api/v1/operations", `{"pool": "prod", "tasks": [{"job_count": 3, "resources": {"cpu": 1}}]}`)["id"].(string)
 	ts.clock.advanceAndUpdate(ts.srv)
 	ts.heartbeat(n)
-	if len(n.running) != 3 {
-		t.Fatalf("%d running, want 3", len(n.running))
+	if len(n.runningIDs()) != 3 {
+		t.Fatalf("%d running, want 3", len(n.runningIDs()))
 	}
 	if o := ts.must(200, "POST", "/api/v1/operations/"+id+"/abort", ""); o["state"] != "aborted" {
 		t.Fatalf("abort: %v", o)
 	}
 	ts.heartbeat(n)
-	if len(n.running) != 0 || len(n.aborts) != 3 || n.aborts[0]["reason"] != "operation "+id+" aborted" {
-		t.Fatalf("aborts %v, still running %v", n.aborts, n.running)
+	if len(n.runningIDs()) != 0 || len(n.aborts) != 3 || n.aborts[0]["reason"] != "operation "+id+" aborted" {
+		t.Fatalf("aborts %v, still running %v", n.aborts, n.runningIDs())
 	}
 }
 

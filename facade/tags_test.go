@@ -65,8 +65,8 @@ func TestSchedulingTagFilters(t *testing.T) {
 		}
 		ts.clock.advanceAndUpdate(ts.srv)
 	}
-	if len(plain.running) != 0 || len(spot.running) != 0 || len(gpu.running) != 8 {
-		t.Fatalf("allocations on plain %d, spot %d, gpu1 %d; want only gpu1's 8", len(plain.running), len(spot.running), len(gpu.running))
+	if len(plain.runningIDs()) != 0 || len(spot.runningIDs()) != 0 || len(gpu.runningIDs()) != 8 {
+		t.Fatalf("allocations on plain %d, spot %d, gpu1 %d; want only gpu1's 8", len(plain.runningIDs()), len(spot.runningIDs()), len(gpu.runningIDs()))
 	}
 
 	o := ts.must(200, "GET", "/api/v1/orchid/operations/"+id, "")
@@ -107,8 +107,8 @@ func TestSchedulingTagFilters(t *testing.T) {
 		}
 		ts.clock.advanceAndUpdate(ts.srv)
 	}
-	if len(plain.running) != 0 || len(spot.running) != 8 {
-		t.Fatalf("without the pool's filter: plain %d, spot %d allocations; want 0 and 8", len(plain.running), len(spot.running))
+	if len(plain.runningIDs()) != 0 || len(spot.runningIDs()) != 8 {
+		t.Fatalf("without the pool's filter: plain %d, spot %d allocations; want 0 and 8", len(plain.runningIDs()), len(spot.runningIDs()))
 	}
 	if p := ts.must(200, "GET", "/api/v1/pools/gpu", ""); p["scheduling_tag_filter"] != nil {
 		t.Fatalf("the filter is still there: %v", p)

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/fairsched/fairsched/core/clock"
 )
 
 // End-to-end tests of resource usage reports (docs/api.md#node-heartbeats) through the HTTP server: a running
@@ -23,8 +25,8 @@ func (ts *testServer) runningOn(n *simNode, jobs int) (string, []string) {
 	id := ts.must(201, "POST", "/api/v1/operations", fmt.Sprintf(`{"tasks": [{"job_count": %d, "resources": {"user_slots": 1, "cpu": 1, "memory": 1073741824}}]}`, jobs))["id"].(string)
 	ts.clock.advanceAndUpdate(ts.srv)
 	ts.heartbeat(n)
-	if len(n.running) != jobs {
-		ts.t.Fatalf("%d allocations run, want %d", len(n.running), jobs)
+	if len(n.runningIDs()) != jobs {
+		ts.t.Fatalf("%d allocations run, want %d", len(n.runningIDs()), jobs)
 	}
 	return id, n.ids()
 }
@@ -32,7 +34,7 @@ func (ts *testServer) runningOn(n *simNode, jobs int) (string, []string) {
 // ids returns the node's running allocations in ID order.
 func (n *simNode) ids() []string {
 	var ids []string
-	for id := range n.running {
+	for _, id := range n.runningIDs() {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return len(ids[i]) < len(ids[j]) || len(ids[i]) == len(ids[j]) && ids[i] < ids[j] })
@@ -141,19 +143,19 @@ func TestVanishedOverHTTP(t *testing.T) {
 	// again in the same answer.
 	resp := ts.must(200, "POST", "/api/v1/nodes/n1/heartbeat", `{"resource_limits": `+n.limits+`, "allocations": `+reports(ids[1:], nil)+`}`)
 	want(resp, ids[:1], 1)
-	delete(n.running, ids[0])
+	n.forget(ids[0])
 	for _, x := range resp["allocations_to_start"].([]any) {
-		n.running[obj(x)["id"].(string)] = id
+		n.agent.Start(obj(x)["id"].(string), clock.Never, id)
 	}
 	ts.heartbeat(n) // nothing vanishes: the node lists what it holds
-	if len(n.aborts) != 0 || len(n.running) != 3 {
-		t.Fatalf("a heartbeat listing every allocation: aborts %v, running %v", n.aborts, n.running)
+	if len(n.aborts) != 0 || len(n.runningIDs()) != 3 {
+		t.Fatalf("a heartbeat listing every allocation: aborts %v, running %v", n.aborts, n.runningIDs())
 	}
 	// The agent restarts: an empty list, then a heartbeat without one, are
 	// a node that holds nothing.
 	resp = ts.must(200, "POST", "/api/v1/nodes/n1/heartbeat", `{"resource_limits": `+n.limits+`, "allocations": []}`)
 	want(resp, n.ids(), 3)
-	n.running = map[string]string{}
+	n.forget("")
 	resp = ts.must(200, "POST", "/api/v1/nodes/n1/heartbeat", `{"resource_limits": `+n.limits+`}`)
 	var again []string
 	for _, x := range resp["allocations_to_abort"].([]any) {

@@ -17,6 +17,8 @@
 //     distribution), drops aborted allocations and stops preempted jobs at
 //     its next heartbeat (cluster.preempted_job_stop "immediately", the
 //     default) or once their preemption timeout has passed ("at_timeout");
+//     a job whose duration ends before it is stopped completes. The nodes
+//     are coretest.Node agents, the model the scheduler's tests use;
 //   - UpdateFairShare every fair_share_update_period_s (default 1 s), after
 //     which the pools are sampled every sample_period_s.
 //

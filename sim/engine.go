@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strconv"
 
 	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/core/coretest"
 	"github.com/fairsched/fairsched/core/limits"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/rng"
@@ -56,7 +56,7 @@ type engine struct {
 	pools   []schedule.PoolInfo
 	opInfos []schedule.OperationInfo
 	// finished is heartbeat scratch: the jobs a node reports as done.
-	finished []job
+	finished []jobAlloc
 
 	rec recorder
 
@@ -82,24 +82,28 @@ type engine struct {
 	dirty, integral bool
 }
 
+// simNode is a node of the cluster: a coretest.Node agent that runs jobs
+// until their end and stops a preempted one at once (or at its timeout,
+// with StopAtTimeout).
 type simNode struct {
 	name   string
 	limits resource.Vec
 	tags   []string
-	jobs   []job
+	agent  coretest.Node[uint64, job]
 	sent   clock.Time // the last heartbeat sent
 }
 
+// job is what the simulation keeps of a running allocation; the agent keeps
+// its end (the natural completion) and its preemption.
 type job struct {
-	alloc     uint64
-	op        *simOp
-	task      int
-	res       resource.Vec // what the start gave it
-	start     clock.Time
-	end       clock.Time // natural completion
-	preempted bool
-	stopAt    clock.Time // when a preempted job stops (reported aborted)
+	op    *simOp
+	task  int
+	res   resource.Vec // what the start gave it
+	start clock.Time
 }
+
+// jobAlloc is an allocation of a simulated node.
+type jobAlloc = coretest.Alloc[uint64, job]
 
 type workState struct {
 	w        *Workload
@@ -331,12 +335,7 @@ func (e *engine) idleHeartbeat(t clock.Time, i int) bool {
 	if e.pending > 0 || t.Sub(n.sent) >= e.keepAlive {
 		return false
 	}
-	for k := range n.jobs {
-		if j := &n.jobs[k]; j.end <= t || j.preempted && j.stopAt <= t {
-			return false
-		}
-	}
-	return true
+	return !n.agent.Due(t)
 }
 
 // pullTrace reads the trace's next job.
@@ -516,25 +515,24 @@ func (e *engine) heartbeat(t clock.Time, i int) error {
 	n.sent = t
 	reports := e.hb.Allocations[:0]
 	origins := e.hb.AllocationOrigins[:0]
-	kept := n.jobs[:0]
 	finished := e.finished[:0]
-	for _, j := range n.jobs {
-		switch {
-		case j.end <= t:
-			reports = append(reports, schedule.AllocationReport{ID: j.alloc, State: schedule.AllocCompleted})
-			finished = append(finished, j)
-		case j.preempted && j.stopAt <= t:
-			reports = append(reports, schedule.AllocationReport{ID: j.alloc, State: schedule.AllocAborted})
-			finished = append(finished, j)
-			e.rec.lostWork(j.op.work.pool, t.Sub(j.start), j.res)
+	n.agent.Advance(t, nil)
+	for _, a := range n.agent.Allocs() {
+		switch a.State {
+		case coretest.AllocCompleted:
+			reports = append(reports, schedule.AllocationReport{ID: a.ID, State: schedule.AllocCompleted})
+			finished = append(finished, a)
+		case coretest.AllocAborted:
+			reports = append(reports, schedule.AllocationReport{ID: a.ID, State: schedule.AllocAborted})
+			finished = append(finished, a)
+			e.rec.lostWork(a.Meta.op.work.pool, t.Sub(a.Meta.start), a.Meta.res)
 		default:
 			// With its origin, as nodes should report it (docs/api.md#node-heartbeats).
-			reports = append(reports, schedule.AllocationReport{ID: j.alloc, State: schedule.AllocRunning, HasOrigin: true})
+			reports = append(reports, schedule.AllocationReport{ID: a.ID, State: schedule.AllocRunning, HasOrigin: true})
 			for len(origins) < len(reports)-1 {
 				origins = append(origins, schedule.AllocationOrigin{})
 			}
-			origins = append(origins, schedule.AllocationOrigin{Operation: j.op.idBytes, Task: j.task, Resources: j.res})
-			kept = append(kept, j)
+			origins = append(origins, schedule.AllocationOrigin{Operation: a.Meta.op.idBytes, Task: a.Meta.task, Resources: a.Meta.res})
 		}
 	}
 	e.hb = schedule.NodeHeartbeat{Node: n.name, Limits: n.limits, Tags: n.tags, Allocations: reports, AllocationOrigins: origins}
@@ -542,44 +540,39 @@ func (e *engine) heartbeat(t clock.Time, i int) error {
 	if err := e.sched.Heartbeat(t, &e.hb, &e.resp); err != nil {
 		return fmt.Errorf("sim: heartbeat of %s at %v s: %w", n.name, t.Seconds(), err)
 	}
-	n.jobs = kept
+	n.agent.Delivered(nil)
 	if len(finished) > 0 || len(e.resp.Start) > 0 || len(e.resp.Preempt) > 0 || len(e.resp.Abort) > 0 {
 		e.dirty = true
 	}
-	for _, j := range finished {
-		if j.end <= t {
-			e.jobCompleted(t, j)
+	for k := range finished {
+		if a := &finished[k]; a.State == coretest.AllocCompleted {
+			e.jobCompleted(t, a)
 		} else {
-			e.jobReturned(t, j)
+			e.jobReturned(t, a)
 		}
 	}
 	for _, ab := range e.resp.Abort {
-		k := slices.IndexFunc(n.jobs, func(j job) bool { return j.alloc == ab.Allocation })
-		if k < 0 {
+		a, held := n.agent.Abort(ab.Allocation)
+		if !held {
 			continue
 		}
-		j := n.jobs[k]
-		n.jobs = slices.Delete(n.jobs, k, k+1)
-		e.rec.count(j.op.work.pool, func(p *poolRec) *int64 { return &p.jobsAborted })
+		e.rec.count(a.Meta.op.work.pool, func(p *poolRec) *int64 { return &p.jobsAborted })
 		switch ab.Reason {
 		case schedule.AbortPreemptionTimedOut, schedule.AbortNodeOvercommit:
 			// The scheduler released the allocation: its job is pending again.
-			e.rec.lostWork(j.op.work.pool, t.Sub(j.start), j.res)
-			e.jobReturned(t, j)
+			e.rec.lostWork(a.Meta.op.work.pool, t.Sub(a.Meta.start), a.Meta.res)
+			e.jobReturned(t, &a)
 		}
 	}
 	for _, p := range e.resp.Preempt {
-		k := slices.IndexFunc(n.jobs, func(j job) bool { return j.alloc == p.Allocation })
-		if k < 0 || n.jobs[k].preempted {
+		a := n.agent.Preempt(t, p.Allocation)
+		if a == nil {
 			continue
 		}
-		j := &n.jobs[k]
-		j.preempted = true
-		j.stopAt = t
 		if e.sc.StopAtTimeout {
-			j.stopAt = t.Add(p.Timeout)
+			a.StopAt = t.Add(p.Timeout)
 		}
-		e.rec.preempted(j.op.work.pool, p, e.poolOf(p.ForOperation))
+		e.rec.preempted(a.Meta.op.work.pool, p, e.poolOf(p.ForOperation))
 	}
 	for _, st := range e.resp.Start {
 		o := e.ops[st.Operation]
@@ -599,7 +592,7 @@ func (e *engine) heartbeat(t clock.Time, i int) error {
 		} else {
 			end = t.Add(drawDuration(&ws.tasks[st.Task], ws.w.Tasks[st.Task].Duration))
 		}
-		n.jobs = append(n.jobs, job{alloc: st.Allocation, op: o, task: st.Task, res: st.Resources, start: t, end: end})
+		n.agent.Start(st.Allocation, end, job{op: o, task: st.Task, res: st.Resources, start: t})
 		e.pending--
 		since := o.popPending(st.Task)
 		if since < 0 {
@@ -620,12 +613,12 @@ func (e *engine) poolOf(op string) int {
 	return -1
 }
 
-func (e *engine) jobCompleted(t clock.Time, j job) {
-	o := j.op
+func (e *engine) jobCompleted(t clock.Time, j *jobAlloc) {
+	o := j.Meta.op
 	e.rec.count(o.work.pool, func(p *poolRec) *int64 { return &p.jobsCompleted })
 	o.unfinished--
 	if tr := o.trace; tr != nil {
-		tr.lastEnd = max(tr.lastEnd, j.end)
+		tr.lastEnd = max(tr.lastEnd, j.End)
 		e.progress = t
 		if o.unfinished == 0 {
 			e.live--
@@ -645,9 +638,9 @@ func (e *engine) jobCompleted(t clock.Time, j job) {
 
 // jobReturned records that a job stopped before completing: it is pending
 // again (core/schedule returns it to its task).
-func (e *engine) jobReturned(t clock.Time, j job) {
-	o := j.op
-	o.tasks[j.task] = append(o.tasks[j.task], pendingRun{t: t, n: 1})
+func (e *engine) jobReturned(t clock.Time, j *jobAlloc) {
+	o := j.Meta.op
+	o.tasks[j.Meta.task] = append(o.tasks[j.Meta.task], pendingRun{t: t, n: 1})
 	e.pending++
 }
 

@@ -3,12 +3,12 @@ package ui_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/fairsched/fairsched/client"
 	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/core/coretest"
 	"github.com/fairsched/fairsched/facade/facadetest"
 )
 
@@ -43,15 +43,14 @@ const demoConfig = `{
 // order of parents before children.
 var demoPools = []string{"<Root>", "production", "etl", "research", "vision", "nlp", "adhoc"}
 
-// simNode is a node of the scenario: it reports its running allocations in
-// every heartbeat, starts what it is told to, and stops a preempted
-// allocation at once (reported aborted in its next heartbeat).
+// simNode is a node of the scenario: a coretest.Node agent that runs what
+// it is told to start until stopped and stops a preempted allocation at
+// once (reported aborted in its next heartbeat).
 type simNode struct {
-	id      string
-	tags    []string
-	limits  client.Resources
-	running []string
-	stopped []string
+	id     string
+	tags   []string
+	limits client.Resources
+	agent  coretest.Node[string, struct{}]
 }
 
 // cluster is the running scenario: the server, a client and its nodes.
@@ -85,31 +84,31 @@ func (cl *cluster) addNodes(n int, cpu float64, memGiB int64, tags func(i int) [
 func (cl *cluster) heartbeats() {
 	cl.t.Helper()
 	ctx := context.Background()
+	now := cl.srv.Now()
 	for _, n := range cl.nodes {
 		hb := client.Heartbeat{ResourceLimits: n.limits, Tags: n.tags}
-		for _, id := range n.running {
-			hb.Allocations = append(hb.Allocations, client.AllocationReport{ID: id, State: "running"})
+		n.agent.Advance(now, nil)
+		for _, a := range n.agent.Allocs() {
+			state := "running"
+			if a.State == coretest.AllocAborted {
+				state = "aborted"
+			}
+			hb.Allocations = append(hb.Allocations, client.AllocationReport{ID: a.ID, State: state})
 		}
-		for _, id := range n.stopped {
-			hb.Allocations = append(hb.Allocations, client.AllocationReport{ID: id, State: "aborted"})
-		}
-		n.stopped = nil
 		r, err := cl.c.Heartbeat(ctx, n.id, hb)
 		if err != nil {
 			cl.t.Fatalf("heartbeat of %s: %v", n.id, err)
 		}
+		n.agent.Delivered(nil)
 		for _, a := range r.AllocationsToStart {
-			n.running = append(n.running, a.ID)
+			n.agent.Start(a.ID, clock.Never, struct{}{})
 		}
 		for _, a := range r.AllocationsToAbort {
-			n.running = slices.DeleteFunc(n.running, func(id string) bool { return id == a.ID })
+			n.agent.Abort(a.ID)
 		}
 		for _, a := range r.AllocationsToPreempt {
 			cl.preempted++
-			if i := slices.Index(n.running, a.ID); i >= 0 {
-				n.running = slices.Delete(n.running, i, i+1)
-				n.stopped = append(n.stopped, a.ID)
-			}
+			n.agent.Preempt(now, a.ID)
 		}
 	}
 }

@@ -260,20 +260,13 @@ var (
 	taskKeys = []string{"name", "job_count", "resources", "duration_hint_s"}
 )
 
-// Limits of an operation's spec.
-const (
-	MaxTasks       = 1000
-	MaxJobCount    = 1 << 40
-	maxTimeoutS    = 1e9
-	maxTaskNameLen = 128
-)
-
 // DecodeStartOperation decodes the body of POST /api/v1/operations
-// (docs/api.md#operations) into a spec, validated as far as it can be without the tree: names,
-// types, ranges, and that every task's total Σ job_count × resources fits
-// in 2^53, and so does the operation's total over its tasks (docs/api.md:
-// aggregates never wrap). "pool": "<Root>" is the root (spec.Pool ""). The scheduler
-// checks the pool and the limits.
+// (docs/api.md#operations) into a spec: it checks the JSON types and then the
+// spec with schedule.ValidateSpec (the core owns the ranges: names, counts,
+// amounts, and that every task's total Σ job_count × resources fits in
+// 2^53, and so does the operation's total over its tasks), naming the field
+// of either error ($.tasks[0].job_count). "pool": "<Root>" is the root
+// (spec.Pool ""). The scheduler checks that the pool exists and the limits.
 func DecodeStartOperation(data []byte) (schedule.OperationSpec, error) {
 	var spec schedule.OperationSpec
 	m, e := jsonpath.DecodeObject(data, "body")
@@ -284,8 +277,10 @@ func DecodeStartOperation(data []byte) (schedule.OperationSpec, error) {
 		p, x := jsonpath.Key("$", k), m[k]
 		switch k {
 		case "id":
-			if spec.ID, e = jsonpath.String(p, x); e == nil && !tree.ValidName(spec.ID) {
-				e = jsonpath.NewError(CodeInvalidName, p, "cannot use "+jsonpath.Describe(x)+" as an operation id: want 1-128 characters of [A-Za-z0-9._:-]")
+			// The core's spec reads an empty id as none given: the
+			// decoder refuses an empty one (the core checks the others).
+			if spec.ID, e = jsonpath.String(p, x); e == nil && spec.ID == "" {
+				e = jsonpath.NewError(CodeInvalidName, p, "cannot use \"\" as an operation id: want 1-128 characters of [A-Za-z0-9._:-]")
 			}
 		case "type":
 			spec.Type, e = opType(p, x)
@@ -306,7 +301,7 @@ func DecodeStartOperation(data []byte) (schedule.OperationSpec, error) {
 		case "fair_share_starvation_timeout_s":
 			spec.FairShareStarvationTimeout, e = optSeconds(p, x)
 		case "fair_share_starvation_tolerance":
-			spec.FairShareStarvationTolerance, e = optRange(p, x, 0, 1, "a number in [0, 1]")
+			spec.FairShareStarvationTolerance, e = optNumber(p, x)
 		case "non_preemptible_resource_usage_threshold":
 			spec.NonPreemptibleResourceUsageThreshold, e = resources(p, x)
 		case "scheduling_tag_filter":
@@ -323,6 +318,9 @@ func DecodeStartOperation(data []byte) (schedule.OperationSpec, error) {
 	if _, ok := m["tasks"]; !ok {
 		return spec, jsonpath.NewError(CodeMissingAttribute, "$.tasks", "cannot start an operation without tasks: want a non-empty list of {\"name\", \"job_count\", \"resources\"}")
 	}
+	if err := schedule.ValidateSpec(&spec); err != nil {
+		return spec, treeError("$", err, false)
+	}
 	return spec, nil
 }
 
@@ -336,62 +334,63 @@ func opType(p string, x any) (string, *Error) {
 }
 
 // poolRef decodes the pool an operation runs in: a pool name, or "<Root>"
-// for the root (returned as "").
+// for the root (returned as ""); the core checks the name.
 func poolRef(p string, x any) (string, *Error) {
 	s, e := jsonpath.String(p, x)
 	if e != nil {
 		return "", e
 	}
-	if s == tree.RootName {
+	switch s {
+	case tree.RootName:
 		return "", nil
-	}
-	if !tree.ValidName(s) {
-		return s, jsonpath.NewError(CodeInvalidName, p, "cannot use "+jsonpath.Describe(x)+" as a pool name: want 1-128 characters of [A-Za-z0-9._:-] or \"<Root>\"")
+	case "":
+		// The core's spec reads an empty pool as the root: the decoder
+		// refuses an empty name (the core checks the others).
+		return "", jsonpath.NewError(CodeInvalidName, p, "cannot use \"\" as a pool name: want 1-128 characters of [A-Za-z0-9._:-] or \"<Root>\"")
 	}
 	return s, nil
 }
 
-func weight(p string, x any) (tree.OptFloat, *Error) {
-	w, e := jsonpath.Number(p, x)
-	if e != nil {
-		return tree.OptFloat{}, e
-	}
-	if w < tree.MinWeight || w > tree.MaxWeight {
-		return tree.OptFloat{}, jsonpath.Invalid(p, x, "a weight in ["+strconv.FormatFloat(tree.MinWeight, 'g', 3, 64)+", "+strconv.FormatFloat(tree.MaxWeight, 'g', 3, 64)+"]")
-	}
-	return tree.Some(w), nil
-}
+// weight decodes an operation's weight; the core checks its range.
+func weight(p string, x any) (tree.OptFloat, *Error) { return optNumber(p, x) }
 
-func optRange(p string, x any, lo, hi float64, want string) (tree.OptFloat, *Error) {
-	f, e := jsonpath.Range(p, x, lo, hi, want)
+func optNumber(p string, x any) (tree.OptFloat, *Error) {
+	f, e := jsonpath.Number(p, x)
 	if e != nil {
 		return tree.OptFloat{}, e
 	}
 	return tree.Some(f), nil
 }
 
-// optSeconds decodes a duration in seconds in [0, 1e9].
+// optSeconds decodes a duration in seconds (saturating: the core checks
+// that it is in [0, 1e9] s).
 func optSeconds(p string, x any) (tree.OptDuration, *Error) {
-	f, e := jsonpath.Range(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
+	f, e := jsonpath.Number(p, x)
 	if e != nil {
 		return tree.OptDuration{}, e
 	}
 	return tree.SomeDuration(clock.DurationFromSeconds(f)), nil
 }
 
+// wholeNumber decodes a count: a whole number that a float64 holds exactly
+// (|n| ≤ 2^53); the core checks its range, which want describes for the
+// numbers beyond.
+func wholeNumber(p string, x any, want string) (int64, *Error) {
+	return jsonpath.Whole(p, x, -resource.MaxAmount, resource.MaxAmount, want)
+}
+
+// tasks decodes an operation's tasks: their JSON types, and that each has
+// a job count and resources (ValidateSpec checks the ranges).
 func tasks(path string, v any) ([]schedule.TaskSpec, *Error) {
 	a, e := jsonpath.Array(path, v)
 	if e != nil {
 		return nil, e
 	}
-	if len(a) == 0 {
-		return nil, jsonpath.NewError(CodeInvalidValue, path, "cannot start an operation with no tasks: want at least one")
-	}
-	if len(a) > MaxTasks {
-		return nil, jsonpath.NewError(CodeInvalidValue, path, "cannot start an operation with "+strconv.Itoa(len(a))+" tasks: want at most "+strconv.Itoa(MaxTasks))
+	if len(a) > schedule.MaxTasks {
+		// Not decoded: the core refuses so many (ValidateSpec).
+		return make([]schedule.TaskSpec, len(a)), nil
 	}
 	ts := make([]schedule.TaskSpec, len(a))
-	var total resource.Vec // Σ job_count × resources so far
 	for i, tv := range a {
 		tp := jsonpath.Index(path, i)
 		m, e := jsonpath.Object(tp, tv)
@@ -404,22 +403,17 @@ func tasks(path string, v any) ([]schedule.TaskSpec, *Error) {
 			p, x := jsonpath.Key(tp, k), m[k]
 			switch k {
 			case "name":
-				if t.Name, e = jsonpath.String(p, x); e == nil && len(t.Name) > maxTaskNameLen {
-					e = jsonpath.Invalid(p, x, "a name of at most 128 bytes")
-				}
+				t.Name, e = jsonpath.String(p, x)
 			case "job_count":
-				t.JobCount, e = jsonpath.Whole(p, x, 1, MaxJobCount, "a whole number in [1, 2^40]")
+				t.JobCount, e = wholeNumber(p, x, "a whole number in [1, 2^40]")
 				seenCount = true
 			case "resources":
 				var pv tree.PartialVec
 				if pv, e = resources(p, x); e == nil {
 					t.Resources, seenRes = pv.V, true
-					if t.Resources.IsZero() {
-						e = jsonpath.NewError(CodeInvalidValue, p, "cannot start jobs that use no resources: want at least one positive amount")
-					}
 				}
 			case "duration_hint_s":
-				t.DurationHintS, e = jsonpath.Range(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
+				t.DurationHintS, e = jsonpath.Number(p, x)
 			default:
 				e = jsonpath.UnknownKey(tp, k, taskKeys, "a task")
 			}
@@ -432,18 +426,6 @@ func tasks(path string, v any) ([]schedule.TaskSpec, *Error) {
 		}
 		if !seenRes {
 			return nil, jsonpath.NewError(CodeMissingAttribute, jsonpath.Key(tp, "resources"), "cannot start a task without resources: want the resources of one job")
-		}
-		for r, x := range t.Resources {
-			if x > 0 && t.JobCount > resource.MaxAmount/x {
-				return nil, jsonpath.NewError(CodeInvalidValue, jsonpath.Key(tp, "job_count"), "cannot use job_count "+strconv.FormatInt(t.JobCount, 10)+
-					": the task's total "+resource.Kind(r).String()+" exceeds 2^53")
-			}
-			// Each task's total is at most 2^53, so the sum cannot wrap
-			// before it is compared.
-			if total[r] += x * t.JobCount; total[r] > resource.MaxAmount {
-				return nil, jsonpath.NewError(CodeInvalidValue, jsonpath.Key(tp, "job_count"), "cannot use job_count "+strconv.FormatInt(t.JobCount, 10)+
-					": the operation's total "+resource.Kind(r).String()+" over its tasks exceeds 2^53")
-			}
 		}
 	}
 	return ts, nil
@@ -462,8 +444,8 @@ func Demand(spec *schedule.OperationSpec) resource.Vec {
 }
 
 // OperationPatch is the body of PATCH /api/v1/operations/{id}: the core's
-// patch, whose ranges the core checks (PatchOperation) where they depend
-// on the operation (tasks).
+// patch, whose ranges the core checks (schedule.ValidatePatch, and
+// PatchOperation where they depend on the operation's tasks).
 type OperationPatch struct {
 	schedule.OperationPatch
 }
@@ -475,7 +457,9 @@ func (p *OperationPatch) Changes() bool {
 
 var patchOpKeys = []string{"weight", "pool", "resource_limits", "tasks"}
 
-// DecodeOperationPatch decodes the body of PATCH /api/v1/operations/{id}.
+// DecodeOperationPatch decodes the body of PATCH /api/v1/operations/{id}:
+// the JSON types, then schedule.ValidatePatch, naming the field of either
+// error.
 func DecodeOperationPatch(data []byte) (OperationPatch, error) {
 	var op OperationPatch
 	m, e := jsonpath.DecodeObject(data, "body")
@@ -505,19 +489,23 @@ func DecodeOperationPatch(data []byte) (OperationPatch, error) {
 			return op, e
 		}
 	}
+	if err := schedule.ValidatePatch(&op.OperationPatch); err != nil {
+		return op, treeError("$", err, false)
+	}
 	return op, nil
 }
 
-// taskPatches decodes the tasks of a PATCH: each entry's JSON types and
-// ranges that hold for any task; PatchOperation checks them against the
-// operation's tasks.
+// taskPatches decodes the tasks of a PATCH: each entry's JSON types;
+// ValidatePatch checks the ranges that hold for any task and
+// PatchOperation the entries against the operation's tasks.
 func taskPatches(path string, v any) ([]schedule.TaskPatch, *Error) {
 	a, e := jsonpath.Array(path, v)
 	if e != nil {
 		return nil, e
 	}
-	if len(a) > MaxTasks {
-		return nil, jsonpath.NewError(CodeInvalidValue, path, "cannot give an operation "+strconv.Itoa(len(a))+" tasks: want at most "+strconv.Itoa(MaxTasks))
+	if len(a) > schedule.MaxTasks {
+		// Not decoded: the core refuses so many (ValidatePatch).
+		return make([]schedule.TaskPatch, len(a)), nil
 	}
 	ts := make([]schedule.TaskPatch, len(a))
 	for i, tv := range a {
@@ -531,12 +519,10 @@ func taskPatches(path string, v any) ([]schedule.TaskPatch, *Error) {
 			p, x := jsonpath.Key(tp, k), m[k]
 			switch k {
 			case "name":
-				if t.Name, e = jsonpath.String(p, x); e == nil && len(t.Name) > maxTaskNameLen {
-					e = jsonpath.Invalid(p, x, "a name of at most 128 bytes")
-				}
+				t.Name, e = jsonpath.String(p, x)
 				t.HasName = true
 			case "job_count":
-				t.JobCount, e = jsonpath.Whole(p, x, 0, MaxJobCount, "a whole number in [0, 2^40]")
+				t.JobCount, e = wholeNumber(p, x, "a whole number in [0, 2^40]")
 				t.HasJobCount = true
 			case "resources":
 				var pv tree.PartialVec
@@ -544,7 +530,7 @@ func taskPatches(path string, v any) ([]schedule.TaskPatch, *Error) {
 					t.Resources, t.HasResources = pv.V, true
 				}
 			case "duration_hint_s":
-				t.DurationHintS, e = jsonpath.Range(p, x, 0, maxTimeoutS, "a number of seconds in [0, 1e9]")
+				t.DurationHintS, e = jsonpath.Number(p, x)
 			default:
 				e = jsonpath.UnknownKey(tp, k, taskKeys, "a task")
 			}

@@ -117,6 +117,20 @@ func TestDecodeStartOperation(t *testing.T) {
 	f(`{"preemption_mode": "soft", "tasks": [{"job_count": 1, "resources": {"cpu": 1}}]}`, CodeInvalidValue, "$.preemption_mode")
 	f(`{"fair_share_starvation_tolerance": 1.5, "tasks": [{"job_count": 1, "resources": {"cpu": 1}}]}`, CodeInvalidValue, "$.fair_share_starvation_tolerance")
 	f(`{"weight": 1e300, "tasks": [{"job_count": 1, "resources": {"cpu": 1}}]}`, CodeInvalidValue, "$.weight")
+	// The ranges are the core's (schedule.ValidateSpec), named at the
+	// body's paths; the JSON types are the decoder's.
+	f(`{"weight": "1", "tasks": [{"job_count": 1, "resources": {"cpu": 1}}]}`, CodeWrongType, "$.weight")
+	f(`{"pool": "", "tasks": [{"job_count": 1, "resources": {"cpu": 1}}]}`, CodeInvalidName, "$.pool")
+	f(`{"pool": "a b", "tasks": [{"job_count": 1, "resources": {"cpu": 1}}]}`, CodeInvalidName, "$.pool")
+	f(`{"id": "a/b", "tasks": [{"job_count": 1, "resources": {"cpu": 1}}]}`, CodeInvalidName, "$.id")
+	f(`{"allocation_preemption_timeout_s": -1, "tasks": [{"job_count": 1, "resources": {"cpu": 1}}]}`, CodeInvalidValue, "$.allocation_preemption_timeout_s")
+	f(`{"fair_share_starvation_timeout_s": 1e300, "tasks": [{"job_count": 1, "resources": {"cpu": 1}}]}`, CodeInvalidValue, "$.fair_share_starvation_timeout_s")
+	f(`{"tasks": [{"job_count": 1, "resources": {"cpu": 1}}, {"job_count": -1, "resources": {"cpu": 1}}]}`, CodeInvalidValue, "$.tasks[1].job_count")
+	f(`{"tasks": [{"job_count": 1e300, "resources": {"cpu": 1}}]}`, CodeInvalidValue, "$.tasks[0].job_count")
+	f(`{"tasks": [{"job_count": "1", "resources": {"cpu": 1}}]}`, CodeWrongType, "$.tasks[0].job_count")
+	f(`{"tasks": [{"job_count": 1, "resources": {"cpu": 1}, "duration_hint_s": -1}]}`, CodeInvalidValue, "$.tasks[0].duration_hint_s")
+	f(`{"tasks": [{"job_count": 1, "resources": {"cpu": 1}, "name": "`+strings.Repeat("n", 129)+`"}]}`, CodeInvalidValue, "$.tasks[0].name")
+	f(`{"tasks": [`+strings.TrimSuffix(strings.Repeat(`{"job_count": 1, "resources": {"cpu": 1}},`, 1001), ",")+`]}`, CodeInvalidValue, "$.tasks")
 }
 
 func TestDecodeOperationPatch(t *testing.T) {
@@ -380,6 +394,13 @@ func FuzzDecodeStartOperation(f *testing.F) {
 				t.Fatalf("%q: accepted task %+v", data, tk)
 			}
 		}
+		// What the decoder accepts, the core starts (in the root: the
+		// pool's existence is the scheduler's to check).
+		spec.Pool = ""
+		s := schedule.New(tree.New(tree.PoolConfig{}), schedule.DefaultConfig())
+		if _, _, err := s.StartOperation(0, spec); err != nil {
+			t.Fatalf("%q: decoded, then refused by the core: %v", data, err)
+		}
 	})
 }
 
@@ -398,6 +419,9 @@ func FuzzDecodeOperationPatch(f *testing.F) {
 		}
 		if p.Weight.Set && !(p.Weight.V >= tree.MinWeight && p.Weight.V <= tree.MaxWeight) {
 			t.Fatalf("%q: accepted weight %v", data, p.Weight.V)
+		}
+		if err := schedule.ValidatePatch(&p.OperationPatch); err != nil {
+			t.Fatalf("%q: decoded, then refused by the core: %v", data, err)
 		}
 	})
 }

@@ -17,6 +17,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/core/coretest"
 )
 
 // The crash test runs `fairsched serve` in a child process: the test binary
@@ -194,12 +197,13 @@ func newLedger() *ledger {
 	return l
 }
 
-// crashNode is a simulated node: it runs what it is told to start until it
-// completes it (each heartbeat completes a running allocation with
-// probability 1/8), and reports its running allocations with their origins.
+// crashNode is a simulated node, a coretest.Node agent: it runs what it is
+// told to start until it completes it (each heartbeat completes a running
+// allocation with probability 1/8), and reports its allocations with their
+// origins (each allocation's Meta is its allocations_to_start entry).
 type crashNode struct {
-	name    string
-	running []map[string]any // allocations_to_start entries
+	name  string
+	agent coretest.Node[string, map[string]any]
 	// restarted: the next answered heartbeat is the first one to a
 	// restarted server (it must adopt everything running).
 	restarted bool
@@ -212,18 +216,19 @@ const crashNodeLimits = `{"cpu": 8, "user_slots": 100, "memory": 68719476736}`
 // when no answer came.
 func (n *crashNode) heartbeat(ctx context.Context, hc *http.Client, base string, l *ledger, rng *rand.Rand) bool {
 	reports := []map[string]any{}
-	var keep []map[string]any
-	for _, a := range n.running {
+	kept := 0 // allocations still running
+	for _, al := range n.agent.Allocs() {
+		a := al.Meta
 		r := map[string]any{"id": a["id"], "state": "running", "operation_id": a["operation_id"], "task_index": a["task_index"], "resources": a["resources"]}
 		// A job completes once: it is reported completed until a heartbeat
 		// is answered (a node never runs a completed job again).
-		if a["completed"] == nil && !n.restarted && rng.IntN(8) == 0 {
-			a["completed"] = true
+		if al.State == coretest.AllocRunning && !n.restarted && rng.IntN(8) == 0 {
+			n.agent.Finish(al.ID, coretest.AllocCompleted)
 		}
-		if a["completed"] != nil {
+		if n.agent.Find(al.ID).State == coretest.AllocCompleted {
 			r["state"] = "completed"
 		} else {
-			keep = append(keep, a)
+			kept++
 		}
 		reports = append(reports, r)
 	}
@@ -244,9 +249,9 @@ func (n *crashNode) heartbeat(ctx context.Context, hc *http.Client, base string,
 	aborted := map[any]bool{}
 	opOf := map[any]string{}
 	roundOf := map[any]int{}
-	for _, a := range n.running {
-		opOf[a["id"]], _ = a["operation_id"].(string)
-		roundOf[a["id"]], _ = a["round"].(int)
+	for _, a := range n.agent.Allocs() {
+		opOf[a.ID], _ = a.Meta["operation_id"].(string)
+		roundOf[a.ID], _ = a.Meta["round"].(int)
 	}
 	for _, x := range m["allocations_to_abort"].([]any) {
 		ab := x.(map[string]any)
@@ -282,10 +287,11 @@ func (n *crashNode) heartbeat(ctx context.Context, hc *http.Client, base string,
 		}
 	}
 	if n.restarted {
-		l.adopted += len(keep) - len(aborted)
+		l.adopted += kept - len(aborted)
 	}
 	n.restarted = false
-	n.running = slices.DeleteFunc(keep, func(a map[string]any) bool { return aborted[a["id"]] })
+	n.agent.Delivered(nil)
+	n.agent.Forget(func(a *coretest.Alloc[string, map[string]any]) bool { return aborted[a.ID] })
 	for _, x := range m["allocations_to_start"].([]any) {
 		a := x.(map[string]any)
 		id := a["id"].(string)
@@ -294,7 +300,7 @@ func (n *crashNode) heartbeat(ctx context.Context, hc *http.Client, base string,
 		}
 		l.allocIDs[id] = n.name
 		a["round"] = l.round // not sent: the reports name their keys
-		n.running = append(n.running, a)
+		n.agent.Start(id, clock.Never, a)
 		select {
 		case l.started <- struct{}{}:
 		default:

@@ -1,7 +1,8 @@
-// Package coretest holds deterministic helpers shared by core tests and the
-// benchmarks under bench/: generators of realistic pool trees and workloads.
-// Everything is seeded and reproducible; nothing reads a clock or global
-// randomness.
+// Package coretest holds deterministic helpers shared by core tests, the
+// benchmarks under bench/ and the simulator: generators of realistic pool
+// trees and workloads, the golden-script format, and Node, the one model of
+// a simulated node agent. Everything is seeded and reproducible; nothing
+// reads a clock or global randomness.
 package coretest
 
 import (

@@ -98,8 +98,8 @@ func TestOpIndexMatchesScan(t *testing.T) {
 				case 1:
 					// A failed job returns to pending.
 					n := &c.nodes[r.IntN(len(c.nodes))]
-					if len(n.allocs) > 0 {
-						n.allocs[r.IntN(len(n.allocs))].State = AllocFailed
+					if n.agent.Len() > 0 {
+						n.finish(r.IntN(n.agent.Len()), AllocFailed)
 					}
 				default:
 					c.now += 0.5

@@ -54,7 +54,7 @@ const MaxJobCount = 1 << 40
 // job of it is pending, its running allocations keep running, and one
 // that ends other than completed does not return to pending (see endJob).
 func (s *Scheduler) PatchOperation(id string, p OperationPatch) (OperationState, error) {
-	if err := tree.ValidateOperation(&tree.OperationSpec{Weight: p.Weight, ResourceLimits: p.ResourceLimits}, resource.Vec{}, resource.Vec{}); err != nil {
+	if err := ValidatePatch(&p); err != nil {
 		return 0, err
 	}
 	s.mu.Lock()
@@ -142,29 +142,19 @@ func PatchedTasks(id string, tasks []TaskSpec, ps []TaskPatch) ([]TaskSpec, erro
 				if spec.Resources.IsZero() {
 					return nil, errorf(CodeInvalidValue, field+".resources", "cannot add jobs that use no resources: want at least one positive amount")
 				}
-				for r, x := range spec.Resources {
-					if x < 0 || x > resource.MaxAmount {
-						return nil, errorf(CodeInvalidValue, field+".resources."+resource.Kind(r).String(), "cannot use %s %d: want a non-negative amount of at most 2^53", resource.Kind(r), x)
-					}
-				}
-				if !(tp.DurationHintS >= 0 && tp.DurationHintS <= maxSeconds) {
-					return nil, errorf(CodeInvalidValue, field+".duration_hint_s", "cannot use duration_hint_s %v: want a number of seconds in [0, 1e9]", tp.DurationHintS)
+				if err := validateTaskRanges(field, tp.Name, tp.Resources, tp.DurationHintS); err != nil {
+					return nil, err
 				}
 			}
 			if tp.HasJobCount {
 				if tp.JobCount < 0 || tp.JobCount > MaxJobCount {
-					return nil, errorf(CodeInvalidValue, field+".job_count", "cannot use job_count %d: want 0 to 2^40", tp.JobCount)
+					return nil, errorf(CodeInvalidValue, field+".job_count", "cannot use job_count %d: want a whole number in [0, 2^40]", tp.JobCount)
 				}
 				spec.JobCount = tp.JobCount
 			}
 		}
-		for r, x := range spec.Resources {
-			if x > 0 && spec.JobCount > resource.MaxAmount/x {
-				return nil, errorf(CodeInvalidValue, field+".job_count", "cannot use job_count %d: the task's total %s exceeds 2^53", spec.JobCount, resource.Kind(r))
-			}
-			if total[r] += x * spec.JobCount; total[r] > resource.MaxAmount {
-				return nil, errorf(CodeInvalidValue, field+".job_count", "cannot use job_count %d: the operation's total %s over its tasks exceeds 2^53", spec.JobCount, resource.Kind(r))
-			}
+		if err := addDemand(&total, field, spec.JobCount, spec.Resources); err != nil {
+			return nil, err
 		}
 		out[i] = spec
 	}

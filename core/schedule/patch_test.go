@@ -102,7 +102,7 @@ func TestPatchJobCounts(t *testing.T) {
 			}
 			n := &c.nodes[0]
 			for j := range tc.complete {
-				n.allocs[j].State = AllocCompleted
+				n.finish(j, AllocCompleted)
 			}
 			if tc.complete > 0 {
 				c.heartbeat(0)
@@ -115,8 +115,8 @@ func TestPatchJobCounts(t *testing.T) {
 			if info.PendingJobs != tc.pending || info.RunningAllocations != tc.running || st != tc.state || info.State != tc.state {
 				t.Fatalf("after the patch: %d pending, %d running, %v (answered %v); want %d, %d, %v", info.PendingJobs, info.RunningAllocations, info.State, st, tc.pending, tc.running, tc.state)
 			}
-			for j := range n.allocs {
-				n.allocs[j].State = tc.end
+			for j := range n.agent.Len() {
+				n.finish(j, tc.end)
 			}
 			c.update()
 			c.heartbeat(0)

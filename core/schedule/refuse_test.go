@@ -35,11 +35,11 @@ func TestRefusedAndCordoned(t *testing.T) {
 			c.update()
 			c.heartbeat(0)
 			n := &c.nodes[0]
-			if len(n.allocs) != 1 {
-				t.Fatalf("n000 holds %d allocations, want x's", len(n.allocs))
+			if n.agent.Len() != 1 {
+				t.Fatalf("n000 holds %d allocations, want x's", n.agent.Len())
 			}
 			if tc.refuse {
-				n.allocs[0].State = AllocRefused
+				n.finish(0, AllocRefused)
 				c.heartbeat(0) // with a back-off, nothing else to offer
 				if got := c.info(x); tc.backoff > 0 && (got.PendingJobs != 1 || got.RunningAllocations != 0) || c.s.RefusedAllocations() != 1 {
 					t.Fatalf("after the refusal: %d pending, %d running, %d refused; want 1, 0, 1", got.PendingJobs, got.RunningAllocations, c.s.RefusedAllocations())
@@ -61,8 +61,8 @@ func TestRefusedAndCordoned(t *testing.T) {
 				if node >= len(c.nodes) {
 					return 0
 				}
-				for j := range c.nodes[node].allocs {
-					a := c.s.allocationOp(c.nodes[node].name, c.nodes[node].allocs[j].ID)
+				for _, id := range c.nodes[node].ids() {
+					a := c.s.allocationOp(c.nodes[node].name, id)
 					if a == op {
 						k++
 					}

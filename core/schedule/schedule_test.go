@@ -9,6 +9,7 @@ import (
 
 	"github.com/fairsched/fairsched/core/apierr"
 	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/core/coretest"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/tree"
 )
@@ -22,10 +23,10 @@ func cores(c float64) int64 { return resource.Cores(c) }
 
 // cluster is a deterministic harness of simulated nodes on virtual time for
 // the tests that look inside the scheduler; scenarios are scripts under
-// testdata/scenarios (see TestScenarios). Simulated nodes run every
+// testdata/scenarios (see TestScenarios). Its nodes are coretest.Node agents
+// that stop a preempted allocation at their next heartbeat: they run every
 // allocation they are told to start until its task's DurationHintS passed
-// (never, without one), and stop a preempted allocation at their next
-// heartbeat, reporting it aborted.
+// (never, without one) and report it completed once.
 type cluster struct {
 	t         *testing.T
 	s         *Scheduler
@@ -53,20 +54,49 @@ type loggedAbort struct {
 	AbortDecision
 }
 
+// simNode is a simulated node: its agent's allocations carry their
+// operation's ID.
 type simNode struct {
 	name   string
 	limits resource.Vec
 	tags   []string
 	// unschedulable cordons the node in its heartbeats.
 	unschedulable bool
-	allocs        []AllocationReport
-	meta          []simAlloc // parallel to allocs
+	agent         coretest.Node[uint64, string]
 }
 
-type simAlloc struct {
-	op        string
-	finishAt  float64 // 0: runs until stopped
-	preempted bool
+// reportStates maps the agent's states to the reported ones, and back.
+var reportStates = map[coretest.AllocState]AllocationState{
+	coretest.AllocRunning: AllocRunning, coretest.AllocCompleted: AllocCompleted, coretest.AllocFailed: AllocFailed,
+	coretest.AllocAborted: AllocAborted, coretest.AllocRefused: AllocRefused,
+}
+
+// reports returns what the node would report now, in a new slice.
+func (n *simNode) reports() []AllocationReport {
+	var reps []AllocationReport
+	for _, a := range n.agent.Allocs() {
+		reps = append(reps, AllocationReport{ID: a.ID, State: reportStates[a.State]})
+	}
+	return reps
+}
+
+// ids returns the node's allocations in start order.
+func (n *simNode) ids() []uint64 {
+	var ids []uint64
+	for _, a := range n.agent.Allocs() {
+		ids = append(ids, a.ID)
+	}
+	return ids
+}
+
+// finish ends the node's j-th allocation now in state st.
+func (n *simNode) finish(j int, st AllocationState) {
+	for cs, rs := range reportStates {
+		if rs == st {
+			n.agent.Finish(n.agent.Allocs()[j].ID, cs)
+			return
+		}
+	}
 }
 
 func newCluster(t *testing.T, cfg Config, nodes int, limits resource.Vec, pools ...tree.Mutation) *cluster {
@@ -97,64 +127,33 @@ func (c *cluster) heartbeatAll() {
 func (c *cluster) heartbeat(i int) {
 	c.t.Helper()
 	n := &c.nodes[i]
-	for len(n.meta) < len(n.allocs) {
-		n.meta = append(n.meta, simAlloc{})
-	}
-	for j := range n.allocs {
-		m := &n.meta[j]
-		if n.allocs[j].State != AllocRunning {
-			continue
-		}
-		switch {
-		case m.preempted:
-			n.allocs[j].State = AllocAborted
-		case m.finishAt > 0 && c.now >= m.finishAt:
-			n.allocs[j].State = AllocCompleted
-		}
-	}
+	n.agent.Advance(c.at(), nil)
 	c.resp.Reset()
-	hb := NodeHeartbeat{Node: n.name, Limits: n.limits, Tags: n.tags, Allocations: n.allocs, Unschedulable: n.unschedulable}
-	for j := range n.allocs {
-		u, ok := c.usage[n.allocs[j].ID]
-		n.allocs[j].HasUsage = ok
+	hb := NodeHeartbeat{Node: n.name, Limits: n.limits, Tags: n.tags, Allocations: n.reports(), Unschedulable: n.unschedulable}
+	for j := range hb.Allocations {
+		u, ok := c.usage[hb.Allocations[j].ID]
+		hb.Allocations[j].HasUsage = ok
 		hb.AllocationUsage = append(hb.AllocationUsage, u)
 	}
 	if err := c.s.Heartbeat(c.at(), &hb, &c.resp); err != nil {
 		c.t.Fatalf("heartbeat of %s: %v", n.name, err)
 	}
 	// Finished reports are delivered once; aborted allocations are gone.
-	kept, keptMeta := n.allocs[:0], n.meta[:0]
-	for j, a := range n.allocs {
-		if a.State != AllocRunning {
-			continue
-		}
-		aborted := false
-		for _, ab := range c.resp.Abort {
-			aborted = aborted || ab.Allocation == a.ID
-		}
-		if !aborted {
-			kept, keptMeta = append(kept, a), append(keptMeta, n.meta[j])
-		}
-	}
-	n.allocs, n.meta = kept, keptMeta
+	n.agent.Delivered(nil)
 	for _, ab := range c.resp.Abort {
+		n.agent.Abort(ab.Allocation)
 		c.aborts = append(c.aborts, loggedAbort{c.now, n.name, ab})
 	}
 	for _, p := range c.resp.Preempt {
 		c.preempts = append(c.preempts, loggedPreempt{c.now, n.name, p})
-		for j := range n.allocs {
-			if n.allocs[j].ID == p.Allocation {
-				n.meta[j].preempted = true
-			}
-		}
+		n.agent.Preempt(c.at(), p.Allocation)
 	}
 	for _, st := range c.resp.Start {
-		m := simAlloc{op: st.Operation}
+		end := clock.Never
 		if ds := c.durations[st.Operation]; st.Task < len(ds) && ds[st.Task] > 0 {
-			m.finishAt = c.now + ds[st.Task]
+			end = clock.FromSeconds(c.now + ds[st.Task])
 		}
-		n.allocs = append(n.allocs, AllocationReport{ID: st.Allocation, State: AllocRunning})
-		n.meta = append(n.meta, m)
+		n.agent.Start(st.Allocation, end, st.Operation)
 	}
 }
 
@@ -204,38 +203,6 @@ func tasks(n int64, res resource.Vec) []TaskSpec {
 	return []TaskSpec{{Name: "t", JobCount: n, Resources: res}}
 }
 
-// TestLectureFifoVersusFairShare is the lecture's cluster (100 nodes of 32
-// cpu and 64 GB) with an operation of 1000 jobs {1 cpu, 4 GB} and one of 500
-// jobs {10 cpu, 1 GB}: in a fair-share pool DRF gives the memory-heavy
-// operation all its 1000 jobs and the cpu-heavy one the remaining 2200 cpu;
-// in a FIFO pool the earlier cpu-heavy operation takes the cpu and the other
-// one gets only the leftovers.
-func TestLectureFifoVersusFairShare(t *testing.T) {
-	node := resource.Vec{resource.UserSlots: 100, resource.CPU: cores(32), resource.Memory: 64 * gib}
-	run := func(mode tree.Mode) (a, b int64) {
-		c := newCluster(t, DefaultConfig(), 100, node,
-			tree.Mutation{Kind: tree.AddPool, Name: "p", Pool: tree.PoolConfig{Mode: mode}})
-		// B starts first: in the FIFO pool it comes first.
-		idB := c.start(OperationSpec{Pool: "p", Tasks: tasks(500, job(10, 1))})
-		c.now = 1
-		idA := c.start(OperationSpec{Pool: "p", Tasks: tasks(1000, job(1, 4))})
-		for range 3 {
-			c.update()
-			c.heartbeatAll()
-			c.now++
-		}
-		return c.info(idA).RunningAllocations, c.info(idB).RunningAllocations
-	}
-	a, b := run(tree.ModeFairShare)
-	if a != 1000 || b < 200 || b > 220 {
-		t.Errorf("fair share: A runs %d jobs, B %d; want A 1000 (its whole demand) and B ≈ 220 (the remaining cpu)", a, b)
-	}
-	a, b = run(tree.ModeFIFO)
-	if b != 300 || a != 200 {
-		t.Errorf("fifo: A runs %d jobs, B %d; want B 300 (3 per node) and A only the 2 cpu left per node (200)", a, b)
-	}
-}
-
 func TestHeartbeatSettlesReports(t *testing.T) {
 	node := resource.Vec{resource.UserSlots: 10, resource.CPU: cores(10), resource.Memory: 100 * gib}
 	c := newCluster(t, DefaultConfig(), 1, node)
@@ -246,22 +213,18 @@ func TestHeartbeatSettlesReports(t *testing.T) {
 		t.Fatalf("started %d allocations, want 4", got)
 	}
 	n := &c.nodes[0]
-	first, second := n.allocs[0].ID, n.allocs[1].ID
+	first, second := n.ids()[0], n.ids()[1]
 
 	// A completed job counts once even when reported twice (with the
 	// allocations still running, so that none vanishes).
-	n.allocs[0].State = AllocCompleted
+	n.finish(0, AllocCompleted)
 	c.heartbeat(0)
-	c.s.Heartbeat(c.at(), &NodeHeartbeat{Node: n.name, Limits: node, Allocations: append([]AllocationReport{{ID: first, State: AllocCompleted}}, n.allocs...)}, &c.resp)
+	c.s.Heartbeat(c.at(), &NodeHeartbeat{Node: n.name, Limits: node, Allocations: append([]AllocationReport{{ID: first, State: AllocCompleted}}, n.reports()...)}, &c.resp)
 	if info := c.info(id); info.CompletedJobs != 1 || info.RunningAllocations != 3 {
 		t.Fatalf("after a repeated completion: %+v", info)
 	}
 	// A failed job returns to pending and is started again.
-	for i := range n.allocs {
-		if n.allocs[i].ID == second {
-			n.allocs[i].State = AllocFailed
-		}
-	}
+	n.agent.Finish(second, coretest.AllocFailed)
 	c.heartbeat(0)
 	if info := c.info(id); info.CompletedJobs != 1 || info.RunningAllocations != 3 || info.PendingJobs != 0 {
 		t.Fatalf("after a failure: %+v", info)
@@ -269,15 +232,15 @@ func TestHeartbeatSettlesReports(t *testing.T) {
 	// An unknown running allocation is answered with an abort.
 	c.resp.Reset()
 	unknown := uint64(0)<<32 | 999
-	if err := c.s.Heartbeat(c.at(), &NodeHeartbeat{Node: n.name, Limits: node, Allocations: append([]AllocationReport{{ID: unknown, State: AllocRunning}}, n.allocs...)}, &c.resp); err != nil {
+	if err := c.s.Heartbeat(c.at(), &NodeHeartbeat{Node: n.name, Limits: node, Allocations: append([]AllocationReport{{ID: unknown, State: AllocRunning}}, n.reports()...)}, &c.resp); err != nil {
 		t.Fatal(err)
 	}
 	if len(c.resp.Abort) != 1 || c.resp.Abort[0].Allocation != unknown || c.resp.Abort[0].Reason != AbortUnknownAllocation {
 		t.Fatalf("unknown allocation: abort %+v", c.resp.Abort)
 	}
 	// Completing every job completes the operation.
-	for i := range n.allocs {
-		n.allocs[i].State = AllocCompleted
+	for j := range n.agent.Len() {
+		n.finish(j, AllocCompleted)
 	}
 	c.heartbeat(0)
 	if info := c.info(id); info.State != StateCompleted || info.CompletedJobs != 4 {
@@ -292,84 +255,16 @@ func TestForeignAllocationIsRejected(t *testing.T) {
 	c.update()
 	c.heartbeat(0)
 	c.heartbeat(1)
-	stolen := c.nodes[0].allocs[0]
+	stolen := c.nodes[0].reports()[0]
 	before, _ := c.s.Node(c.nodes[1].name)
 	c.resp.Reset()
-	err := c.s.Heartbeat(c.at(), &NodeHeartbeat{Node: c.nodes[1].name, Limits: node, Allocations: append(c.nodes[1].allocs[:len(c.nodes[1].allocs):len(c.nodes[1].allocs)], stolen)}, &c.resp)
+	err := c.s.Heartbeat(c.at(), &NodeHeartbeat{Node: c.nodes[1].name, Limits: node, Allocations: append(c.nodes[1].reports(), stolen)}, &c.resp)
 	var se *apierr.Error
 	if !errors.As(err, &se) || se.Code != CodeForeignAllocation {
 		t.Fatalf("foreign allocation: err %v", err)
 	}
 	if after, _ := c.s.Node(c.nodes[1].name); len(after.Allocations) != len(before.Allocations) || after.Usage != before.Usage {
 		t.Fatalf("a rejected heartbeat changed the node: %+v → %+v", before, after)
-	}
-}
-
-func TestAbortedOperationsAllocationsAreAborted(t *testing.T) {
-	node := resource.Vec{resource.UserSlots: 10, resource.CPU: cores(10), resource.Memory: 100 * gib}
-	c := newCluster(t, DefaultConfig(), 1, node)
-	id := c.start(OperationSpec{Tasks: tasks(3, job(2, 1))})
-	c.update()
-	c.heartbeat(0)
-	if err := c.s.AbortOperation(id); err != nil {
-		t.Fatal(err)
-	}
-	c.heartbeat(0)
-	if len(c.resp.Abort) != 3 {
-		t.Fatalf("aborts %+v, want the operation's 3 allocations", c.resp.Abort)
-	}
-	for _, a := range c.resp.Abort {
-		if a.Reason != AbortOperationFinished || a.Operation != id {
-			t.Fatalf("abort %+v", a)
-		}
-	}
-	if info := c.info(id); info.State != StateAborted || info.RunningAllocations != 0 || info.Usage != (resource.Vec{}) {
-		t.Fatalf("aborted operation: %+v", info)
-	}
-}
-
-// A node's allocations are checked against their operation's state at the
-// first heartbeat after the operation finished, on every node, whether or
-// not the node heartbeat in between (the finish epoch, see Heartbeat).
-func TestFinishedOperationAbortedOnEveryNode(t *testing.T) {
-	c := newCluster(t, DefaultConfig(), 2, smallNode)
-	a := c.start(OperationSpec{Tasks: tasks(20, job(1, 1))})
-	b := c.start(OperationSpec{Tasks: tasks(20, job(1, 1))})
-	c.update()
-	c.heartbeatAll()
-	c.heartbeatAll()
-	if err := c.s.AbortOperation(a); err != nil {
-		t.Fatal(err)
-	}
-	for i := range c.nodes {
-		held := 0
-		for _, m := range c.nodes[i].meta {
-			if m.op == a {
-				held++
-			}
-		}
-		c.heartbeat(i)
-		aborted := 0
-		for _, ab := range c.resp.Abort {
-			if ab.Reason != AbortOperationFinished || ab.Operation != a {
-				t.Fatalf("node %d: abort %+v", i, ab)
-			}
-			aborted++
-		}
-		if held == 0 || aborted != held {
-			t.Fatalf("node %d held %d allocations of %s, %d aborted", i, held, a, aborted)
-		}
-	}
-	if info := c.info(b); info.RunningAllocations == 0 {
-		t.Fatalf("%s: %+v", b, info)
-	}
-	if err := c.s.AbortOperation(b); err != nil {
-		t.Fatal(err)
-	}
-	c.heartbeat(1) // node 0 has not heartbeat since the epoch moved twice
-	c.heartbeat(0)
-	if len(c.resp.Abort) == 0 {
-		t.Fatalf("node 0: no abort after %s finished", b)
 	}
 }
 
@@ -383,10 +278,10 @@ func TestReportsInAnyOrder(t *testing.T) {
 		c.update()
 		c.heartbeat(0)
 		n := &c.nodes[0]
-		if len(n.allocs) != 10 {
-			t.Fatalf("started %d, want 10", len(n.allocs))
+		if n.agent.Len() != 10 {
+			t.Fatalf("started %d, want 10", n.agent.Len())
 		}
-		reps := append([]AllocationReport(nil), n.allocs...)
+		reps := n.reports()
 		reps[3].State, reps[7].State = AllocCompleted, AllocFailed
 		order(reps)
 		c.resp.Reset()
@@ -409,56 +304,6 @@ func TestReportsInAnyOrder(t *testing.T) {
 	})
 }
 
-func TestSilentNodeReturnsJobsToPending(t *testing.T) {
-	node := resource.Vec{resource.UserSlots: 10, resource.CPU: cores(10), resource.Memory: 100 * gib}
-	c := newCluster(t, DefaultConfig(), 2, node)
-	id := c.start(OperationSpec{Tasks: tasks(8, job(2, 1))})
-	c.update()
-	c.heartbeat(0)
-	running := c.info(id).RunningAllocations
-	c.now = 61 // node 0 silent for more than 60 s
-	c.heartbeat(1)
-	c.update()
-	if _, ok := c.s.Node(c.nodes[0].name); ok {
-		t.Fatal("silent node still registered")
-	}
-	info := c.info(id)
-	if info.RunningAllocations+info.PendingJobs != 8 || running == 0 {
-		t.Fatalf("after unregistering: %+v (had %d running)", info, running)
-	}
-	if tot := c.s.Total(); tot != node {
-		t.Fatalf("total %v, want one node %v", tot, node)
-	}
-}
-
-func TestPendingQueueAndTotalLimit(t *testing.T) {
-	node := resource.Vec{resource.UserSlots: 10, resource.CPU: cores(10), resource.Memory: 100 * gib}
-	c := newCluster(t, DefaultConfig(), 1, node,
-		tree.Mutation{Kind: tree.AddPool, Name: "p", Pool: tree.PoolConfig{MaxRunningOperationCount: tree.SomeInt(1), MaxOperationCount: tree.SomeInt(2)}})
-	a := c.start(OperationSpec{Pool: "p", Tasks: tasks(1, job(1, 1))})
-	b, st, err := c.s.StartOperation(c.at(), OperationSpec{Pool: "p", Tasks: tasks(1, job(1, 1))})
-	if err != nil || st != StatePending {
-		t.Fatalf("second operation: state %v err %v, want pending", st, err)
-	}
-	if info := c.info(b); info.WaitingPool != "p" || info.WaitingLimit != 1 {
-		t.Fatalf("pending operation does not say why it waits: %+v", info)
-	}
-	if _, _, err := c.s.StartOperation(c.at(), OperationSpec{Pool: "p", Tasks: tasks(1, job(1, 1))}); err == nil {
-		t.Fatal("third operation admitted over max_operation_count 2")
-	}
-	c.update()
-	c.heartbeat(0)
-	c.nodes[0].allocs[0].State = AllocCompleted
-	c.heartbeat(0)
-	c.update()
-	if info := c.info(a); info.State != StateCompleted {
-		t.Fatalf("first operation: %v", info.State)
-	}
-	if info := c.info(b); info.State != StateRunning {
-		t.Fatalf("queued operation did not start when the first finished: %v", info.State)
-	}
-}
-
 // A heartbeat that lists exactly the allocations the node holds, running,
 // is recognised without searching them (node.held); anything else takes
 // the search: a duplicate, an ID of another (unknown) node with the seq of
@@ -470,8 +315,8 @@ func TestHeartbeatListsHeldAllocations(t *testing.T) {
 	c.update()
 	c.heartbeat(0)
 	n := &c.nodes[0]
-	if len(n.allocs) != 10 {
-		t.Fatalf("started %d, want 10", len(n.allocs))
+	if n.agent.Len() != 10 {
+		t.Fatalf("started %d, want 10", n.agent.Len())
 	}
 	send := func(reps []AllocationReport) {
 		t.Helper()
@@ -480,7 +325,7 @@ func TestHeartbeatListsHeldAllocations(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	reps := slices.Clone(n.allocs)
+	reps := n.reports()
 	send(reps)
 	if len(c.resp.Start)+len(c.resp.Abort)+len(c.resp.Preempt) != 0 {
 		t.Fatalf("steady heartbeat: %+v", c.resp)

@@ -290,7 +290,7 @@ func (c *limitCounter) add(v resource.Vec, sign int64) {
 // an existing one returns that operation when the specs are equal, and a
 // duplicate_id error otherwise (docs/api.md#operations idempotency).
 func (s *Scheduler) StartOperation(now clock.Time, spec OperationSpec) (string, OperationState, error) {
-	if err := validateSpec(&spec); err != nil {
+	if err := ValidateSpec(&spec); err != nil {
 		return "", 0, err
 	}
 	s.mu.Lock()
@@ -365,40 +365,31 @@ func (s *Scheduler) StartOperation(now clock.Time, spec OperationSpec) (string, 
 	return id, o.State(), nil
 }
 
-func validateSpec(spec *OperationSpec) error {
+// MaxTaskNameLen is the longest task name, in bytes.
+const MaxTaskNameLen = 128
+
+// ValidateSpec checks an operation's spec as far as it can be checked
+// without the scheduler's state: its id and pool names, every range (weight,
+// limits, timeouts, tolerance, thresholds), at least one and at most
+// MaxTasks tasks, each with a name of at most MaxTaskNameLen bytes, a job
+// count in [1, 2^40], resources of at least one positive amount and a
+// duration hint in [0, 1e9] s, and each task's total Σ job_count ×
+// resources and the operation's total over its tasks within 2^53
+// (docs/api.md#operations: aggregates never wrap). The error names the field
+// (tasks[2].job_count). StartOperation checks it; decoders call it to
+// answer bad input before the operation reaches the scheduler.
+func ValidateSpec(spec *OperationSpec) error {
 	if spec.ID != "" && !tree.ValidName(spec.ID) {
 		return errorf(tree.CodeInvalidName, "id", "cannot use %q as an operation id: want 1-128 characters of [A-Za-z0-9._:-]", spec.ID)
 	}
-	if len(spec.Tasks) == 0 {
-		return errorf(CodeInvalidValue, "tasks", "cannot start an operation without tasks")
+	if spec.Pool != "" && !tree.ValidName(spec.Pool) {
+		return errorf(tree.CodeInvalidName, "pool", "cannot use %q as a pool name: want 1-128 characters of [A-Za-z0-9._:-] or \"<Root>\"", spec.Pool)
 	}
 	if err := tree.ValidateOperation(&tree.OperationSpec{Weight: spec.Weight, ResourceLimits: spec.ResourceLimits}, resource.Vec{}, resource.Vec{}); err != nil {
 		return err
 	}
-	for i := range spec.Tasks {
-		t := &spec.Tasks[i]
-		field := "tasks[" + strconv.Itoa(i) + "]"
-		if t.JobCount <= 0 || t.JobCount > 1<<40 {
-			return errorf(CodeInvalidValue, field+".job_count", "cannot use job_count %d: want 1 to 2^40", t.JobCount)
-		}
-		if t.Resources.IsZero() {
-			return errorf(CodeInvalidValue, field+".resources", "cannot start jobs that use no resources")
-		}
-		for r, x := range t.Resources {
-			if x < 0 || x > resource.MaxAmount {
-				return errorf(CodeInvalidValue, field+".resources."+resource.Kind(r).String(), "cannot use %s %d: want a non-negative amount of at most 2^53", resource.Kind(r), x)
-			}
-		}
-		for r, x := range t.Resources {
-			if x > 0 && t.JobCount > resource.MaxAmount/x {
-				return errorf(CodeInvalidValue, field+".job_count", "cannot use job_count %d: the task's total %s exceeds 2^53", t.JobCount, resource.Kind(r))
-			}
-		}
-	}
-	for r, set := range spec.NonPreemptibleResourceUsageThreshold.Set {
-		if x := spec.NonPreemptibleResourceUsageThreshold.V[r]; set && (x < 0 || x > resource.MaxAmount) {
-			return errorf(CodeInvalidValue, "non_preemptible_resource_usage_threshold."+resource.Kind(r).String(), "cannot use %s %d: want a non-negative amount of at most 2^53", resource.Kind(r), x)
-		}
+	if err := validateThreshold(spec.NonPreemptibleResourceUsageThreshold); err != nil {
+		return err
 	}
 	for _, t := range []struct {
 		field string
@@ -413,7 +404,101 @@ func validateSpec(spec *OperationSpec) error {
 		}
 	}
 	if v := spec.FairShareStarvationTolerance; v.Set && !(v.V >= 0 && v.V <= 1) {
-		return errorf(CodeInvalidValue, "fair_share_starvation_tolerance", "cannot use fair_share_starvation_tolerance %v: want [0, 1]", v.V)
+		return errorf(CodeInvalidValue, "fair_share_starvation_tolerance", "cannot use fair_share_starvation_tolerance %v: want a number in [0, 1]", v.V)
+	}
+	if len(spec.Tasks) == 0 {
+		return errorf(CodeInvalidValue, "tasks", "cannot start an operation with no tasks: want at least one")
+	}
+	if len(spec.Tasks) > MaxTasks {
+		return errorf(CodeInvalidValue, "tasks", "cannot start an operation with %d tasks: want at most %d", len(spec.Tasks), MaxTasks)
+	}
+	var total resource.Vec // Σ job_count × resources so far
+	for i := range spec.Tasks {
+		t := &spec.Tasks[i]
+		field := "tasks[" + strconv.Itoa(i) + "]"
+		if err := validateTaskRanges(field, t.Name, t.Resources, t.DurationHintS); err != nil {
+			return err
+		}
+		if t.JobCount < 1 || t.JobCount > MaxJobCount {
+			return errorf(CodeInvalidValue, field+".job_count", "cannot use job_count %d: want a whole number in [1, 2^40]", t.JobCount)
+		}
+		if t.Resources.IsZero() {
+			return errorf(CodeInvalidValue, field+".resources", "cannot start jobs that use no resources: want at least one positive amount")
+		}
+		if err := addDemand(&total, field, t.JobCount, t.Resources); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ValidatePatch checks what an operation patch can be checked for without
+// the operation: the weight's and the limits' ranges, at most MaxTasks
+// tasks, and each task's name, job count (in [0, 2^40]), resources and
+// duration hint. PatchOperation checks it, then the tasks against the
+// operation's (PatchedTasks).
+func ValidatePatch(p *OperationPatch) error {
+	if err := tree.ValidateOperation(&tree.OperationSpec{Weight: p.Weight, ResourceLimits: p.ResourceLimits}, resource.Vec{}, resource.Vec{}); err != nil {
+		return err
+	}
+	if p.HasPool && p.Pool != "" && !tree.ValidName(p.Pool) {
+		return errorf(tree.CodeInvalidName, "pool", "cannot use %q as a pool name: want 1-128 characters of [A-Za-z0-9._:-] or \"<Root>\"", p.Pool)
+	}
+	if len(p.Tasks) > MaxTasks {
+		return errorf(CodeInvalidValue, "tasks", "cannot give an operation %d tasks: want at most %d", len(p.Tasks), MaxTasks)
+	}
+	for i := range p.Tasks {
+		t := &p.Tasks[i]
+		field := "tasks[" + strconv.Itoa(i) + "]"
+		if err := validateTaskRanges(field, t.Name, t.Resources, t.DurationHintS); err != nil {
+			return err
+		}
+		if t.HasJobCount && (t.JobCount < 0 || t.JobCount > MaxJobCount) {
+			return errorf(CodeInvalidValue, field+".job_count", "cannot use job_count %d: want a whole number in [0, 2^40]", t.JobCount)
+		}
+	}
+	return nil
+}
+
+// validateTaskRanges checks a task's name, resources and duration hint.
+func validateTaskRanges(field, name string, res resource.Vec, durationS float64) error {
+	if len(name) > MaxTaskNameLen {
+		return errorf(CodeInvalidValue, field+".name", "cannot use a task name of %d bytes: want at most %d", len(name), MaxTaskNameLen)
+	}
+	for r, x := range res {
+		if x < 0 || x > resource.MaxAmount {
+			return errorf(CodeInvalidValue, field+".resources."+resource.Kind(r).String(), "cannot use %s %d: want a non-negative amount of at most 2^53", resource.Kind(r), x)
+		}
+	}
+	if !(durationS >= 0 && durationS <= maxSeconds) {
+		return errorf(CodeInvalidValue, field+".duration_hint_s", "cannot use duration_hint_s %v: want a number of seconds in [0, 1e9]", durationS)
+	}
+	return nil
+}
+
+// addDemand adds a task's jobs × resources to an operation's total, or
+// names the job count that takes the task's or the operation's total over
+// 2^53 in some resource.
+func addDemand(total *resource.Vec, field string, jobs int64, res resource.Vec) error {
+	for r, x := range res {
+		if x > 0 && jobs > resource.MaxAmount/x {
+			return errorf(CodeInvalidValue, field+".job_count", "cannot use job_count %d: the task's total %s exceeds 2^53", jobs, resource.Kind(r))
+		}
+		// Each task's total is at most 2^53, so the sum cannot wrap
+		// before it is compared.
+		if total[r] += x * jobs; total[r] > resource.MaxAmount {
+			return errorf(CodeInvalidValue, field+".job_count", "cannot use job_count %d: the operation's total %s over its tasks exceeds 2^53", jobs, resource.Kind(r))
+		}
+	}
+	return nil
+}
+
+// validateThreshold checks an operation's non-preemptible usage threshold.
+func validateThreshold(v tree.PartialVec) error {
+	for r, set := range v.Set {
+		if x := v.V[r]; set && (x < 0 || x > resource.MaxAmount) {
+			return errorf(CodeInvalidValue, "non_preemptible_resource_usage_threshold."+resource.Kind(r).String(), "cannot use %s %d: want a non-negative amount of at most 2^53", resource.Kind(r), x)
+		}
 	}
 	return nil
 }

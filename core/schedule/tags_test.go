@@ -1,12 +1,9 @@
 package schedule
 
 import (
-	"math"
 	"testing"
 
 	"github.com/fairsched/fairsched/core/resource"
-	"github.com/fairsched/fairsched/core/tagfilter"
-	"github.com/fairsched/fairsched/core/tree"
 )
 
 // addNode registers a node with limits and tags by its first heartbeat.
@@ -21,131 +18,12 @@ func vec(slots int64, cpu float64, memory int64) resource.Vec {
 	return resource.Vec{resource.UserSlots: slots, resource.CPU: cores(cpu), resource.Memory: memory}
 }
 
-func filterPool(name, parent, filter string) tree.Mutation {
-	return tree.Mutation{Kind: tree.AddPool, Name: name, Parent: parent, Pool: tree.PoolConfig{SchedulingTagFilter: tagfilter.MustParse(filter)}}
-}
-
-// TestSchedulingTagFilterResourceLimits is the reference's
-// TestSchedulingTagFilterResourceLimits: an element's scheduling-tag-filter
-// resource limits are the resources of the nodes that match its own filter
-// (all nodes without one), and they bound its limits share.
-func TestSchedulingTagFilterResourceLimits(t *testing.T) {
-	n1, n2, n3, n4 := vec(2, 3, 10), vec(10, 10, 100), vec(20, 30, 500), vec(100, 50, 1000)
-	all := n1.Add(n2).Add(n3).Add(n4)
-	c := newCluster(t, DefaultConfig(), 0, resource.Vec{},
-		filterPool("PoolA", "", ""),
-		filterPool("PoolB", "", "tag_1"),
-		filterPool("PoolC", "PoolB", "tag_3 & tag_1"),
-		filterPool("PoolD", "PoolB", "tag_3"),
-		filterPool("PoolE", "", "tag_2 | (tag_1 & tag_4)"))
-	c.addNode("n1", n1, "tag_1")
-	c.addNode("n2", n2, "tag_2")
-	c.addNode("n3", n3, "tag_3")
-	c.addNode("n134", n4, "tag_1", "tag_3", "tag_4")
-	jobs := tasks(10, vec(1, 1, 10))
-	x := c.start(OperationSpec{ID: "X", Tasks: jobs, SchedulingTagFilter: tagfilter.MustParse("tag_1 | tag_2 | tag_5")})
-	y := c.start(OperationSpec{ID: "Y", Pool: "PoolD", Tasks: tasks(5, vec(1, 1, 10))})
-	c.update()
-
-	f := func(name string, got tree.PartialVec, want resource.Vec) {
-		t.Helper()
-		if got != tree.Full(want) {
-			t.Errorf("%s: scheduling tag filter resource limits %v, want %v", name, got.V, want)
-		}
-	}
-	pool := func(name string) PoolInfo {
-		t.Helper()
-		p, err := c.s.Pool(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	f("PoolA", pool("PoolA").SchedulingTagFilterResourceLimits, all)
-	f("PoolB", pool("PoolB").SchedulingTagFilterResourceLimits, n1.Add(n4))
-	f("PoolC", pool("PoolC").SchedulingTagFilterResourceLimits, n4)
-	f("PoolD", pool("PoolD").SchedulingTagFilterResourceLimits, n3.Add(n4))
-	f("PoolE", pool("PoolE").SchedulingTagFilterResourceLimits, n2.Add(n4))
-	f("X", c.info(x).SchedulingTagFilterResourceLimits, n1.Add(n2).Add(n4))
-	f("Y", c.info(y).SchedulingTagFilterResourceLimits, all)
-
-	// The limits bound the limits shares.
-	share := func(name string, got, want resource.Share) {
-		t.Helper()
-		if !got.Near(want, 1e-12) {
-			t.Errorf("%s: limits share %v, want %v", name, got, want)
-		}
-	}
-	share("PoolC", pool("PoolC").Attrs.LimitsShare, resource.FromResources(n4, all))
-	share("PoolE", pool("PoolE").Attrs.LimitsShare, resource.FromResources(n2.Add(n4), all))
-	share("X", c.info(x).Attrs.LimitsShare, resource.FromResources(n1.Add(n2).Add(n4), all).Min(c.info(x).BestAllocationShare))
-
-	// A filter taken away takes its limits along.
-	cfg := pool("PoolC").Config
-	cfg.SchedulingTagFilter = tagfilter.Filter{}
-	if _, err := c.s.ApplyPools(tree.Mutation{Kind: tree.SetPool, Name: "PoolC", Pool: cfg}); err != nil {
-		t.Fatal(err)
-	}
-	c.update()
-	f("PoolC without a filter", pool("PoolC").SchedulingTagFilterResourceLimits, all)
-	share("PoolC without a filter", pool("PoolC").Attrs.LimitsShare, resource.FromResources(all, all))
-}
-
 // tinyNodesConfig is the default config for nodes with bytes of memory: the
 // minimum spare resources are one slot, one core and one byte.
 func tinyNodesConfig() Config {
 	cfg := DefaultConfig()
 	cfg.MinSpareAllocationResources = vec(1, 1, 1)
 	return cfg
-}
-
-// TestBestAllocationShare is the reference's TestBestAllocationShare: two
-// nodes of 100 bytes and one of 200; an operation of three jobs of 150
-// bytes fits one job, on the 200-byte node, so its best allocation share in
-// memory is 150/400 and its fair share one job's share of the cluster.
-func TestBestAllocationShare(t *testing.T) {
-	c := newCluster(t, tinyNodesConfig(), 0, resource.Vec{})
-	c.addNode("a1", vec(10, 10, 100))
-	c.addNode("a2", vec(10, 10, 100))
-	c.addNode("b", vec(10, 10, 200))
-	jobRes := vec(1, 1, 150)
-	x := c.start(OperationSpec{ID: "X", Tasks: tasks(3, jobRes)})
-	c.update()
-	total := vec(30, 30, 400)
-	info := c.info(x)
-	if want := resource.FromResources(jobRes.Scale(3), total); info.Attrs.DemandShare != want {
-		t.Errorf("demand share %v, want %v", info.Attrs.DemandShare, want)
-	}
-	if got := info.BestAllocationShare[resource.Memory]; got != 0.375 {
-		t.Errorf("best allocation share in memory %v, want 0.375", got)
-	}
-	if want := resource.FromResources(jobRes, total); !info.Attrs.FairShare.Total.Near(want, 1e-9) {
-		t.Errorf("fair share %v, want %v (cpu 1/30)", info.Attrs.FairShare.Total, want)
-	}
-	// Only the 200-byte node can take a job, and takes one.
-	c.heartbeatAll()
-	for i := range c.nodes {
-		n := c.nodes[i]
-		if want := map[string]int{"b": 1}[n.name]; len(n.allocs) != want {
-			t.Errorf("node %s runs %d allocations, want %d", n.name, len(n.allocs), want)
-		}
-	}
-	// A second 200-byte node changes the memory distribution: the share is
-	// recomputed at once, not after the period.
-	c.now++
-	c.addNode("b2", vec(10, 10, 200))
-	c.update()
-	if got := c.info(x).BestAllocationShare[resource.Memory]; got != 300.0/600 {
-		t.Errorf("with a second 200-byte node: best allocation share in memory %v, want 0.5", got)
-	}
-	// So does a node that reports other limits: a1 grows to 150 bytes.
-	c.now++
-	c.nodes[0].limits = vec(10, 10, 150)
-	c.heartbeat(0)
-	c.update()
-	if got := c.info(x).BestAllocationShare[resource.Memory]; got != 450.0/650 {
-		t.Errorf("with a1 at 150 bytes: best allocation share in memory %v, want 450/650", got)
-	}
 }
 
 // TestBestAllocationSharePeriod: tasks of different sizes combine through
@@ -189,86 +67,5 @@ func TestBestAllocationSharePeriod(t *testing.T) {
 	c.update()
 	if got := c.info("Y").BestAllocationShare[resource.Memory]; got != 300.0/400 {
 		t.Fatalf("Y: best allocation share in memory %v, want 300/400 (60 bytes: 1, 1 and 3 per node)", got)
-	}
-}
-
-// TestTagFilterScheduling: allocations go only to nodes that match the
-// operation's filter and every ancestor pool's, in the regular and the
-// preemptive stages; victims may be any allocations of the node.
-func TestTagFilterScheduling(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.FairShareStarvationTimeout = 0
-	cfg.FairShareAggressiveStarvationTimeout = 0
-	cfg.PreemptiveSchedulingBackoff = 0
-	c := newCluster(t, cfg, 0, resource.Vec{},
-		filterPool("gpu", "", "gpu"),
-		filterPool("cheap", "gpu", "!preemptible"))
-	c.addNode("cpu1", smallNode)
-	c.addNode("gpu1", smallNode, "gpu")
-	c.addNode("gpu2", smallNode, "gpu", "preemptible")
-	// A greedy operation without a filter fills every node first.
-	greedy := c.start(OperationSpec{ID: "greedy", Tasks: tasks(100, job(1, 1))})
-	c.update()
-	c.heartbeatAll()
-	// Then operations restricted by their pools and their own filters.
-	g := c.start(OperationSpec{ID: "g", Pool: "gpu", Tasks: tasks(100, job(1, 1))})
-	ch := c.start(OperationSpec{ID: "ch", Pool: "cheap", Tasks: tasks(100, job(1, 1))})
-	own := c.start(OperationSpec{ID: "own", Tasks: tasks(100, job(1, 1)), SchedulingTagFilter: tagfilter.MustParse("preemptible")})
-	for range 20 {
-		c.now++
-		c.update()
-		c.heartbeatAll()
-	}
-	allowed := map[string]map[string]bool{
-		greedy: {"cpu1": true, "gpu1": true, "gpu2": true},
-		g:      {"gpu1": true, "gpu2": true},
-		ch:     {"gpu1": true},
-		own:    {"gpu2": true},
-	}
-	placed := map[string]int{}
-	for _, n := range c.nodes {
-		info, _ := c.s.Node(n.name)
-		for _, a := range info.Allocations {
-			if !allowed[a.Operation][n.name] {
-				t.Errorf("allocation %d of %s runs on %s", a.ID, a.Operation, n.name)
-			}
-			placed[a.Operation]++
-		}
-	}
-	for _, op := range []string{g, ch, own} {
-		if placed[op] == 0 {
-			t.Errorf("%s has no allocation: the preemptive stage never made room on its nodes", op)
-		}
-	}
-	if len(c.preempts) == 0 {
-		t.Error("no preemption happened")
-	}
-	for _, p := range c.preempts {
-		if p.ForOperation != "" && !allowed[p.ForOperation][p.node] {
-			t.Errorf("%s preempted on %s for %s, whose filters do not match it", p.Operation, p.node, p.ForOperation)
-		}
-	}
-	// Limits shares are bounded by the nodes of the element's own filter:
-	// gpu's 2 of 3 nodes, cheap's !preemptible 2 (cpu1 and gpu1), own's 1;
-	// g and ch have no filter of their own.
-	for name, want := range map[string]float64{"gpu": 2.0 / 3, "cheap": 2.0 / 3, own: 1.0 / 3, g: 1, ch: 1} {
-		var got float64
-		if p, err := c.s.Pool(name); err == nil {
-			got = p.Attrs.LimitsShare[resource.CPU]
-		} else {
-			got = c.info(name).Attrs.LimitsShare[resource.CPU]
-		}
-		if math.Abs(got-want) > 1e-12 {
-			t.Errorf("%s: limits share in cpu %v, want %v", name, got, want)
-		}
-	}
-}
-
-// TestRootRejectsTagFilter: the root holds every node.
-func TestRootRejectsTagFilter(t *testing.T) {
-	c := newCluster(t, DefaultConfig(), 0, resource.Vec{})
-	_, err := c.s.ApplyPools(tree.Mutation{Kind: tree.SetPool, Name: tree.RootName, Pool: tree.PoolConfig{SchedulingTagFilter: tagfilter.MustParse("gpu")}})
-	if err == nil {
-		t.Fatal("the root accepted a scheduling_tag_filter")
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fairsched/fairsched/core/apierr"
 	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/core/coretest"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/tree"
 )
@@ -34,10 +35,7 @@ func runningCluster(t *testing.T, jobs int64) (*cluster, []uint64) {
 	c.heartbeat(0)
 	c.heartbeat(0)
 	c.update()
-	var ids []uint64
-	for _, a := range c.nodes[0].allocs {
-		ids = append(ids, a.ID)
-	}
+	ids := c.nodes[0].ids()
 	if int64(len(ids)) != jobs {
 		t.Fatalf("%d allocations running, want %d", len(ids), jobs)
 	}
@@ -146,7 +144,7 @@ func TestReportedUsage(t *testing.T) {
 func TestReportedUsageIgnored(t *testing.T) {
 	c, ids := runningCluster(t, 4)
 	c.usage = map[uint64]resource.Vec{ids[0]: job(5, 5)}
-	c.nodes[0].allocs[0].State = AllocCompleted
+	c.nodes[0].finish(0, AllocCompleted)
 	c.heartbeat(0)
 	if info := c.info("a"); info.Usage != job(1, 1).Scale(3) || info.CompletedJobs != 1 {
 		t.Errorf("after a completed report with usage: usage %v, %d completed; want %v, 1", info.Usage, info.CompletedJobs, job(1, 1).Scale(3))
@@ -154,7 +152,7 @@ func TestReportedUsageIgnored(t *testing.T) {
 	unknown := ids[3] + 100
 	c.resp.Reset()
 	hb := NodeHeartbeat{Node: c.nodes[0].name, Limits: smallNode,
-		Allocations:     append(slices.Clone(c.nodes[0].allocs), AllocationReport{ID: unknown, State: AllocRunning, HasUsage: true}),
+		Allocations:     append(c.nodes[0].reports(), AllocationReport{ID: unknown, State: AllocRunning, HasUsage: true}),
 		AllocationUsage: []resource.Vec{3: job(5, 5)}}
 	if err := c.s.Heartbeat(c.at(), &hb, &c.resp); err != nil {
 		t.Fatal(err)
@@ -258,7 +256,7 @@ func TestReportedUsageMovesStatuses(t *testing.T) {
 	// b wants the other half, in jobs of 2 slots: none fits a freed slot.
 	c.start(OperationSpec{ID: "b", Tasks: tasks(5, resource.Vec{resource.UserSlots: 2, resource.CPU: cores(2), resource.Memory: 2 * gib})})
 	c.update()
-	first := c.nodes[0].allocs[0].ID
+	first := c.nodes[0].ids()[0]
 	f := func(u *resource.Vec, want [3]int64) {
 		t.Helper()
 		c.usage = nil
@@ -388,18 +386,18 @@ func TestVanishedAtOnce(t *testing.T) {
 	c.update()
 	c.heartbeat(0)
 	n := &c.nodes[0]
-	if len(n.allocs) != 10 {
-		t.Fatalf("%d started, want 10", len(n.allocs))
+	if n.agent.Len() != 10 {
+		t.Fatalf("%d started, want 10", n.agent.Len())
 	}
 	// The answer that started the last allocation was lost.
-	lost := n.allocs[9].ID
-	n.allocs, n.meta = n.allocs[:9], n.meta[:9]
+	lost := n.ids()[9]
+	n.agent.Forget(func(a *coretest.Alloc[uint64, string]) bool { return a.ID == lost })
 	c.heartbeat(0)
 	if len(c.resp.Abort) != 1 || c.resp.Abort[0] != (AbortDecision{Allocation: lost, Reason: AbortVanished, Operation: "a"}) || len(c.resp.Start) != 1 {
 		t.Fatalf("after a lost start: aborts %+v, starts %+v; want allocation %d vanished and one start", c.resp.Abort, c.resp.Start, lost)
 	}
 	// The agent restarts: it lists nothing.
-	n.allocs, n.meta = nil, nil
+	n.agent.Forget(func(*coretest.Alloc[uint64, string]) bool { return true })
 	c.heartbeat(0)
 	if len(c.resp.Abort) != 10 || len(c.resp.Start) != 10 {
 		t.Fatalf("after a restart: %d aborts, %d starts; want 10 and 10", len(c.resp.Abort), len(c.resp.Start))
@@ -459,7 +457,7 @@ func TestVanishedOnABigNode(t *testing.T) {
 	c.heartbeat(0)
 	var reps []AllocationReport
 	var want []uint64
-	for i, a := range c.nodes[0].allocs {
+	for i, a := range c.nodes[0].reports() {
 		switch {
 		case i%5 == 0:
 			reps = append(reps, AllocationReport{ID: a.ID, State: AllocCompleted})

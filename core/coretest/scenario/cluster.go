@@ -21,14 +21,15 @@ func coreTime(s float64) clock.Time { return clock.FromSeconds(s) }
 // and report it finished, and the log of every decision. It is not safe for
 // concurrent use.
 //
-// Simulated nodes run an allocation until its task's duration passed (never,
-// for a task without one) and report it completed at their first heartbeat at
-// or after that time; they stop a preempted allocation stop_delay seconds
-// after being told (0: at their next heartbeat; never, when negative) and
-// report it aborted. A report is delivered once; an allocation the scheduler
-// tells a node to abort is gone from the node at once. A node reports the
-// resource_usage of a running allocation once a script set one (usage), and
-// lists nothing of an allocation it was made to forget (forget).
+// Simulated nodes are coretest.Node agents: they run an allocation until its
+// task's duration passed (never, for a task without one) and report it
+// completed at their first heartbeat at or after that time; they stop a
+// preempted allocation stop_delay seconds after being told (0: at their next
+// heartbeat; never, when negative) and report it aborted. A report is
+// delivered once; an allocation the scheduler tells a node to abort is gone
+// from the node at once. A node reports the resource_usage of a running
+// allocation once a script set one (usage), and lists nothing of an
+// allocation it was made to forget (forget).
 type Cluster struct {
 	s         *schedule.Scheduler
 	now       float64 // script seconds
@@ -39,7 +40,8 @@ type Cluster struct {
 	// with, so that the node view can show a usage that differs.
 	requested map[uint64]resource.Vec
 	resp      schedule.Response
-	usage     []resource.Vec // scratch: NodeHeartbeat.AllocationUsage
+	reports   []schedule.AllocationReport // scratch: NodeHeartbeat.Allocations
+	usage     []resource.Vec              // scratch: NodeHeartbeat.AllocationUsage
 	events    []Event
 }
 
@@ -48,15 +50,11 @@ type simNode struct {
 	limits    resource.Vec
 	stopDelay float64 // < 0: never stops a preempted allocation
 	tags      []string
-	allocs    []schedule.AllocationReport
-	meta      []simAlloc // parallel to allocs
+	agent     coretest.Node[uint64, simAlloc]
 }
 
 type simAlloc struct {
-	op        string
-	finishAt  float64 // 0: runs until stopped
-	preempted bool
-	stopAt    float64
+	op string
 	// usage is reported as the allocation's resource_usage while it runs,
 	// when hasUsage.
 	usage    resource.Vec
@@ -152,54 +150,41 @@ func (c *Cluster) heartbeatAll() error {
 // to the simulated node and logs the node's reports and the decisions.
 func (c *Cluster) heartbeat(i int) error {
 	n := &c.nodes[i]
-	for j := range n.allocs {
-		m := &n.meta[j]
-		if n.allocs[j].State != schedule.AllocRunning {
-			continue
+	now := coreTime(c.now)
+	n.agent.Advance(now, func(a *coretest.Alloc[uint64, simAlloc]) {
+		kind := EventCompleted
+		if a.State == coretest.AllocAborted {
+			kind = EventStopped
 		}
-		switch {
-		case m.preempted && n.stopDelay >= 0 && c.now >= m.stopAt:
-			n.allocs[j].State = schedule.AllocAborted
-			c.log(Event{Kind: EventStopped, Node: n.name, Allocation: n.allocs[j].ID, Operation: m.op})
-		case m.finishAt > 0 && c.now >= m.finishAt:
-			n.allocs[j].State = schedule.AllocCompleted
-			c.log(Event{Kind: EventCompleted, Node: n.name, Allocation: n.allocs[j].ID, Operation: m.op})
-		}
-	}
+		c.log(Event{Kind: kind, Node: n.name, Allocation: a.ID, Operation: a.Meta.op})
+	})
 	c.resp.Reset()
-	c.usage = c.usage[:0]
-	for j := range n.allocs {
-		m := &n.meta[j]
-		n.allocs[j].HasUsage = m.hasUsage && n.allocs[j].State == schedule.AllocRunning
-		c.usage = append(c.usage, m.usage)
+	c.reports, c.usage = c.reports[:0], c.usage[:0]
+	for _, a := range n.agent.Allocs() {
+		running := a.State == coretest.AllocRunning
+		c.reports = append(c.reports, schedule.AllocationReport{ID: a.ID, State: reportState[a.State], HasUsage: a.Meta.hasUsage && running})
+		c.usage = append(c.usage, a.Meta.usage)
 	}
-	hb := schedule.NodeHeartbeat{Node: n.name, Limits: n.limits, Tags: n.tags, Allocations: n.allocs, AllocationUsage: c.usage}
-	if err := c.s.Heartbeat(coreTime(c.now), &hb, &c.resp); err != nil {
+	hb := schedule.NodeHeartbeat{Node: n.name, Limits: n.limits, Tags: n.tags, Allocations: c.reports, AllocationUsage: c.usage}
+	if err := c.s.Heartbeat(now, &hb, &c.resp); err != nil {
 		return errorf("heartbeat of %s: %v", n.name, err)
 	}
 	// Finished reports are delivered once; aborted allocations are gone.
-	kept, keptMeta := n.allocs[:0], n.meta[:0]
-	for j, a := range n.allocs {
-		if a.State != schedule.AllocRunning {
-			delete(c.requested, a.ID)
-			continue
-		}
-		aborted := false
-		for _, ab := range c.resp.Abort {
-			aborted = aborted || ab.Allocation == a.ID
-		}
-		if !aborted {
-			kept, keptMeta = append(kept, a), append(keptMeta, n.meta[j])
-		} else {
-			delete(c.requested, a.ID)
+	n.agent.Delivered(func(a *coretest.Alloc[uint64, simAlloc]) { delete(c.requested, a.ID) })
+	for _, ab := range c.resp.Abort {
+		if _, held := n.agent.Abort(ab.Allocation); held {
+			delete(c.requested, ab.Allocation)
 		}
 	}
-	n.allocs, n.meta = kept, keptMeta
 	for _, ab := range c.resp.Abort {
 		c.log(Event{Kind: EventAbort, Node: n.name, Allocation: ab.Allocation, Operation: ab.Operation, Abort: ab})
 	}
 	for _, st := range c.resp.Start {
 		c.log(Event{Kind: EventStart, Node: n.name, Allocation: st.Allocation, Operation: st.Operation, Start: st})
+	}
+	n.agent.StopDelay = -1
+	if n.stopDelay >= 0 {
+		n.agent.StopDelay = clock.DurationFromSeconds(n.stopDelay)
 	}
 	for _, p := range c.resp.Preempt {
 		// A property of every scenario: no operation is preempted to make
@@ -209,37 +194,38 @@ func (c *Cluster) heartbeat(i int) error {
 				n.name, c.now, p.Allocation, p.Operation, p.ForAllocation)
 		}
 		c.log(Event{Kind: EventPreempt, Node: n.name, Allocation: p.Allocation, Operation: p.Operation, Preempt: p})
-		for j := range n.allocs {
-			if n.allocs[j].ID == p.Allocation {
-				n.meta[j].preempted, n.meta[j].stopAt = true, c.now+n.stopDelay
-			}
-		}
+		n.agent.Preempt(now, p.Allocation)
 	}
 	for _, st := range c.resp.Start {
-		m := simAlloc{op: st.Operation}
+		end := clock.Never
 		if ds := c.durations[st.Operation]; st.Task < len(ds) && ds[st.Task] > 0 {
-			m.finishAt = c.now + ds[st.Task]
+			end = coreTime(c.now + ds[st.Task])
 		}
-		n.allocs = append(n.allocs, schedule.AllocationReport{ID: st.Allocation, State: schedule.AllocRunning})
-		n.meta = append(n.meta, m)
+		n.agent.Start(st.Allocation, end, simAlloc{op: st.Operation})
 		c.requested[st.Allocation] = st.Resources
 	}
 	return nil
 }
 
+// reportState is the core's report state of a simulated allocation's.
+var reportState = [...]schedule.AllocationState{
+	coretest.AllocRunning:   schedule.AllocRunning,
+	coretest.AllocCompleted: schedule.AllocCompleted,
+	coretest.AllocFailed:    schedule.AllocFailed,
+	coretest.AllocAborted:   schedule.AllocAborted,
+	coretest.AllocRefused:   schedule.AllocRefused,
+}
+
 // forget makes node i forget the allocations for which drop is true, as an
 // agent that restarts or lost an answer: it neither runs nor lists them.
 func (c *Cluster) forget(i int, drop func(id uint64) bool) {
-	n := &c.nodes[i]
-	kept, keptMeta := n.allocs[:0], n.meta[:0]
-	for j, a := range n.allocs {
+	c.nodes[i].agent.Forget(func(a *coretest.Alloc[uint64, simAlloc]) bool {
 		if drop(a.ID) {
 			delete(c.requested, a.ID)
-			continue
+			return true
 		}
-		kept, keptMeta = append(kept, a), append(keptMeta, n.meta[j])
-	}
-	n.allocs, n.meta = kept, keptMeta
+		return false
+	})
 }
 
 func (c *Cluster) log(e Event) {

@@ -353,7 +353,7 @@ func (c *Cluster) allocsArg(a *args, i int) ([]uint64, bool) {
 	}
 	n := &c.nodes[i]
 	for _, id := range ids {
-		if !slices.ContainsFunc(n.allocs, func(r schedule.AllocationReport) bool { return r.ID == id }) {
+		if n.agent.Find(id) == nil {
 			a.fail(errorf("cannot find allocation %s on node %s", allocName(id), n.name))
 		}
 	}
@@ -380,11 +380,13 @@ func (c *Cluster) cmdUsage(a *args) (string, error) {
 	}
 	n := &c.nodes[i]
 	matched := 0
-	for j := range n.allocs {
-		if n.allocs[j].State != schedule.AllocRunning || byAlloc && !slices.Contains(ids, n.allocs[j].ID) || byOp && n.meta[j].op != op {
+	allocs := n.agent.Allocs()
+	for j := range allocs {
+		al := &allocs[j]
+		if al.State != coretest.AllocRunning || byAlloc && !slices.Contains(ids, al.ID) || byOp && al.Meta.op != op {
 			continue
 		}
-		n.meta[j].usage, n.meta[j].hasUsage = u, !clear
+		al.Meta.usage, al.Meta.hasUsage = u, !clear
 		matched++
 	}
 	if matched == 0 {
