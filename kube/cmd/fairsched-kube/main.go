@@ -47,6 +47,7 @@ func run(args []string) error {
 		debounce     = fs.Duration("debounce", 50*time.Millisecond, "how long after a pod or node event the heartbeats are sent sooner")
 		nodeLabels   = fs.String("node-label-tags", "", "comma-separated node label keys whose key=value become node tags")
 		gangTimeout  = fs.Duration("gang-timeout", time.Minute, "how long a gang's grants are held before all are refused")
+		roomTimeout  = fs.Duration("room-timeout", 2*time.Minute, "how long a start waits for room on its node (its pods being preempted to go) before it is refused")
 		statusPeriod = fs.Duration("status-period", 5*time.Second, "how often Pool statuses are written")
 		workers      = fs.Int("workers", 32, "binds, evictions and deletions in flight at once")
 		elect        = fs.Bool("leader-elect", true, "elect one active replica with a coordination.k8s.io Lease")
@@ -107,7 +108,7 @@ func run(args []string) error {
 		}
 	}
 	acfg := adapter.Config{SchedulerName: *name, Period: *period, Debounce: *debounce, NodeLabels: labels,
-		GangTimeout: *gangTimeout, StatusPeriod: *statusPeriod, Workers: *workers, Logger: log}
+		GangTimeout: *gangTimeout, RoomTimeout: *roomTimeout, StatusPeriod: *statusPeriod, Workers: *workers, Logger: log}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -42,6 +42,10 @@ type Config struct {
 	// GangTimeout is how long a gang's grants are held before they are
 	// all refused.
 	GangTimeout time.Duration
+	// RoomTimeout is how long a start waits for room on its node (for the
+	// pods there that are being preempted or deleted to go) before it is
+	// refused.
+	RoomTimeout time.Duration
 	// StatusPeriod is how often Pool statuses are written; ExplainPeriod
 	// how often a pending pod's FailedScheduling event is renewed.
 	StatusPeriod, ExplainPeriod time.Duration
@@ -65,6 +69,9 @@ func (c *Config) defaults() {
 	}
 	if c.GangTimeout <= 0 {
 		c.GangTimeout = time.Minute
+	}
+	if c.RoomTimeout <= 0 {
+		c.RoomTimeout = 2 * time.Minute
 	}
 	if c.StatusPeriod <= 0 {
 		c.StatusPeriod = 5 * time.Second
@@ -116,6 +123,7 @@ type Adapter struct {
 	inflight    map[string]bound                     // allocation id → a bind the informer has not shown yet
 	refused     map[string][]client.AllocationReport // by node, for the next heartbeat
 	held        map[string]*gang                     // by operation id
+	waiting     map[string]*waitingStart             // by allocation id: starts waiting for room on their node
 	preempting  map[string]*preemption               // by allocation id
 	endedSent   map[string]bool                      // allocation ids whose end a heartbeat carried
 	serverPools map[string]bool                      // the server's pools, as last listed
@@ -141,6 +149,7 @@ func New(cfg Config, kube kubernetes.Interface, dyn dynamic.Interface, api *clie
 		inflight:     map[string]bound{},
 		refused:      map[string][]client.AllocationReport{},
 		held:         map[string]*gang{},
+		waiting:      map[string]*waitingStart{},
 		preempting:   map[string]*preemption{},
 		endedSent:    map[string]bool{},
 		serverPools:  map[string]bool{},
