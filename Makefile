@@ -270,8 +270,8 @@ kube-bins: ## build kube-apiserver, kube-controller-manager, kube-scheduler, kub
 	K8S_VERSION=$(K8S_VERSION) KUBE_BINS_DIR=$(KUBE_BINS_DIR) ./kube/hack/kube-bins.sh
 
 # -p 1: one package's control plane at a time (each runs five processes).
-test-kube: kube-bins ## fairsched-kube's tests (cd kube; go test ./...) with the end-to-end suite against a real API server, KWOK and controller manager (FAIRSCHED_KUBE_E2E=1)
-	cd kube && FAIRSCHED_KUBE_E2E=1 KUBE_BINS=$(KUBE_BINS) $(GO) test -p 1 -count=1 -timeout=$(KUBE_TEST_TIMEOUT) $(KUBE_TEST_FLAGS) ./...
+test-kube: kube-bins ## fairsched-kube's tests (cd kube; go vet, go test ./...) with the end-to-end suite against a real API server, KWOK and controller manager (FAIRSCHED_KUBE_E2E=1)
+	cd kube && $(GO) vet ./... && FAIRSCHED_KUBE_E2E=1 KUBE_BINS=$(KUBE_BINS) $(GO) test -p 1 -count=1 -timeout=$(KUBE_TEST_TIMEOUT) $(KUBE_TEST_FLAGS) ./...
 
 # The kube module's tests without a control plane (FAIRSCHED_KUBE_E2E=0 skips the
 # end-to-end ones): the mappings of pods, nodes and Pools, the adapter's rounds.

@@ -323,6 +323,42 @@ func (c *Client) Solve(ctx context.Context, snapshot any) (*SolveResult, error) 
 	return result(&out, err)
 }
 
+// Explain is GET /api/v1/operations/{id}/explain: why the operation is in
+// its state, the binding finding first (docs/why-waiting.md).
+func (c *Client) Explain(ctx context.Context, id string) (*Explanation, error) {
+	var e Explanation
+	err := c.do(ctx, request{method: http.MethodGet, path: opPath(id) + "/explain", idempotent: true}, &e)
+	return result(&e, err)
+}
+
+// ExplainPool is GET /api/v1/pools/{name}/explain: why the pool has its
+// fair share and starvation status.
+func (c *Client) ExplainPool(ctx context.Context, name string) (*Explanation, error) {
+	var e Explanation
+	err := c.do(ctx, request{method: http.MethodGet, path: poolPath(name) + "/explain", idempotent: true}, &e)
+	return result(&e, err)
+}
+
+// WhatIf is POST /api/v1/whatif: every pool before and after the changes,
+// applied in order to a copy of the server's state; nothing changes. A
+// change the real request would refuse is that request's *Error, its
+// path under $.changes[i].
+func (c *Client) WhatIf(ctx context.Context, changes []WhatIfChange) (*WhatIfResult, error) {
+	var out WhatIfResult
+	body := struct {
+		Changes []WhatIfChange `json:"changes"`
+	}{changes}
+	// A what-if changes nothing on the server.
+	err := c.do(ctx, request{method: http.MethodPost, path: api + "whatif", body: body, idempotent: true}, &out)
+	return result(&out, err)
+}
+
+// PoolPath is the API path of pool name, for a WhatIfChange.
+func PoolPath(name string) string { return poolPath(name) }
+
+// ConfigPath is the API path of the tree config, for a WhatIfChange.
+const ConfigPath = api + "config"
+
 func result[T any](v *T, err error) (*T, error) {
 	if err != nil {
 		return nil, err

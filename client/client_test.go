@@ -218,6 +218,41 @@ func TestEveryEndpointAgainstTheServer(t *testing.T) {
 		t.Fatalf("NodeOrchid(node-1) = %+v, %v", no, err)
 	}
 
+	// Explanations and what-if.
+	ex, err := c.Explain(ctx, "etl-2")
+	if err != nil || ex.Operation != "etl-2" || ex.State != "pending" || len(ex.Findings) == 0 {
+		t.Fatalf("Explain(etl-2) = %+v, %v", ex, err)
+	}
+	if f := ex.Findings[0]; f.Code != "running_operation_limit" || f.Pool != "etl" || f.Limit == nil || *f.Limit != 1 || f.Position == nil || *f.Position != 1 {
+		t.Fatalf("Explain(etl-2)'s binding finding = %+v", f)
+	}
+	if ex, err = c.ExplainPool(ctx, "prod"); err != nil || ex.Pool != "prod" || len(ex.Findings) == 0 || ex.Findings[0].Message == "" {
+		t.Fatalf("ExplainPool(prod) = %+v, %v", ex, err)
+	}
+	if _, err := c.Explain(ctx, "nope"); !IsNotFound(err) || ErrorCode(err) != "unknown_operation" {
+		t.Fatalf("Explain(nope): %v", err)
+	}
+	wi, err := c.WhatIf(ctx, []WhatIfChange{
+		{Method: http.MethodPatch, Path: PoolPath("fifo"), Body: PoolPatch{Weight: Set(4.0)}},
+		{Method: http.MethodPut, Path: PoolPath("new"), Body: Pool{Parent: "prod"}},
+		{Method: http.MethodPatch, Path: ConfigPath, Body: Config{"preemptive_scheduling_backoff_s": 3}},
+	})
+	if err != nil || len(wi.Pools) != 6 || wi.Pools[0].Name != RootPool || wi.Pools[5].Name != "new" || wi.Pools[5].Before != nil {
+		t.Fatalf("WhatIf = %+v, %v", wi, err)
+	}
+	for _, p := range wi.Pools {
+		if p.Name == "fifo" && (p.Before.Weight != 1 || p.After.Weight != 4) {
+			t.Fatalf("WhatIf: fifo's weight %v → %v, want 1 → 4", p.Before.Weight, p.After.Weight)
+		}
+	}
+	if _, err := c.Pool(ctx, "new"); !IsNotFound(err) {
+		t.Fatalf("the what-if made pool new: %v", err)
+	}
+	_, err = c.WhatIf(ctx, []WhatIfChange{{Method: http.MethodDelete, Path: PoolPath("etl")}})
+	if e := (*Error)(nil); !errors.As(err, &e) || e.StatusCode != 409 || e.Code != "pool_not_empty" || e.Path != "$.changes[0].path" {
+		t.Fatalf("WhatIf(delete etl): %v", err)
+	}
+
 	// Finishing.
 	if op, err = c.CompleteOperation(ctx, "etl-1"); err != nil || op.State != "completed" {
 		t.Fatalf("CompleteOperation = %+v, %v", op, err)

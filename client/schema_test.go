@@ -55,6 +55,8 @@ func TestTypesMatchTheOpenAPIDocument(t *testing.T) {
 		{"NodeList", NodePage{}},
 		{"BatchedHeartbeat", NodeHeartbeat{}},
 		{"BatchedHeartbeatResponse", NodeHeartbeatResult{}},
+		{"Explanation", Explanation{}},
+		{"Finding", Finding{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.schema, func(t *testing.T) {
@@ -194,7 +196,7 @@ func (m schemaMatcher) match(path string, raw any, t reflect.Type) {
 	case "number":
 		m.kind(path, t, reflect.Float64)
 	case "integer":
-		m.kind(path, t, reflect.Int, reflect.Int64)
+		m.kind(path, t, reflect.Int, reflect.Int64, reflect.Uint64)
 	case "boolean":
 		m.kind(path, t, reflect.Bool)
 	default:

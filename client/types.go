@@ -642,3 +642,139 @@ type NodePage struct {
 	// NextCursor is the cursor of the next page; nil on the last page.
 	NextCursor *string `json:"next_cursor"`
 }
+
+// Explanation is GET /api/v1/operations/{id}/explain or
+// /api/v1/pools/{name}/explain: the conditions that decide an operation's
+// state or a pool's status, the binding one first (docs/why-waiting.md).
+type Explanation struct {
+	Operation string    `json:"operation,omitempty"`
+	Pool      string    `json:"pool,omitempty"`
+	State     string    `json:"state"`
+	Findings  []Finding `json:"findings"`
+}
+
+// Finding is one condition of an explanation: a stable Code
+// (docs/why-waiting.md#the-codes), a sentence, and the numbers it is about
+// (nil or empty where they do not apply). Shares are fractions of the
+// cluster's resources, times seconds of the scheduler's clock.
+type Finding struct {
+	Code     string `json:"code"`
+	Message  string `json:"message"`
+	Pool     string `json:"pool,omitempty"`
+	Setting  string `json:"setting,omitempty"`
+	Resource string `json:"resource,omitempty"`
+
+	Running     *int64   `json:"running,omitempty"`
+	Limit       *int64   `json:"limit,omitempty"`
+	Position    *int64   `json:"position,omitempty"`
+	QueueLength *int64   `json:"queue_length,omitempty"`
+	MustFinish  *int64   `json:"must_finish,omitempty"`
+	Operations  []string `json:"operations,omitempty"`
+
+	Shares          []ResourceShares `json:"shares,omitempty"`
+	Usage           *float64         `json:"usage,omitempty"`
+	FairShare       *float64         `json:"fair_share,omitempty"`
+	Demand          *float64         `json:"demand,omitempty"`
+	Bound           *float64         `json:"bound,omitempty"`
+	Guarantee       *float64         `json:"guarantee,omitempty"`
+	Weight          *float64         `json:"weight,omitempty"`
+	WeightSum       *float64         `json:"weight_sum,omitempty"`
+	ParentFairShare *float64         `json:"parent_fair_share,omitempty"`
+	Shared          *float64         `json:"shared,omitempty"`
+	Amount          *float64         `json:"amount,omitempty"`
+	LimitAmount     *float64         `json:"limit_amount,omitempty"`
+	JobAmount       *float64         `json:"job_amount,omitempty"`
+
+	Tolerance           *float64 `json:"tolerance,omitempty"`
+	BelowSince          *float64 `json:"below_since,omitempty"`
+	Timeout             *float64 `json:"timeout,omitempty"`
+	StarvesIn           *float64 `json:"starves_in,omitempty"`
+	AggressiveTimeout   *float64 `json:"aggressive_timeout,omitempty"`
+	AggressivelyStarves *float64 `json:"aggressively_starves_in,omitempty"`
+
+	Nodes         *int64          `json:"nodes,omitempty"`
+	MatchingNodes *int64          `json:"matching_nodes,omitempty"`
+	NodesWithRoom *int64          `json:"nodes_with_room,omitempty"`
+	Candidates    *int64          `json:"candidates,omitempty"`
+	Protected     []ProtectedRule `json:"protected,omitempty"`
+
+	Allocation    *uint64  `json:"allocation,omitempty"`
+	Node          string   `json:"node,omitempty"`
+	Time          *float64 `json:"time,omitempty"`
+	Reason        string   `json:"reason,omitempty"`
+	ForOperation  string   `json:"for_operation,omitempty"`
+	ForAllocation *uint64  `json:"for_allocation,omitempty"`
+	Status        string   `json:"status,omitempty"`
+	Deadline      *float64 `json:"deadline,omitempty"`
+}
+
+// ResourceShares are an element's shares of one resource.
+type ResourceShares struct {
+	Resource  string  `json:"resource"`
+	Usage     float64 `json:"usage"`
+	FairShare float64 `json:"fair_share"`
+	Demand    float64 `json:"demand"`
+}
+
+// ProtectedRule counts the candidate victims one rule protects.
+type ProtectedRule struct {
+	Rule  string `json:"rule"`
+	Count int64  `json:"count"`
+	Pool  string `json:"pool,omitempty"`
+}
+
+// WhatIfChange is one change of a what-if: the method, path and body of
+// the real request (PUT, PATCH or DELETE of /api/v1/pools/{name}, PATCH
+// /api/v1/config). Body is anything that marshals to the request's body
+// (a Pool, a PoolPatch, a Config); nil sends none.
+type WhatIfChange struct {
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	Body   any    `json:"body,omitempty"`
+}
+
+// PoolWhatIf is one pool before and after a what-if's changes: Before is
+// nil for a pool they create, After for one they remove.
+type PoolWhatIf struct {
+	Name          string
+	Before, After *PoolOrchid
+}
+
+// WhatIfResult is POST /api/v1/whatif's answer: every pool, in the
+// server's order (the current tree in pre-order, then the pools the
+// changes create).
+type WhatIfResult struct {
+	Pools []PoolWhatIf
+}
+
+// UnmarshalJSON reads {"pools": {"<name>": {"before", "after"}, …}},
+// keeping the order of the pools.
+func (r *WhatIfResult) UnmarshalJSON(b []byte) error {
+	var top struct {
+		Pools json.RawMessage `json:"pools"`
+	}
+	if err := json.Unmarshal(b, &top); err != nil {
+		return err
+	}
+	d := json.NewDecoder(bytes.NewReader(top.Pools))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return fmt.Errorf("cannot read a what-if's pools: want an object")
+	}
+	r.Pools = r.Pools[:0]
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return err
+		}
+		name, _ := t.(string)
+		var p struct {
+			Before *PoolOrchid `json:"before"`
+			After  *PoolOrchid `json:"after"`
+		}
+		if err := d.Decode(&p); err != nil {
+			return err
+		}
+		r.Pools = append(r.Pools, PoolWhatIf{Name: name, Before: p.Before, After: p.After})
+	}
+	return nil
+}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/tree"
 	"github.com/fairsched/fairsched/internal/jsonpath"
 	"github.com/fairsched/fairsched/wire"
@@ -338,7 +339,12 @@ type aclPool struct {
 // rebuildACL rebuilds the ACL index from the scheduler's pools. The caller
 // holds s.mu (or is New).
 func (s *Server) rebuildACL() {
-	pools := s.sched.Pools(nil)
+	idx := buildACL(s.sched.Pools(nil))
+	s.acl.Store(&idx)
+}
+
+// buildACL is the ACL index of pools.
+func buildACL(pools []schedule.PoolInfo) aclIndex {
 	idx := make(aclIndex, len(pools))
 	for i := range pools {
 		p := &pools[i]
@@ -349,7 +355,7 @@ func (s *Server) rebuildACL() {
 		inherit := !p.Config.InheritACL.Set || p.Config.InheritACL.V
 		idx[p.Name] = aclPool{parent: parent, acl: p.Config.ACL, inherit: inherit}
 	}
-	s.acl.Store(&idx)
+	return idx
 }
 
 // permitted reports whether the identity has permission perm on pool
@@ -360,13 +366,18 @@ func (s *Server) rebuildACL() {
 // to the handler, which refuses it as unknown. A nil identity is the caller of a
 // server without tokens, who may do everything.
 func (s *Server) permitted(id *Identity, perm tree.Permission, pool string) bool {
+	return permittedIn(*s.acl.Load(), id, perm, pool)
+}
+
+// permittedIn is permitted against the ACL index idx (a what-if checks
+// its changes against the pools as its earlier changes left them).
+func permittedIn(idx aclIndex, id *Identity, perm tree.Permission, pool string) bool {
 	if id == nil || id.Has(RoleAdmin) {
 		return true
 	}
 	if !id.Has(RoleUser) {
 		return false
 	}
-	idx := *s.acl.Load()
 	allowed := false
 	for name, depth := pool, 0; name != "" && depth <= len(idx); depth++ {
 		p, ok := idx[name]

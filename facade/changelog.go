@@ -15,7 +15,7 @@ import (
 // without tokens; remote: the client's address), what (the message and
 // its attributes: the pool, the operation, the keys) and the result ("ok")
 // — and one per refused change (result "refused", with the status and the
-// code: a 401 or 403 too). Heartbeats, reads and solves change nothing an
+// code: a 401 or 403 too). Heartbeats, reads, solves and what-ifs change nothing an
 // operator audits and are not logged (their counts and latencies are in
 // the metrics). No token is ever logged.
 
@@ -42,8 +42,8 @@ func (s *Server) logRefused(ctx *fasthttp.RequestCtx, status int, e *wire.Error)
 }
 
 // isChange reports whether the request is one that changes the scheduler's
-// configuration or operations: a write of the API, heartbeats and solves
-// excepted.
+// configuration or operations: a write of the API, heartbeats, solves and
+// what-ifs excepted.
 func isChange(ctx *fasthttp.RequestCtx) bool {
 	switch string(ctx.Method()) {
 	case "GET", "HEAD", "OPTIONS":
@@ -51,5 +51,5 @@ func isChange(ctx *fasthttp.RequestCtx) bool {
 	}
 	p := ctx.Path()
 	return bytes.HasPrefix(p, []byte(apiPrefix)) && !bytes.Contains(p, []byte("/heartbeat")) &&
-		!bytes.Equal(p, []byte(apiPrefix+"solve"))
+		!bytes.Equal(p, []byte(apiPrefix+"solve")) && !bytes.Equal(p, []byte(apiPrefix+"whatif"))
 }

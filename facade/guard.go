@@ -341,7 +341,15 @@ func roleRefusal(ctx *fasthttp.RequestCtx, id *Identity) string {
 	if id.Has(RoleAdmin) {
 		return ""
 	}
-	path, method := ctx.Path(), string(ctx.Method())
+	return roleRefusalOf(id, string(ctx.Method()), ctx.Path())
+}
+
+// roleRefusalOf is roleRefusal for a request of method and path (a
+// what-if's change is checked as the request it previews).
+func roleRefusalOf(id *Identity, method string, path []byte) string {
+	if id.Has(RoleAdmin) {
+		return ""
+	}
 	heartbeat := method == "POST" && (string(path) == apiPrefix+"heartbeats" ||
 		bytes.HasPrefix(path, []byte(apiPrefix+"nodes/")) && bytes.HasSuffix(path, []byte("/heartbeat")))
 	who := "user " + strconv.Quote(id.Name)
@@ -396,16 +404,24 @@ func (s *Server) mayHeartbeatBatch(ctx *fasthttp.RequestCtx, b *wire.HeartbeatBa
 // tree.RootName); it answers 403 naming the permission and the pool when
 // not. path is the JSON path of the pool's name in the request.
 func (s *Server) mayPool(ctx *fasthttp.RequestCtx, perm tree.Permission, pool, path, doing string) bool {
+	if e := poolForbidden(*s.acl.Load(), who(ctx), perm, pool, path, doing); e != nil {
+		s.writeError(ctx, fasthttp.StatusForbidden, e)
+		return false
+	}
+	return true
+}
+
+// poolForbidden is mayPool's check against the ACL index idx: nil when
+// the identity has permission perm on pool, else the 403's body.
+func poolForbidden(idx aclIndex, id *Identity, perm tree.Permission, pool, path, doing string) *wire.Error {
 	if pool == "" {
 		pool = tree.RootName
 	}
-	id := who(ctx)
-	if s.permitted(id, perm, pool) {
-		return true
+	if permittedIn(idx, id, perm, pool) {
+		return nil
 	}
-	s.forbidden(ctx, path, "cannot "+doing+": user "+strconv.Quote(id.Name)+" lacks the "+wire.PermissionName(perm)+
-		" permission on pool "+strconv.Quote(pool))
-	return false
+	return &wire.Error{Code: CodeForbidden, Path: path, Message: "cannot " + doing + ": user " + strconv.Quote(id.Name) + " lacks the " +
+		wire.PermissionName(perm) + " permission on pool " + strconv.Quote(pool)}
 }
 
 // mayOperation checks that the caller may change operation op, in pool:

@@ -14,6 +14,7 @@ import (
 	"github.com/fairsched/fairsched/core/snapshot"
 	"github.com/fairsched/fairsched/core/tree"
 	"github.com/fairsched/fairsched/internal/jsonpath"
+	"github.com/fairsched/fairsched/server"
 	"github.com/fairsched/fairsched/wire"
 )
 
@@ -64,21 +65,108 @@ func (s *Server) writePool(ctx *fasthttp.RequestCtx, status int, name string, en
 	s.respond(ctx, status, func(dst []byte) []byte { return enc(dst, &p) })
 }
 
-// putPool creates or replaces a pool (docs/api.md#pools). A missing
+// changeTarget is what a pool or config change applies to: the live
+// service (server.Server) or a what-if's copy of it (server.Preview). The
+// handlers below and POST /api/v1/whatif decide a change with the same
+// functions (putPoolOn, patchPoolOn, deletePoolOn, patchConfigOn): the
+// same decoders, guards and errors.
+type changeTarget interface {
+	PutPool(name string, prepare func(exists bool, cur schedule.PoolInfo) (tree.Mutation, bool)) (created bool, err error)
+	PatchPool(name string, prepare func(cur schedule.PoolInfo) (tree.Mutation, bool)) error
+	DeletePool(name string, authorize func() bool) error
+	PatchConfig(patch func(cur schedule.Config) (schedule.Config, error)) (prev, next schedule.Config, err error)
+}
+
+// refusal is a refused change's answer: its status and error body.
+type refusal struct {
+	status int
+	e      *wire.Error
+	// own: a what-if's refusal of a change it cannot preview, its path
+	// relative to the change.
+	own bool
+}
+
+// changer is the caller of a change, the ACL index its permissions are
+// checked against (read when checked: the live one is replaced as pools
+// change) and the change's refusal, if any.
+type changer struct {
+	id      *Identity
+	acl     func() aclIndex
+	refused *refusal
+}
+
+// liveChanger is the caller of request ctx against the live ACL.
+func (s *Server) liveChanger(ctx *fasthttp.RequestCtx) *changer {
+	return &changer{id: who(ctx), acl: func() aclIndex { return *s.acl.Load() }}
+}
+
+// refuse keeps the first refusal; it returns false.
+func (c *changer) refuse(status int, e *wire.Error) bool {
+	if c.refused == nil {
+		c.refused = &refusal{status: status, e: e}
+	}
+	return false
+}
+
+// fail refuses with the status and body of err (errorBody); ErrRefused
+// means a guard already refused.
+func (c *changer) fail(err error) {
+	if !errors.Is(err, server.ErrRefused) {
+		c.refuse(errorBody(err, "$"))
+	}
+}
+
+// may checks a permission as mayPool does.
+func (c *changer) may(perm tree.Permission, pool, path, doing string) bool {
+	if e := poolForbidden(c.acl(), c.id, perm, pool, path, doing); e != nil {
+		return c.refuse(fasthttp.StatusForbidden, e)
+	}
+	return true
+}
+
+// answerRefusal writes a refused change's answer.
+func (s *Server) answerRefusal(ctx *fasthttp.RequestCtx, r *refusal) {
+	if r.status == fasthttp.StatusInternalServerError {
+		s.log.Error("request failed", "method", string(ctx.Method()), "path", string(ctx.Path()), "error", r.e.Message)
+	}
+	s.writeError(ctx, r.status, r.e)
+}
+
+// putPool creates or replaces a pool (docs/api.md#pools).
+func (s *Server) putPool(ctx *fasthttp.RequestCtx, name string) {
+	c := s.liveChanger(ctx)
+	created, parent := s.putPoolOn(s.core, c, name, ctx.PostBody())
+	if c.refused != nil {
+		s.answerRefusal(ctx, c.refused)
+		return
+	}
+	status := fasthttp.StatusOK
+	if created {
+		status = fasthttp.StatusCreated
+		s.logChange(ctx, "pool created", "pool", name, "parent", parent)
+	} else {
+		s.logChange(ctx, "pool replaced", "pool", name)
+	}
+	s.writePool(ctx, status, name, appendPoolConfig)
+}
+
+// putPoolOn is PUT /api/v1/pools/{name} with body on t. A missing
 // "parent" is the root: PUT replaces the whole configuration, the parent
 // included. It needs administer on the pool (replacing it) or on its
-// parent (creating it), and on the new parent when it moves.
-func (s *Server) putPool(ctx *fasthttp.RequestCtx, name string) {
-	if !s.checkName(ctx, name, "a pool name", "$.url.name", true) {
-		return
+// parent (creating it), and on the new parent when it moves. It reports
+// whether the pool was created and its parent; a refusal is c's.
+func (s *Server) putPoolOn(t changeTarget, c *changer, name string, body []byte) (created bool, parent string) {
+	if e := nameError(name, "a pool name", "$.url.name", true); e != nil {
+		c.refuse(fasthttp.StatusBadRequest, e)
+		return false, ""
 	}
-	b, err := wire.DecodePool(ctx.PostBody(), tree.PoolConfig{})
+	b, err := wire.DecodePool(body, tree.PoolConfig{})
 	if err != nil {
-		s.fail(ctx, err, "$")
-		return
+		c.fail(err)
+		return false, ""
 	}
-	if !s.bodyName(ctx, b, name) || name == tree.RootName && !s.rootBody(ctx) {
-		return
+	if !c.poolBody(b, name, body) {
+		return false, ""
 	}
 	m := tree.Mutation{Kind: tree.AddPool, Name: name, Pool: b.Config}
 	if b.HasParent && b.Parent != tree.RootName {
@@ -88,32 +176,25 @@ func (s *Server) putPool(ctx *fasthttp.RequestCtx, name string) {
 	if b.HasParent {
 		parentPath = "$.parent"
 	}
-	created, err := s.core.PutPool(name, func(exists bool, cur schedule.PoolInfo) (tree.Mutation, bool) {
+	created, err = t.PutPool(name, func(exists bool, cur schedule.PoolInfo) (tree.Mutation, bool) {
 		if !exists {
-			return m, s.mayPool(ctx, tree.PermAdminister, m.Parent, parentPath, "create pool "+strconv.Quote(name)+" in pool "+strconv.Quote(parentName(m.Parent)))
+			return m, c.may(tree.PermAdminister, m.Parent, parentPath, "create pool "+strconv.Quote(name)+" in pool "+strconv.Quote(parentName(m.Parent)))
 		}
 		m.Kind = tree.SetPool
 		if name != tree.RootName && m.Parent == "" {
 			m.Parent = tree.RootName
 		}
-		if !s.mayPool(ctx, tree.PermAdminister, name, "$.url.name", "replace pool "+strconv.Quote(name)) {
+		if !c.may(tree.PermAdminister, name, "$.url.name", "replace pool "+strconv.Quote(name)) {
 			return m, false
 		}
 		return m, name == tree.RootName || parentName(m.Parent) == cur.Parent ||
-			s.mayPool(ctx, tree.PermAdminister, m.Parent, parentPath, "move pool "+strconv.Quote(name)+" into pool "+strconv.Quote(parentName(m.Parent)))
+			c.may(tree.PermAdminister, m.Parent, parentPath, "move pool "+strconv.Quote(name)+" into pool "+strconv.Quote(parentName(m.Parent)))
 	})
 	if err != nil {
-		s.fail(ctx, err, "$")
-		return
+		c.fail(err)
+		return false, ""
 	}
-	status := fasthttp.StatusOK
-	if created {
-		status = fasthttp.StatusCreated
-		s.logChange(ctx, "pool created", "pool", name, "parent", parentName(m.Parent))
-	} else {
-		s.logChange(ctx, "pool replaced", "pool", name)
-	}
-	s.writePool(ctx, status, name, appendPoolConfig)
+	return created, parentName(m.Parent)
 }
 
 // rootKeys are what a body for the root pool may set: the root is always
@@ -121,57 +202,67 @@ func (s *Server) putPool(ctx *fasthttp.RequestCtx, name string) {
 // inherit one from).
 var rootKeys = []string{"name", "parent", "mode", "acl"}
 
-// rootBody checks that a PUT or PATCH of the root sets only its acl (and
-// repeats its name, parent and mode); it answers 400 naming the first other
-// key.
-func (s *Server) rootBody(ctx *fasthttp.RequestCtx) bool {
-	m, e := jsonpath.DecodeObject(ctx.PostBody(), "body")
+// poolBody checks a decoded PUT or PATCH body b of pool name: its "name",
+// when given, is the URL's; for the root it sets only its acl (and
+// repeats its name, parent and mode), else the first other key is
+// refused.
+func (c *changer) poolBody(b *wire.PoolBody, name string, body []byte) bool {
+	if b.Name != "" && b.Name != name {
+		return c.refuse(fasthttp.StatusBadRequest, &wire.Error{Code: wire.CodeInvalidValue, Path: "$.name",
+			Message: "cannot use name " + strconv.Quote(b.Name) + " in the body of pool " + strconv.Quote(name) + ": leave it out or repeat the URL's"})
+	}
+	if name != tree.RootName {
+		return true
+	}
+	m, e := jsonpath.DecodeObject(body, "body")
 	if e != nil {
-		s.writeError(ctx, fasthttp.StatusBadRequest, e)
-		return false
+		return c.refuse(fasthttp.StatusBadRequest, e)
 	}
 	for _, k := range jsonpath.SortedKeys(m) {
 		if !slices.Contains(rootKeys, k) {
-			s.writeError(ctx, fasthttp.StatusBadRequest, &wire.Error{Code: tree.CodeInvalidValue, Path: jsonpath.Key("$", k),
+			return c.refuse(fasthttp.StatusBadRequest, &wire.Error{Code: tree.CodeInvalidValue, Path: jsonpath.Key("$", k),
 				Message: "cannot set " + k + " of the root pool: it takes only an acl (and is always fair_share)"})
-			return false
 		}
-	}
-	return true
-}
-
-// bodyName checks that a body's "name", when given, is the URL's.
-func (s *Server) bodyName(ctx *fasthttp.RequestCtx, b *wire.PoolBody, name string) bool {
-	if b.Name != "" && b.Name != name {
-		s.writeError(ctx, fasthttp.StatusBadRequest, &wire.Error{Code: wire.CodeInvalidValue, Path: "$.name",
-			Message: "cannot use name " + strconv.Quote(b.Name) + " in the body of pool " + strconv.Quote(name) + ": leave it out or repeat the URL's"})
-		return false
 	}
 	return true
 }
 
 // patchPool changes the listed attributes of a pool (docs/api.md#pools).
-// It needs administer on the pool, and on the new parent when it moves.
 func (s *Server) patchPool(ctx *fasthttp.RequestCtx, name string) {
-	if !s.checkName(ctx, name, "a pool name", "$.url.name", true) {
+	c := s.liveChanger(ctx)
+	s.patchPoolOn(s.core, c, name, ctx.PostBody())
+	if c.refused != nil {
+		s.answerRefusal(ctx, c.refused)
 		return
 	}
-	err := s.core.PatchPool(name, func(cur schedule.PoolInfo) (tree.Mutation, bool) {
-		if !s.mayPool(ctx, tree.PermAdminister, name, "$.url.name", "change pool "+strconv.Quote(name)) {
+	s.logChange(ctx, "pool changed", "pool", name)
+	s.writePool(ctx, fasthttp.StatusOK, name, appendPoolConfig)
+}
+
+// patchPoolOn is PATCH /api/v1/pools/{name} with body on t. It needs
+// administer on the pool, and on the new parent when it moves; a refusal
+// is c's.
+func (s *Server) patchPoolOn(t changeTarget, c *changer, name string, body []byte) {
+	if e := nameError(name, "a pool name", "$.url.name", true); e != nil {
+		c.refuse(fasthttp.StatusBadRequest, e)
+		return
+	}
+	err := t.PatchPool(name, func(cur schedule.PoolInfo) (tree.Mutation, bool) {
+		if !c.may(tree.PermAdminister, name, "$.url.name", "change pool "+strconv.Quote(name)) {
 			return tree.Mutation{}, false
 		}
-		b, err := wire.DecodePool(ctx.PostBody(), cur.Config)
+		b, err := wire.DecodePool(body, cur.Config)
 		if err != nil {
-			s.fail(ctx, err, "$")
+			c.fail(err)
 			return tree.Mutation{}, false
 		}
-		if !s.bodyName(ctx, b, name) || name == tree.RootName && !s.rootBody(ctx) {
+		if !c.poolBody(b, name, body) {
 			return tree.Mutation{}, false
 		}
 		m := tree.Mutation{Kind: tree.SetPool, Name: name, Pool: b.Config}
 		if b.HasParent {
 			m.Parent = b.Parent
-			if name != tree.RootName && b.Parent != cur.Parent && !s.mayPool(ctx, tree.PermAdminister, b.Parent, "$.parent",
+			if name != tree.RootName && b.Parent != cur.Parent && !c.may(tree.PermAdminister, b.Parent, "$.parent",
 				"move pool "+strconv.Quote(name)+" into pool "+strconv.Quote(b.Parent)) {
 				return m, false
 			}
@@ -179,28 +270,36 @@ func (s *Server) patchPool(ctx *fasthttp.RequestCtx, name string) {
 		return m, true
 	})
 	if err != nil {
-		s.fail(ctx, err, "$")
-		return
+		c.fail(err)
 	}
-	s.logChange(ctx, "pool changed", "pool", name)
-	s.writePool(ctx, fasthttp.StatusOK, name, appendPoolConfig)
 }
 
 // deletePool removes an empty pool: 409 when it has child pools or
-// operations (docs/api.md#pools). It needs administer on the pool.
+// operations (docs/api.md#pools).
 func (s *Server) deletePool(ctx *fasthttp.RequestCtx, name string) {
-	if !s.checkName(ctx, name, "a pool name", "$.url.name", true) {
-		return
-	}
-	err := s.core.DeletePool(name, func() bool {
-		return s.mayPool(ctx, tree.PermAdminister, name, "$.url.name", "remove pool "+strconv.Quote(name))
-	})
-	if err != nil {
-		s.fail(ctx, err, "$")
+	c := s.liveChanger(ctx)
+	s.deletePoolOn(s.core, c, name)
+	if c.refused != nil {
+		s.answerRefusal(ctx, c.refused)
 		return
 	}
 	s.logChange(ctx, "pool removed", "pool", name)
 	ctx.SetStatusCode(fasthttp.StatusNoContent)
+}
+
+// deletePoolOn is DELETE /api/v1/pools/{name} on t. It needs administer
+// on the pool; a refusal is c's.
+func (s *Server) deletePoolOn(t changeTarget, c *changer, name string) {
+	if e := nameError(name, "a pool name", "$.url.name", true); e != nil {
+		c.refuse(fasthttp.StatusBadRequest, e)
+		return
+	}
+	err := t.DeletePool(name, func() bool {
+		return c.may(tree.PermAdminister, name, "$.url.name", "remove pool "+strconv.Quote(name))
+	})
+	if err != nil {
+		c.fail(err)
+	}
 }
 
 // ---- config ----
@@ -213,17 +312,28 @@ func (s *Server) getConfig(ctx *fasthttp.RequestCtx) {
 // patchConfig changes the tree config (server.Server.PatchConfig, which
 // applies it as a reload does). A refused patch changes nothing.
 func (s *Server) patchConfig(ctx *fasthttp.RequestCtx) {
-	prev, next, err := s.core.PatchConfig(func(cur schedule.Config) (schedule.Config, error) {
-		return wire.DecodeConfigPatch(ctx.PostBody(), cur)
-	})
-	if err != nil {
-		s.fail(ctx, err, "$")
+	c := s.liveChanger(ctx)
+	prev, next := s.patchConfigOn(s.core, c, ctx.PostBody())
+	if c.refused != nil {
+		s.answerRefusal(ctx, c.refused)
 		return
 	}
 	if next != prev {
 		s.logChange(ctx, "config changed", "keys", changedKeys(&prev, &next))
 	}
 	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte { return wire.AppendConfig(dst, &next) })
+}
+
+// patchConfigOn is PATCH /api/v1/config with body on t (the guard has
+// checked the caller's role); a refusal is c's.
+func (s *Server) patchConfigOn(t changeTarget, c *changer, body []byte) (prev, next schedule.Config) {
+	prev, next, err := t.PatchConfig(func(cur schedule.Config) (schedule.Config, error) {
+		return wire.DecodeConfigPatch(body, cur)
+	})
+	if err != nil {
+		c.fail(err)
+	}
+	return prev, next
 }
 
 // ---- operations (docs/api.md#operations) ----

@@ -822,6 +822,7 @@ var requestFixtures = map[string]func(n int) string{
 	"heartbeat":      func(int) string { return "/api/v1/nodes/probe-node/heartbeat" },
 	"heartbeats":     func(int) string { return "/api/v1/heartbeats" },
 	"solve":          func(int) string { return "/api/v1/solve" },
+	"whatIf":         func(int) string { return "/api/v1/whatif" },
 }
 
 func setupRequestBodies(t *testing.T, s *Server) {

@@ -179,6 +179,15 @@ func (s *Server) routeAPI(ctx *fasthttp.RequestCtx, path []byte) bool {
 			s.solve(ctx)
 		}
 		return true
+	case "whatif":
+		// /api/v1/whatif (docs/api.md#what-if)
+		if len(rest) > 0 {
+			return false
+		}
+		if s.method(ctx, "POST") {
+			s.whatIf(ctx)
+		}
+		return true
 	case "openapi.json":
 		if len(rest) > 0 {
 			return false
@@ -207,7 +216,8 @@ func (s *Server) routeAPI(ctx *fasthttp.RequestCtx, path []byte) bool {
 	return false
 }
 
-// routePools serves /api/v1/pools and /api/v1/pools/{name}.
+// routePools serves /api/v1/pools, /api/v1/pools/{name} and
+// /api/v1/pools/{name}/explain.
 func (s *Server) routePools(ctx *fasthttp.RequestCtx, rest []byte) bool {
 	if len(rest) == 0 {
 		if s.method(ctx, "GET") {
@@ -216,7 +226,14 @@ func (s *Server) routePools(ctx *fasthttp.RequestCtx, rest []byte) bool {
 		return true
 	}
 	name, more := cut(rest)
-	if len(more) > 0 {
+	switch string(more) {
+	case "":
+	case "explain":
+		if len(name) > 0 && s.method(ctx, "GET") {
+			s.explainPool(ctx, string(name))
+		}
+		return len(name) > 0
+	default:
 		return false
 	}
 	switch string(ctx.Method()) {
@@ -263,6 +280,11 @@ func (s *Server) routeOperations(ctx *fasthttp.RequestCtx, rest []byte) bool {
 	case "complete", "abort":
 		if s.method(ctx, "POST") {
 			s.finishOperation(ctx, string(id), string(action))
+		}
+		return true
+	case "explain":
+		if s.method(ctx, "GET") {
+			s.explainOperation(ctx, string(id))
 		}
 		return true
 	}
@@ -328,12 +350,21 @@ func cut(p []byte) (seg, rest []byte) {
 // checkName validates a pool or operation name of the URL; param is the
 // path of the error: "$.url.name", "$.url.id", or a query parameter.
 func (s *Server) checkName(ctx *fasthttp.RequestCtx, name, what, param string, allowRoot bool) bool {
-	if tree.ValidName(name) || allowRoot && name == tree.RootName {
-		return true
+	if e := nameError(name, what, param, allowRoot); e != nil {
+		s.writeError(ctx, fasthttp.StatusBadRequest, e)
+		return false
 	}
-	s.writeError(ctx, fasthttp.StatusBadRequest, &wire.Error{Code: CodeInvalidName, Path: param,
-		Message: "cannot use " + strconv.Quote(truncate(name, 64)) + " as " + what + ": want 1-128 characters of [A-Za-z0-9._:-]"})
-	return false
+	return true
+}
+
+// nameError is checkName's check: nil for a valid name, else the 400's
+// body.
+func nameError(name, what, param string, allowRoot bool) *wire.Error {
+	if tree.ValidName(name) || allowRoot && name == tree.RootName {
+		return nil
+	}
+	return &wire.Error{Code: CodeInvalidName, Path: param,
+		Message: "cannot use " + strconv.Quote(truncate(name, 64)) + " as " + what + ": want 1-128 characters of [A-Za-z0-9._:-]"}
 }
 
 // checkNodeName validates the node id of the URL ($.url.id).

@@ -15,15 +15,19 @@ import (
 
 // ---- pools ----
 
-// PutPool creates or replaces pool name, under the Server's mutex:
-// prepare gets whether the pool exists and its current state, and returns
-// the mutation to apply (AddPool for a new pool, SetPool for an existing
-// one) or false when the caller's guard refused. It reports whether the
-// pool was created. The change is durable when it returns nil.
-func (s *Server) PutPool(name string, prepare func(exists bool, cur schedule.PoolInfo) (tree.Mutation, bool)) (created bool, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cur, err := s.sched.Pool(name)
+// poolTarget is what a pool change applies to: the live scheduler
+// (schedule.Scheduler) or a what-if's copy of it (schedule.WhatIf). The
+// pool and config changes below are written once against it, so that a
+// previewed change is decided exactly as the real one.
+type poolTarget interface {
+	Pool(name string) (schedule.PoolInfo, error)
+	ApplyPools(ms ...tree.Mutation) (int, error)
+}
+
+// putPool is PutPool's decision on t: ready runs after prepare (the
+// store's check for a real change).
+func putPool(t poolTarget, name string, prepare func(exists bool, cur schedule.PoolInfo) (tree.Mutation, bool), ready func() error) (created bool, err error) {
+	cur, err := t.Pool(name)
 	exists := err == nil
 	if !exists && name == tree.RootName {
 		panic("BUG: the root pool does not exist")
@@ -32,17 +36,87 @@ func (s *Server) PutPool(name string, prepare func(exists bool, cur schedule.Poo
 	if !ok {
 		return false, ErrRefused
 	}
-	if err := s.storeOK(); err != nil {
+	if err := ready(); err != nil {
 		return false, err
 	}
 	if name == tree.RootName && m.Parent != "" && m.Parent != tree.RootName {
 		return false, &apierr.Error{Code: tree.CodeInvalidValue, Path: "$.parent", Message: "cannot give the root pool a parent"}
 	}
-	if _, err := s.sched.ApplyPools(m); err != nil {
+	if _, err := t.ApplyPools(m); err != nil {
+		return false, err
+	}
+	return !exists, nil
+}
+
+// patchPool is PatchPool's decision on t.
+func patchPool(t poolTarget, name string, prepare func(cur schedule.PoolInfo) (tree.Mutation, bool), ready func() error) error {
+	cur, err := t.Pool(name)
+	if err != nil {
+		return err
+	}
+	m, ok := prepare(cur)
+	if !ok {
+		return ErrRefused
+	}
+	if err := ready(); err != nil {
+		return err
+	}
+	if name == tree.RootName && m.Parent != "" && m.Parent != tree.RootName {
+		return &apierr.Error{Code: tree.CodeInvalidValue, Path: "$.parent", Message: "cannot give the root pool a parent"}
+	}
+	_, err = t.ApplyPools(m)
+	return err
+}
+
+// deletePool is DeletePool's decision on t.
+func deletePool(t poolTarget, name string, authorize func() bool, ready func() error) error {
+	if name == tree.RootName {
+		return &apierr.Error{Code: tree.CodeInvalidValue, Path: "$.url.name", Message: "cannot remove the root pool"}
+	}
+	if _, err := t.Pool(name); err != nil {
+		return err
+	}
+	if !authorize() {
+		return ErrRefused
+	}
+	if err := ready(); err != nil {
+		return err
+	}
+	_, err := t.ApplyPools(tree.Mutation{Kind: tree.RemovePool, Name: name})
+	return err
+}
+
+// patchConfig is PatchConfig's decision: the config patch makes of cur,
+// applied by apply unless it is cur itself (then it returns next == cur
+// and applies nothing).
+func patchConfig(cur schedule.Config, patch func(cur schedule.Config) (schedule.Config, error), ready func() error, apply func(schedule.Config) error) (next schedule.Config, err error) {
+	next, err = patch(cur)
+	if err != nil || next == cur {
+		return cur, err
+	}
+	if err := ready(); err != nil {
+		return cur, err
+	}
+	if err := apply(next); err != nil {
+		return cur, err
+	}
+	return next, nil
+}
+
+// PutPool creates or replaces pool name, under the Server's mutex:
+// prepare gets whether the pool exists and its current state, and returns
+// the mutation to apply (AddPool for a new pool, SetPool for an existing
+// one) or false when the caller's guard refused. It reports whether the
+// pool was created. The change is durable when it returns nil.
+func (s *Server) PutPool(name string, prepare func(exists bool, cur schedule.PoolInfo) (tree.Mutation, bool)) (created bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	created, err = putPool(s.sched, name, prepare, s.storeOK)
+	if err != nil {
 		return false, err
 	}
 	s.poolsChanged()
-	return !exists, s.await(s.submit(s.poolWrite(name)))
+	return created, s.await(s.submit(s.poolWrite(name)))
 }
 
 // PatchPool changes pool name, under the Server's mutex: prepare gets its
@@ -52,21 +126,7 @@ func (s *Server) PutPool(name string, prepare func(exists bool, cur schedule.Poo
 func (s *Server) PatchPool(name string, prepare func(cur schedule.PoolInfo) (tree.Mutation, bool)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cur, err := s.sched.Pool(name)
-	if err != nil {
-		return err
-	}
-	m, ok := prepare(cur)
-	if !ok {
-		return ErrRefused
-	}
-	if err := s.storeOK(); err != nil {
-		return err
-	}
-	if name == tree.RootName && m.Parent != "" && m.Parent != tree.RootName {
-		return &apierr.Error{Code: tree.CodeInvalidValue, Path: "$.parent", Message: "cannot give the root pool a parent"}
-	}
-	if _, err := s.sched.ApplyPools(m); err != nil {
+	if err := patchPool(s.sched, name, prepare, s.storeOK); err != nil {
 		return err
 	}
 	s.poolsChanged()
@@ -79,19 +139,7 @@ func (s *Server) PatchPool(name string, prepare func(cur schedule.PoolInfo) (tre
 func (s *Server) DeletePool(name string, authorize func() bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if name == tree.RootName {
-		return &apierr.Error{Code: tree.CodeInvalidValue, Path: "$.url.name", Message: "cannot remove the root pool"}
-	}
-	if _, err := s.sched.Pool(name); err != nil {
-		return err
-	}
-	if !authorize() {
-		return ErrRefused
-	}
-	if err := s.storeOK(); err != nil {
-		return err
-	}
-	if _, err := s.sched.ApplyPools(tree.Mutation{Kind: tree.RemovePool, Name: name}); err != nil {
+	if err := deletePool(s.sched, name, authorize, s.storeOK); err != nil {
 		return err
 	}
 	s.poolsChanged()
@@ -107,14 +155,8 @@ func (s *Server) PatchConfig(patch func(cur schedule.Config) (schedule.Config, e
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	prev = s.cfg
-	next, err = patch(prev)
+	next, err = patchConfig(prev, patch, s.storeOK, s.applyConfig)
 	if err != nil || next == prev {
-		return prev, prev, err
-	}
-	if err := s.storeOK(); err != nil {
-		return prev, prev, err
-	}
-	if err := s.applyConfig(next); err != nil {
 		return prev, prev, err
 	}
 	return prev, next, s.await(s.submit(configWrite(&next)))

@@ -25,8 +25,9 @@ func TestDecodeMinimal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Seed != 1 || s.HeartbeatPeriodS != 5 || s.FairShareUpdatePeriodS != 1 || s.SamplePeriodS != 60 {
-		t.Errorf("defaults: seed %d, heartbeat %v, update %v, sample %v", s.Seed, s.HeartbeatPeriodS, s.FairShareUpdatePeriodS, s.SamplePeriodS)
+	if s.Seed != 1 || s.HeartbeatPeriodS != 5 || s.FairShareUpdatePeriodS != 1 || s.SamplePeriodS != 60 || s.MaxSamples != DefaultMaxSamples {
+		t.Errorf("defaults: seed %d, heartbeat %v, update %v, sample %v, max samples %d",
+			s.Seed, s.HeartbeatPeriodS, s.FairShareUpdatePeriodS, s.SamplePeriodS, s.MaxSamples)
 	}
 	if got := s.Nodes[0].Resources[0]; got != defaultNodeUserSlots {
 		t.Errorf("node user_slots default %d, want %d", got, defaultNodeUserSlots)
@@ -74,6 +75,10 @@ func TestDecodeErrors(t *testing.T) {
 	f("string duration", edit(`"duration_s": 600`, `"duration_s": "600"`), "$.duration_s", wire.CodeWrongType)
 	f("update period", edit(`"duration_s": 600`, `"duration_s": 600, "fair_share_update_period_s": 0.001`), "$.fair_share_update_period_s", wire.CodeInvalidValue)
 	f("sample below update", edit(`"duration_s": 600`, `"duration_s": 600, "sample_period_s": 0.5`), "$.sample_period_s", wire.CodeInvalidValue)
+	for _, bad := range []string{`15`, `16.5`, `1e8`, `-1`} {
+		f("max_samples "+bad, edit(`"duration_s": 600`, `"duration_s": 600, "max_samples": `+bad), "$.max_samples", wire.CodeInvalidValue)
+	}
+	f("max_samples string", edit(`"duration_s": 600`, `"duration_s": 600, "max_samples": "100"`), "$.max_samples", wire.CodeWrongType)
 	f("seed", edit(`"duration_s": 600`, `"duration_s": 600, "seed": 1.5`), "$.seed", wire.CodeInvalidValue)
 	f("no cluster", edit(`"cluster": {"nodes": [{"count": 2, "resources": {"cpu": 8, "memory": 17179869184}}]},`, ``), "$.cluster", wire.CodeMissingAttribute)
 	f("no nodes", edit(`"nodes": [{"count": 2, "resources": {"cpu": 8, "memory": 17179869184}}]`, `"nodes": []`), "$.cluster.nodes", wire.CodeInvalidValue)

@@ -50,6 +50,7 @@
 //	  "heartbeat_period_s": 5,             // default 5
 //	  "fair_share_update_period_s": 1,     // default 1; [0.01, 60]
 //	  "sample_period_s": 60,               // default 60
+//	  "max_samples": 2048,                 // default 2048; thinned beyond
 //	  "cluster": {
 //	    "nodes": [{"count": 100, "resources": {"cpu": 20, "memory": 137438953472}}],
 //	    "preempted_job_stop": "immediately"   // or "at_timeout"

@@ -71,7 +71,12 @@ type RunStats struct {
 	Nodes            int   `json:"nodes"`
 	Heartbeats       int64 `json:"heartbeats"`
 	FairShareUpdates int64 `json:"fair_share_updates"`
-	Samples          int   `json:"samples"`
+	// Samples are the samples the result keeps (each pool's, each
+	// workload's and the fairness series alike).
+	Samples int `json:"samples"`
+	// SamplePeriodS is the period of the kept samples when max_samples
+	// made the run thin them (absent otherwise: the scenario's).
+	SamplePeriodS float64 `json:"sample_period_s,omitempty"`
 	// SkippedHeartbeats are the idle heartbeats a trace replay skipped.
 	SkippedHeartbeats int64 `json:"skipped_heartbeats,omitempty"`
 	// SkippedUpdates are the fair-share updates a trace replay skipped
@@ -120,6 +125,10 @@ type recorder struct {
 	pools      []poolRec
 	byName     map[string]int
 	nextSample clock.Time
+	// period is the sample period, doubled each time the samples are
+	// thinned to stay within maxSamples.
+	period     clock.Duration
+	maxSamples int
 	fsPeriod   clock.Duration
 	end        clock.Time
 	total      resource.Vec
@@ -155,10 +164,18 @@ type FairnessSample struct {
 	PoolsWithDemand int
 	// Utilization is the root's usage share of each resource.
 	Utilization Amounts
+	// span is the simulated time the means cover (0 at the first sample,
+	// which holds the values of the moment).
+	span float64
 }
 
 func (r *recorder) init(sc *Scenario, pools []schedule.PoolInfo, end clock.Time) {
 	r.sc = sc
+	r.period = seconds(sc.SamplePeriodS)
+	r.maxSamples = sc.MaxSamples
+	if r.maxSamples <= 0 {
+		r.maxSamples = DefaultMaxSamples
+	}
 	r.byName = make(map[string]int, len(pools))
 	r.fsPeriod = seconds(sc.FairShareUpdatePeriodS)
 	r.end = end
@@ -310,13 +327,7 @@ func (r *recorder) observe(e *engine, t clock.Time, total resource.Vec, pools []
 	var fairSum float64
 	var withDemand int
 	var util Amounts
-	sample := t >= r.nextSample
-	if sample {
-		r.stats.Samples++
-		for r.nextSample <= t {
-			r.nextSample = r.nextSample.Add(seconds(r.sc.SamplePeriodS))
-		}
-	}
+	sample := r.due(t)
 	for i := range pools {
 		info := &pools[i]
 		k, ok := r.byName[info.Name]
@@ -389,6 +400,82 @@ func (r *recorder) observe(e *engine, t clock.Time, total resource.Vec, pools []
 	return sample
 }
 
+// due reports whether the fair-share update at t takes a sample. When the
+// run already keeps maxSamples samples, it first thins them.
+func (r *recorder) due(t clock.Time) bool {
+	if t < r.nextSample {
+		return false
+	}
+	if len(r.fairness) >= r.maxSamples {
+		r.thin()
+	}
+	for r.nextSample <= t {
+		r.nextSample = r.nextSample.Add(r.period)
+	}
+	return true
+}
+
+// thin halves the samples kept, keeping every second one (the first, the
+// third, …), and doubles the sample period, so that a run's memory stays
+// bounded however long it runs. The pools' and workloads' samples are the
+// values of a moment: the kept ones stay as they are. A fairness sample
+// holds the means since the previous one: each kept one takes in the one
+// dropped before it, weighted by the time each covers, and a dropped last
+// one goes back into the running integrals for the next sample.
+func (r *recorder) thin() {
+	r.period *= 2
+	for i := range r.pools {
+		r.pools[i].samples = everySecond(r.pools[i].samples)
+	}
+	for i := range r.works {
+		r.works[i].Samples = everySecond(r.works[i].Samples)
+	}
+	fs := r.fairness
+	n := 0
+	for i := 0; i < len(fs); i += 2 {
+		k := fs[i]
+		if i > 0 {
+			k = mergeFairness(fs[i-1], k)
+		}
+		fs[n] = k
+		n++
+	}
+	if len(fs)%2 == 0 && len(fs) > 0 {
+		d := fs[len(fs)-1]
+		r.sinceFE += d.Error * d.span
+		r.sinceT += d.span
+		for res := range resource.Count {
+			r.sinceUtil[res] += d.Utilization[res] * d.span
+		}
+	}
+	r.fairness = fs[:n]
+}
+
+// everySecond keeps s[0], s[2], … in place.
+func everySecond[S any](s []S) []S {
+	n := 0
+	for i := 0; i < len(s); i += 2 {
+		s[n] = s[i]
+		n++
+	}
+	return s[:n]
+}
+
+// mergeFairness is the fairness sample of a's and b's spans together,
+// consecutive, at b's time.
+func mergeFairness(a, b FairnessSample) FairnessSample {
+	m := b
+	m.span = a.span + b.span
+	if m.span <= 0 {
+		return m
+	}
+	m.Error = (a.Error*a.span + b.Error*b.span) / m.span
+	for res := range resource.Count {
+		m.Utilization[res] = (a.Utilization[res]*a.span + b.Utilization[res]*b.span) / m.span
+	}
+	return m
+}
+
 // integrateFairness adds dt of the last fairness error and utilization to
 // the integrals and, at a sample, records their means since the previous
 // one (the current values at the first).
@@ -401,6 +488,7 @@ func (r *recorder) integrateFairness(t clock.Time, dt float64, sample bool) {
 				fs.Utilization[res] = r.sinceUtil[res] / r.sinceT
 			}
 		}
+		fs.span = r.sinceT
 		r.fairness = append(r.fairness, fs)
 		r.sinceFE, r.sinceUtil, r.sinceT = 0, Amounts{}, 0
 	}
@@ -421,13 +509,7 @@ func (r *recorder) repeat(e *engine, t clock.Time) {
 	r.stats.SkippedUpdates++
 	r.lastT = t
 	dt := min(r.fsPeriod, r.end.Sub(t)).Seconds()
-	sample := t >= r.nextSample
-	if sample {
-		r.stats.Samples++
-		for r.nextSample <= t {
-			r.nextSample = r.nextSample.Add(seconds(r.sc.SamplePeriodS))
-		}
-	}
+	sample := r.due(t)
 	for i := range r.pools {
 		p := &r.pools[i]
 		p.time += dt
@@ -463,6 +545,10 @@ func (r *recorder) result(e *engine) *Result {
 	r.stats.Heartbeats = int64(e.hbNext) + int64(len(e.nodes)) - r.stats.SkippedHeartbeats
 	if r.sc.WarmUpS > 0 {
 		r.stats.Heartbeats += int64(len(e.nodes))
+	}
+	r.stats.Samples = len(r.fairness)
+	if p := seconds(r.sc.SamplePeriodS); r.period != p {
+		r.stats.SamplePeriodS = r.period.Seconds()
 	}
 	res.Run = r.stats
 	res.Fairness = r.fairness

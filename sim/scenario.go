@@ -37,6 +37,11 @@ type Scenario struct {
 	HeartbeatPeriodS       float64
 	FairShareUpdatePeriodS float64
 	SamplePeriodS          float64
+	// MaxSamples bounds the samples a run keeps (of each pool, each
+	// workload and the cluster's fairness): when a run would take more, it
+	// keeps every second one and samples half as often from then on, so
+	// that memory stays bounded however long the run (DefaultMaxSamples).
+	MaxSamples int
 
 	Nodes []NodeGroup
 	// StopAtTimeout makes simulated nodes keep a preempted job running
@@ -138,7 +143,7 @@ type Arrivals struct {
 
 var (
 	scenarioKeys = []string{"name", "description", "seed", "duration_s", "warm_up_s", "heartbeat_period_s",
-		"fair_share_update_period_s", "sample_period_s", "cluster", "config", "scheduler", "tree", "workload"}
+		"fair_share_update_period_s", "sample_period_s", "max_samples", "cluster", "config", "scheduler", "tree", "workload"}
 	clusterKeys   = []string{"nodes", "preempted_job_stop"}
 	nodeKeys      = []string{"count", "resources"}
 	schedulerKeys = []string{"fair_share_starvation_timeout_s", "fair_share_aggressive_starvation_timeout_s",
@@ -159,6 +164,47 @@ var (
 	stopAtTimeout   = map[string]bool{"immediately": false, "at_timeout": true}
 	preemptionModes = map[string]schedule.PreemptionMode{"normal": schedule.PreemptionNormal, "graceful": schedule.PreemptionGraceful}
 )
+
+// DefaultMaxSamples is a run's default max_samples: enough points for a
+// chart, a few megabytes at a hundred pools.
+const DefaultMaxSamples = 2048
+
+// decodeRunKey decodes one of the run's settings that scenario files and
+// trace configurations share; other keys are left to the caller.
+func decodeRunKey(p, k string, x any, s *Scenario) *Error {
+	var e *Error
+	switch k {
+	case "description":
+		s.Description, e = jsonpath.String(p, x)
+	case "heartbeat_period_s":
+		s.HeartbeatPeriodS, e = asSeconds(p, x, 0.001, "a number of seconds in [0.001, 1e9]")
+	case "fair_share_update_period_s":
+		// docs/configuration.md: the reference accepts [10 ms, 60 s].
+		s.FairShareUpdatePeriodS, e = jsonpath.Range(p, x, 0.01, 60, "a number of seconds in [0.01, 60]")
+	case "sample_period_s":
+		s.SamplePeriodS, e = asSeconds(p, x, 0.001, "a number of seconds in [0.001, 1e9]")
+	case "max_samples":
+		var n float64
+		n, e = jsonpath.Range(p, x, 16, 1e7, "a whole number of samples in [16, 1e7]")
+		if e == nil && n != math.Trunc(n) {
+			e = jsonpath.Invalid(p, x, "a whole number of samples in [16, 1e7]")
+		}
+		s.MaxSamples = int(n)
+	}
+	return e
+}
+
+// checkRun checks the run's settings against each other and derives the
+// scheduler's from them.
+func checkRun(m map[string]any, s *Scenario) *Error {
+	if s.SamplePeriodS < s.FairShareUpdatePeriodS {
+		return jsonpath.Invalid("$.sample_period_s", m["sample_period_s"], "at least fair_share_update_period_s ("+ftoa(s.FairShareUpdatePeriodS)+")")
+	}
+	s.Scheduler.FairShareUpdatePeriod = seconds(s.FairShareUpdatePeriodS)
+	// One shard: the simulation heartbeats nodes one at a time.
+	s.Scheduler.Shards = 1
+	return nil
+}
 
 // Decode decodes and validates a scenario file. The returned error is always
 // an *Error naming the JSON path of the first problem. data is not retained.
@@ -184,6 +230,7 @@ func decodeScenario(m map[string]any) (*Scenario, *Error) {
 		HeartbeatPeriodS:       5,
 		FairShareUpdatePeriodS: 1,
 		SamplePeriodS:          60,
+		MaxSamples:             DefaultMaxSamples,
 		Scheduler:              schedule.DefaultConfig(),
 	}
 	// Scalars.
@@ -192,8 +239,6 @@ func decodeScenario(m map[string]any) (*Scenario, *Error) {
 		switch k {
 		case "name":
 			s.Name, e = jsonpath.String(p, x)
-		case "description":
-			s.Description, e = jsonpath.String(p, x)
 		case "seed":
 			var n int64
 			n, e = jsonpath.Count(p, x)
@@ -202,13 +247,8 @@ func decodeScenario(m map[string]any) (*Scenario, *Error) {
 			s.DurationS, e = asSeconds(p, x, 0.001, "a number of seconds in [0.001, 1e9]")
 		case "warm_up_s":
 			s.WarmUpS, e = asSeconds(p, x, 0, "a number of seconds in [0, 1e9]")
-		case "heartbeat_period_s":
-			s.HeartbeatPeriodS, e = asSeconds(p, x, 0.001, "a number of seconds in [0.001, 1e9]")
-		case "fair_share_update_period_s":
-			// docs/configuration.md: the reference accepts [10 ms, 60 s].
-			s.FairShareUpdatePeriodS, e = jsonpath.Range(p, x, 0.01, 60, "a number of seconds in [0.01, 60]")
-		case "sample_period_s":
-			s.SamplePeriodS, e = asSeconds(p, x, 0.001, "a number of seconds in [0.001, 1e9]")
+		default:
+			e = decodeRunKey(p, k, x, s)
 		}
 		if e != nil {
 			return nil, e
@@ -217,12 +257,9 @@ func decodeScenario(m map[string]any) (*Scenario, *Error) {
 	if _, ok := m["duration_s"]; !ok {
 		return nil, jsonpath.NewError(wire.CodeMissingAttribute, "$.duration_s", "cannot simulate without duration_s: want the simulated time in seconds")
 	}
-	if s.SamplePeriodS < s.FairShareUpdatePeriodS {
-		return nil, jsonpath.Invalid("$.sample_period_s", m["sample_period_s"], "at least fair_share_update_period_s ("+ftoa(s.FairShareUpdatePeriodS)+")")
+	if e := checkRun(m, s); e != nil {
+		return nil, e
 	}
-	s.Scheduler.FairShareUpdatePeriod = seconds(s.FairShareUpdatePeriodS)
-	// One shard: the simulation heartbeats nodes one at a time.
-	s.Scheduler.Shards = 1
 	if x, ok := m["scheduler"]; ok {
 		if e := decodeSchedulerConfig("$.scheduler", x, &s.Scheduler); e != nil {
 			return nil, e

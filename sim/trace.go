@@ -421,7 +421,7 @@ type TraceConfig struct {
 }
 
 var traceConfigKeys = []string{"name", "description", "seed", "duration_s", "heartbeat_period_s", "fair_share_update_period_s",
-	"sample_period_s", "cluster", "config", "scheduler", "tree", "pools", "default_parent"}
+	"sample_period_s", "max_samples", "cluster", "config", "scheduler", "tree", "pools", "default_parent"}
 
 // Trace replays' defaults: months of virtual time in seconds of wall time.
 const (
@@ -441,6 +441,7 @@ func DecodeTraceConfig(data []byte) (*TraceConfig, error) {
 	c := &TraceConfig{Seed: 1}
 	s := &Scenario{
 		Seed: 1, HeartbeatPeriodS: traceHeartbeatS, FairShareUpdatePeriodS: traceFairShareS, SamplePeriodS: traceSampleS,
+		MaxSamples: DefaultMaxSamples,
 	}
 	c.Scenario = s
 	s.Scheduler = traceSchedulerDefaults()
@@ -463,20 +464,14 @@ func DecodeTraceConfig(data []byte) (*TraceConfig, error) {
 		switch k {
 		case "name":
 			c.Name, e = jsonpath.String(p, x)
-		case "description":
-			s.Description, e = jsonpath.String(p, x)
 		case "seed":
 			var n int64
 			n, e = jsonpath.Count(p, x)
 			c.Seed = uint64(n)
 		case "duration_s":
 			c.DurationS, e = asSeconds(p, x, 0.001, "a number of seconds in [0.001, 1e9]")
-		case "heartbeat_period_s":
-			s.HeartbeatPeriodS, e = asSeconds(p, x, 0.001, "a number of seconds in [0.001, 1e9]")
-		case "fair_share_update_period_s":
-			s.FairShareUpdatePeriodS, e = jsonpath.Range(p, x, 0.01, 60, "a number of seconds in [0.01, 60]")
-		case "sample_period_s":
-			s.SamplePeriodS, e = asSeconds(p, x, 0.001, "a number of seconds in [0.001, 1e9]")
+		default:
+			e = decodeRunKey(p, k, x, s)
 		case "default_parent":
 			c.DefaultParent, e = jsonpath.String(p, x)
 		case "pools":
@@ -503,11 +498,9 @@ func DecodeTraceConfig(data []byte) (*TraceConfig, error) {
 		}
 	}
 	s.Seed = c.Seed
-	if s.SamplePeriodS < s.FairShareUpdatePeriodS {
-		return nil, jsonpath.Invalid("$.sample_period_s", m["sample_period_s"], "at least fair_share_update_period_s ("+ftoa(s.FairShareUpdatePeriodS)+")")
+	if e := checkRun(m, s); e != nil {
+		return nil, e
 	}
-	s.Scheduler.FairShareUpdatePeriod = seconds(s.FairShareUpdatePeriodS)
-	s.Scheduler.Shards = 1
 	if x, ok := m["scheduler"]; ok {
 		if e := decodeSchedulerConfig("$.scheduler", x, &s.Scheduler); e != nil {
 			return nil, e
@@ -568,7 +561,7 @@ func TraceScenario(src *TraceSource, c *TraceConfig) (*Scenario, error) {
 	s := &Scenario{
 		Name: c.Name, Description: base.Description, Seed: c.Seed,
 		HeartbeatPeriodS: base.HeartbeatPeriodS, FairShareUpdatePeriodS: base.FairShareUpdatePeriodS, SamplePeriodS: base.SamplePeriodS,
-		DurationS: c.DurationS, StopAtTimeout: base.StopAtTimeout, Scheduler: base.Scheduler,
+		MaxSamples: base.MaxSamples, DurationS: c.DurationS, StopAtTimeout: base.StopAtTimeout, Scheduler: base.Scheduler,
 		Pools: slices.Clone(base.Pools), Trace: src,
 	}
 	if s.Name == "" {

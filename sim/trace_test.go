@@ -454,6 +454,8 @@ func TestTraceConfigErrors(t *testing.T) {
 		{`{"default_parent": "x"}`, `$.default_parent: cannot find pool "x"`},
 		{`{"heartbeat": 1}`, `$.heartbeat`},
 		{`{"fair_share_update_period_s": 100}`, `$.fair_share_update_period_s: cannot use 100`},
+		{`{"max_samples": 8}`, `$.max_samples: cannot use 8`},
+		{`{"max_samples": 100.5}`, `$.max_samples: cannot use 100.5`},
 		{`{"tree": {"children": [{"pool": "a", "weight": -1}]}}`, `weight`},
 	} {
 		_, err := DecodeTraceConfig([]byte(c.config))

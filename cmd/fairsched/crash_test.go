@@ -108,8 +108,16 @@ type ledger struct {
 	sentPools  map[string][]float64
 	sentConfig []float64
 	ops        map[string]string // operation → "live", "completed" or "aborted"
-	named      map[string]bool   // server-chosen ids ever acknowledged
-	config     float64           // preemptive_scheduling_backoff_s acknowledged last
+	// ackRound is the round whose server acknowledged each operation's
+	// start: a server-chosen id whose start a kill cut short names no
+	// operation after the restart and may name a later start, so an
+	// allocation counts as one of an acknowledged operation only when
+	// the start was acknowledged no later than the allocation was handed
+	// out (round is the current round).
+	ackRound map[string]int
+	round    int
+	named    map[string]bool // server-chosen ids ever acknowledged
+	config   float64         // preemptive_scheduling_backoff_s acknowledged last
 	// nodes are the simulated nodes, which outlive the server's restarts;
 	// allocIDs every allocation id the servers handed out; violations what
 	// the nodes saw go wrong (checked after each round).
@@ -129,6 +137,9 @@ type ledger struct {
 func (l *ledger) loadThenKill(t *testing.T, base string, round, acks, starts int, kill func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
+	l.mu.Lock()
+	l.round = round
+	l.mu.Unlock()
 	acked := make(chan struct{}, 1024)
 	loadDone, nodesDone := make(chan struct{}), make(chan struct{})
 	go func() { runNodes(ctx, base, l, uint64(round)); close(nodesDone) }()
@@ -175,7 +186,7 @@ func (l *ledger) reportOnce(t *testing.T, base string) {
 
 // newLedger returns an empty ledger with six nodes.
 func newLedger() *ledger {
-	l := &ledger{pools: map[string]float64{}, sentPools: map[string][]float64{}, ops: map[string]string{}, named: map[string]bool{},
+	l := &ledger{pools: map[string]float64{}, sentPools: map[string][]float64{}, ops: map[string]string{}, ackRound: map[string]int{}, named: map[string]bool{},
 		allocIDs: map[string]string{}, started: make(chan struct{}, 1024)}
 	for i := range 6 {
 		l.nodes = append(l.nodes, &crashNode{name: fmt.Sprintf("node-%d", i)})
@@ -232,14 +243,17 @@ func (n *crashNode) heartbeat(ctx context.Context, hc *http.Client, base string,
 	defer l.mu.Unlock()
 	aborted := map[any]bool{}
 	opOf := map[any]string{}
+	roundOf := map[any]int{}
 	for _, a := range n.running {
 		opOf[a["id"]], _ = a["operation_id"].(string)
+		roundOf[a["id"]], _ = a["round"].(int)
 	}
 	for _, x := range m["allocations_to_abort"].([]any) {
 		ab := x.(map[string]any)
 		aborted[ab["id"]] = true
 		reason, _ := ab["reason"].(string)
 		_, acked := l.ops[opOf[ab["id"]]]
+		acked = acked && l.ackRound[opOf[ab["id"]]] <= roundOf[ab["id"]]
 		if n.restarted && acked && !strings.HasPrefix(reason, "operation ") {
 			// Only allocations of finished operations may go, those of
 			// operations whose start was never acknowledged (the kill came
@@ -279,6 +293,7 @@ func (n *crashNode) heartbeat(ctx context.Context, hc *http.Client, base string,
 			l.violations = append(l.violations, fmt.Sprintf("allocation id %s handed out to %s, already to %s", id, n.name, other))
 		}
 		l.allocIDs[id] = n.name
+		a["round"] = l.round // not sent: the reports name their keys
 		n.running = append(n.running, a)
 		select {
 		case l.started <- struct{}{}:
@@ -354,7 +369,7 @@ func crashLoad(ctx context.Context, base string, l *ledger, round int, seed uint
 					body := `{"id": "` + id + `", "tasks": [{"job_count": 2, "resources": {"cpu": 1}}]}`
 					if st, _ := send("POST", "/api/v1/operations", body); st == 201 {
 						l.mu.Lock()
-						l.ops[id] = "live"
+						l.ops[id], l.ackRound[id] = "live", round
 						l.mu.Unlock()
 					}
 				case 3:
@@ -364,7 +379,7 @@ func crashLoad(ctx context.Context, base string, l *ledger, round int, seed uint
 						if l.named[id] {
 							l.named["REUSED:"+id] = true
 						}
-						l.named[id], l.ops[id] = true, "live"
+						l.named[id], l.ops[id], l.ackRound[id] = true, "live", round
 						l.mu.Unlock()
 					}
 				case 4:

@@ -129,42 +129,13 @@ func (s *Scheduler) UpdateFairShare(now clock.Time) {
 	s.poolsAtUpdate = t.StructureVersion()
 
 	snap := &Snapshot{Time: now, Total: total, tags: s.tags.table}
-	eff := make([]effective, t.Len())
-	pools := 0
-	t.Walk(func(id tree.ID) {
-		e := s.effectiveParams(id, eff)
-		a := s.fs.Attributes(id)
-		if !t.IsOperation(id) {
-			if id != tree.Root {
-				pools++
-				st := s.poolStarvationAt(now, id, a, e)
-				e.starving = e.starving || st.tracker.State != starvation.NonStarving
-				e.aggressive = e.aggressive || st.tracker.State == starvation.AggressivelyStarving
-			}
-			eff[id] = e
-			return
-		}
-		eff[id] = e
-		o := s.byTree[id]
-		if o == nil || o.State() != StateRunning {
-			return
-		}
-		p := e.params.ScaleForPendingJobs(o.pendingJobs(), s.cfg.AllocationCountPreemptionTimeoutCoefficient)
-		below := starvation.OperationBelowFairShare(a.FairShare.Total, a.DemandShare, a.UsageShare, e.tolerance)
-		o.starvation.belowFairShare = below
-		state := o.starvation.tracker.Observe(now, below, p)
-		o.starvation.localSatisfaction = starvation.LocalSatisfaction(a.FairShare.Total, a.DemandShare, a.UsageShare)
-		o.starvation.satisfaction = o.starvation.localSatisfaction
+	eff := s.judge(now, func(o *operation, a *fairshare.Attributes, e *effective, below bool, state starvation.State) {
 		high := s.cfg.EnableGuaranteePriorityScheduling &&
 			starvation.StrictlyDominatesNonBlocked(a.PromisedGuaranteeFairShare.Total, a.UsageShare, a.FairShare.Total, a.DemandShare)
 		snap.ops = append(snap.ops, opView{op: o, fairShare: a.FairShare.Total, demandShare: a.DemandShare,
-			belowFairShare: below, starvation: state, priority: s.preemptionPriority(state, &e), highPriority: high,
-			allowAggressive: e.allowAggressive, normalBlocked: e.normalBlocked, class: s.classOf(id)})
+			belowFairShare: below, starvation: state, priority: s.preemptionPriority(state, e), highPriority: high,
+			allowAggressive: e.allowAggressive, normalBlocked: e.normalBlocked, class: s.classOf(o.treeID)})
 	})
-	a := s.fs.Attributes(tree.Root)
-	s.rootStatus.localSatisfaction = starvation.LocalSatisfaction(a.FairShare.Total, a.DemandShare, a.UsageShare)
-	s.rootStatus.satisfaction = s.poolSatisfaction(tree.Root)
-	s.forgetPools(pools)
 	for i := range snap.ops {
 		v := &snap.ops[i]
 		v.index = int32(i)
@@ -190,6 +161,56 @@ func (s *Scheduler) UpdateFairShare(now clock.Time) {
 	}
 	s.snap.Store(snap)
 	s.detachViews(snap)
+}
+
+// judge is the judgement of a fair-share update, run after s.fs.Update
+// by UpdateFairShare and by the what-if sandbox's Result (whatif.go) — one
+// function, so that a preview judges as the update does: it walks the
+// tree with the inherited parameters of effectiveParams, gives every pool
+// its starvation (poolStarvationAt) and every running operation its
+// below-fair-share status, starvation (scaled by the pending job count the
+// update put in the tree) and satisfaction, then the root its
+// satisfaction (poolSatisfaction), and forgets the pools that are gone.
+// visit, when not nil, gets every running operation with its attributes,
+// inherited parameters, status and new starvation state, in tree order.
+// It returns the inherited parameters by tree ID. s.mu held.
+func (s *Scheduler) judge(now clock.Time, visit func(o *operation, a *fairshare.Attributes, e *effective, below bool, state starvation.State)) []effective {
+	t := s.tree
+	eff := make([]effective, t.Len())
+	pools := 0
+	t.Walk(func(id tree.ID) {
+		e := s.effectiveParams(id, eff)
+		a := s.fs.Attributes(id)
+		if !t.IsOperation(id) {
+			if id != tree.Root {
+				pools++
+				st := s.poolStarvationAt(now, id, a, e)
+				e.starving = e.starving || st.tracker.State != starvation.NonStarving
+				e.aggressive = e.aggressive || st.tracker.State == starvation.AggressivelyStarving
+			}
+			eff[id] = e
+			return
+		}
+		eff[id] = e
+		o := s.byTree[id]
+		if o == nil || o.State() != StateRunning {
+			return
+		}
+		p := e.params.ScaleForPendingJobs(t.PendingJobCount(id), s.cfg.AllocationCountPreemptionTimeoutCoefficient)
+		below := starvation.OperationBelowFairShare(a.FairShare.Total, a.DemandShare, a.UsageShare, e.tolerance)
+		o.starvation.belowFairShare = below
+		state := o.starvation.tracker.Observe(now, below, p)
+		o.starvation.localSatisfaction = starvation.LocalSatisfaction(a.FairShare.Total, a.DemandShare, a.UsageShare)
+		o.starvation.satisfaction = o.starvation.localSatisfaction
+		if visit != nil {
+			visit(o, a, &e, below, state)
+		}
+	})
+	a := s.fs.Attributes(tree.Root)
+	s.rootStatus.localSatisfaction = starvation.LocalSatisfaction(a.FairShare.Total, a.DemandShare, a.UsageShare)
+	s.rootStatus.satisfaction = s.poolSatisfaction(tree.Root)
+	s.forgetPools(pools)
+	return eff
 }
 
 // detachViews gives every operation that is not in snap (it finished or

@@ -1,11 +1,9 @@
 package schedule
 
 import (
-	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/fairshare"
 	"github.com/fairsched/fairsched/core/limits"
 	"github.com/fairsched/fairsched/core/resource"
-	"github.com/fairsched/fairsched/core/starvation"
 	"github.com/fairsched/fairsched/core/tree"
 )
 
@@ -222,7 +220,7 @@ func (w *WhatIf) Result() []PoolChange {
 	sb.fs.Update(sb.total, now)
 	sb.fsGen++
 	sb.poolsAtUpdate = t.StructureVersion()
-	w.judge(now)
+	sb.judge(now, nil)
 	after := map[string]*PoolInfo{}
 	var order []string
 	t.Walk(func(id tree.ID) {
@@ -247,43 +245,14 @@ func (w *WhatIf) Result() []PoolChange {
 	return out
 }
 
-// judge is UpdateFairShare's judgement on the sandbox after its update:
-// the operations' statuses, starvation and satisfaction, the pools'
-// starvation (poolStarvationAt) and satisfaction (poolSatisfaction), with
-// the inherited parameters of effectiveParams — the same functions, on the
-// copies.
-func (w *WhatIf) judge(now clock.Time) {
-	sb := w.sb
-	t := sb.tree
-	eff := make([]effective, t.Len())
-	pools := 0
+// Pools appends every pool of the sandbox as changed so far, in tree
+// pre-order, the root first (Scheduler.Pools of the copy).
+func (w *WhatIf) Pools(dst []PoolInfo) []PoolInfo {
+	t := w.sb.tree
 	t.Walk(func(id tree.ID) {
-		e := sb.effectiveParams(id, eff)
-		a := sb.fs.Attributes(id)
 		if !t.IsOperation(id) {
-			if id != tree.Root {
-				pools++
-				st := sb.poolStarvationAt(now, id, a, e)
-				e.starving = e.starving || st.tracker.State != starvation.NonStarving
-				e.aggressive = e.aggressive || st.tracker.State == starvation.AggressivelyStarving
-			}
-			eff[id] = e
-			return
+			dst = append(dst, w.sb.poolInfo(id))
 		}
-		eff[id] = e
-		o := sb.byTree[id]
-		if o == nil || o.State() != StateRunning {
-			return
-		}
-		p := e.params.ScaleForPendingJobs(t.PendingJobCount(id), sb.cfg.AllocationCountPreemptionTimeoutCoefficient)
-		below := starvation.OperationBelowFairShare(a.FairShare.Total, a.DemandShare, a.UsageShare, e.tolerance)
-		o.starvation.belowFairShare = below
-		o.starvation.tracker.Observe(now, below, p)
-		o.starvation.localSatisfaction = starvation.LocalSatisfaction(a.FairShare.Total, a.DemandShare, a.UsageShare)
-		o.starvation.satisfaction = o.starvation.localSatisfaction
 	})
-	a := sb.fs.Attributes(tree.Root)
-	sb.rootStatus.localSatisfaction = starvation.LocalSatisfaction(a.FairShare.Total, a.DemandShare, a.UsageShare)
-	sb.rootStatus.satisfaction = sb.poolSatisfaction(tree.Root)
-	sb.forgetPools(pools)
+	return dst
 }
