@@ -11,6 +11,9 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
@@ -56,6 +59,7 @@ func run(args []string) error {
 		identity     = fs.String("identity", "", "this replica's name in the Lease (default: the host name and pid)")
 		qps          = fs.Float64("kube-api-qps", 200, "requests per second to the API server")
 		burst        = fs.Int("kube-api-burst", 400, "burst of requests to the API server")
+		pprofAddr    = fs.String("pprof-listen", "", "serve Go's profiles (/debug/pprof/) on this address, e.g. 127.0.0.1:6060 (empty: off)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -64,6 +68,20 @@ func run(args []string) error {
 		return fmt.Errorf("cannot take argument %q: fairsched-kube takes flags only", fs.Arg(0))
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if *pprofAddr != "" {
+		ln, err := net.Listen("tcp", *pprofAddr)
+		if err != nil {
+			return fmt.Errorf("cannot serve --pprof-listen: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+		log.Info("fairsched-kube: profiles on /debug/pprof/", "addr", ln.Addr().String())
+	}
 
 	var cfg *rest.Config
 	var err error
