@@ -114,8 +114,17 @@ type Adapter struct {
 	poolsDirty   bool
 
 	// jobMu guards the loop's state against a round's writes, which run
-	// beside each other.
-	jobMu sync.Mutex
+	// beside each other, and failedBinds.
+	jobMu       sync.Mutex
+	failedBinds []failedBind // binds that failed, for the next round to refuse
+	// bindSem bounds the binds in flight (Workers); binds counts them,
+	// for Run to wait for at its end.
+	bindSem chan struct{}
+	binds   sync.WaitGroup
+	// statusBusy is held while a batch of status writes runs (writeStatus);
+	// statusDone is what it wrote, read by the loop once it holds it.
+	statusBusy sync.Mutex
+	statusDone []statusWritten
 
 	// The rest belongs to the loop.
 	ops         map[string]*opState // by operation key
@@ -142,6 +151,7 @@ func New(cfg Config, kube kubernetes.Interface, dyn dynamic.Interface, api *clie
 	a := &Adapter{
 		cfg: cfg, kube: kube, dyn: dyn, api: api, log: cfg.Logger,
 		wake:         make(chan struct{}, 1),
+		bindSem:      make(chan struct{}, cfg.Workers),
 		deletedPools: map[string]bool{},
 		poolsDirty:   true,
 		ops:          map[string]*opState{},
@@ -225,6 +235,7 @@ func (a *Adapter) Run(ctx context.Context) error {
 		return ctx.Err()
 	}
 	a.log.Info("fairsched-kube: caches synced; scheduling", "scheduler_name", a.cfg.SchedulerName)
+	defer a.binds.Wait()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	due := a.cfg.Now()
@@ -254,6 +265,7 @@ func (a *Adapter) Round(ctx context.Context) {
 		a.log.Error("fairsched-kube: cannot read the caches", "err", err)
 		return
 	}
+	a.takeBindFailures()
 	a.syncPools(ctx)
 	a.syncOperations(ctx, s)
 	a.heartbeat(ctx, s)

@@ -227,8 +227,28 @@ func (a *Adapter) act(ctx context.Context, s *snapshot, answers []client.NodeHea
 				pr.ID, pr.Reason)
 		}
 	}
-	jobs = append(jobs, a.starts(s, answers)...)
 	a.run(ctx, jobs)
+	// The binds run on while the next rounds go: a round that waited for
+	// its binds (hundreds of API calls on a busy API server) held back
+	// the next heartbeat and every start it would bring.
+	for _, j := range a.starts(s, answers) {
+		a.goBind(ctx, j)
+	}
+}
+
+// goBind runs a bind beside the loop, Workers at a time.
+func (a *Adapter) goBind(ctx context.Context, j job) {
+	a.binds.Add(1)
+	go func() {
+		defer a.binds.Done()
+		select {
+		case a.bindSem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		defer func() { <-a.bindSem }()
+		j(ctx)
+	}()
 }
 
 // podOf is the pod of an allocation, bound or being bound.
@@ -429,12 +449,28 @@ func (a *Adapter) bind(ctx context.Context, pod *corev1.Pod, node string, o pods
 		pod.Namespace, pod.Name, node, o.AllocationID, o.OperationID)
 }
 
+// bindFailed files a bind that failed, for the loop to refuse at its next
+// round (takeBindFailures).
 func (a *Adapter) bindFailed(node, id, reason string) {
 	a.jobMu.Lock()
 	defer a.jobMu.Unlock()
-	delete(a.inflight, id)
-	a.refuse(node, id, reason)
+	a.failedBinds = append(a.failedBinds, failedBind{node: node, id: id, reason: reason})
 	a.log.Warn("fairsched-kube: refusing a start", "allocation", id, "node", node, "reason", reason)
+}
+
+type failedBind struct{ node, id, reason string }
+
+// takeBindFailures refuses the starts whose binds failed since the last
+// round: their allocations are no longer in flight.
+func (a *Adapter) takeBindFailures() {
+	a.jobMu.Lock()
+	failed := a.failedBinds
+	a.failedBinds = nil
+	a.jobMu.Unlock()
+	for _, f := range failed {
+		delete(a.inflight, f.id)
+		a.refuse(f.node, f.id, f.reason)
+	}
 }
 
 // retryPreemptions marks each pod to preempt with the DisruptionTarget

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -307,5 +308,27 @@ func TestStartWaitsForRoom(t *testing.T) {
 	a.waiting["s1"] = &waitingStart{grant: grant{node: "n1", start: client.AllocationStart{ID: "s1"}}, since: t0}
 	if !a.dropGrant("s1") || len(a.waiting) != 0 {
 		t.Errorf("dropGrant of a waiting start: waiting %d, want 0", len(a.waiting))
+	}
+}
+
+// TestBindFailureRefusedNextRound: a bind that fails beside the loop is
+// refused at the next round, its allocation no longer in flight.
+func TestBindFailureRefusedNextRound(t *testing.T) {
+	a := loopAdapter(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	a.inflight["s1"] = bound{uid: "u1", node: "n1", origin: podspec.Origin{AllocationID: "s1"}}
+	a.inflight["s2"] = bound{uid: "u2", node: "n1", origin: podspec.Origin{AllocationID: "s2"}}
+	var wg sync.WaitGroup
+	wg.Go(func() { a.bindFailed("n1", "s1", "cannot bind pod ns/p1 to node n1: conflict") })
+	wg.Wait()
+	if len(a.refused) != 0 || len(a.inflight) != 2 {
+		t.Fatalf("a failed bind changed the loop's state before the round: refused %v, in flight %d", a.refused, len(a.inflight))
+	}
+	a.takeBindFailures()
+	if _, ok := a.inflight["s1"]; ok || len(a.inflight) != 1 {
+		t.Errorf("the failed bind is still in flight: %v", a.inflight)
+	}
+	if rs := a.refused["n1"]; len(rs) != 1 || rs[0].ID != "s1" || rs[0].State != client.AllocationRefused ||
+		!strings.Contains(rs[0].Reason, "conflict") {
+		t.Errorf("refused on n1 = %+v, want s1 with the bind's error", rs)
 	}
 }
