@@ -281,11 +281,34 @@ func (c *Client) Node(ctx context.Context, id string) (*NodeSummary, error) {
 
 // PoolOrchids is GET /api/v1/orchid/pools: every pool's fair-share state.
 func (c *Client) PoolOrchids(ctx context.Context) ([]PoolOrchid, error) {
-	var out struct {
-		Pools []PoolOrchid `json:"pools"`
-	}
+	var out PoolOrchidList
 	err := c.do(ctx, request{method: http.MethodGet, path: api + "orchid/pools", idempotent: true}, &out)
 	return out.Pools, err
+}
+
+// PoolOrchidList is GET /api/v1/orchid/pools with the cluster's fairness
+// error.
+func (c *Client) PoolOrchidList(ctx context.Context) (*PoolOrchidList, error) {
+	var out PoolOrchidList
+	err := c.do(ctx, request{method: http.MethodGet, path: api + "orchid/pools", idempotent: true}, &out)
+	return result(&out, err)
+}
+
+// PoolHistory is GET /api/v1/pools/{name}/history?since=&step=: since in
+// Unix seconds, or negative seconds before now (0: the oldest kept); step
+// in seconds (0: the resolution).
+func (c *Client) PoolHistory(ctx context.Context, name string, since, step float64) (*PoolHistory, error) {
+	q := url.Values{}
+	if since != 0 {
+		q.Set("since", strconv.FormatFloat(since, 'f', -1, 64))
+	}
+	if step != 0 {
+		q.Set("step", strconv.FormatFloat(step, 'f', -1, 64))
+	}
+	var h PoolHistory
+	err := c.do(ctx, request{method: http.MethodGet, path: api + "pools/" + url.PathEscape(name) + "/history", query: q,
+		idempotent: true}, &h)
+	return result(&h, err)
 }
 
 // PoolOrchid is GET /api/v1/orchid/pools/{name}.

@@ -189,6 +189,17 @@ func TestEveryEndpointAgainstTheServer(t *testing.T) {
 	if err != nil || len(orchids) != 5 || orchids[0].Name != RootPool {
 		t.Fatalf("PoolOrchids = %d pools, %v", len(orchids), err)
 	}
+	list, err := c.PoolOrchidList(ctx)
+	if err != nil || len(list.Pools) != 5 || list.FairnessError < 0 || list.FairnessErrorIntegral < 0 {
+		t.Fatalf("PoolOrchidList = %+v, %v", list, err)
+	}
+	h, err := c.PoolHistory(ctx, "burst", -60, 20)
+	if err != nil || h.Pool != "burst" || h.StepS != 20 || len(h.Points) == 0 {
+		t.Fatalf("PoolHistory(burst) = %+v, %v", h, err)
+	}
+	if _, err := c.PoolHistory(ctx, "burst", 0, -1); err == nil {
+		t.Fatal("PoolHistory with step -1: no error")
+	}
 	po, err := c.PoolOrchid(ctx, "burst")
 	if err != nil || po.IntegralGuaranteeType != "burst" || po.AccumulatedResourceVolume == nil || po.FairShare.CPU <= 0 {
 		t.Fatalf("PoolOrchid(burst) = %+v, %v", po, err)

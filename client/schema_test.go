@@ -37,6 +37,8 @@ func TestTypesMatchTheOpenAPIDocument(t *testing.T) {
 		{"Pool", Pool{}},
 		{"PoolBody", Pool{}},
 		{"PoolOrchid", PoolOrchid{}},
+		{"PoolOrchidList", PoolOrchidList{}},
+		{"PoolHistory", PoolHistory{}},
 		{"OperationStart", OperationSpec{}},
 		{"OperationStarted", OperationStarted{}},
 		{"OperationPatch", OperationPatch{}},

@@ -643,6 +643,40 @@ type NodePage struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
+// PoolHistory is GET /api/v1/pools/{name}/history: the pool's points,
+// oldest first (docs/api.md#pool-history).
+type PoolHistory struct {
+	Pool string `json:"pool"`
+	// Now is the answer's time, Unix seconds; ResolutionS the resolution
+	// of the tier the points come from and StepS the step used.
+	Now         float64        `json:"now"`
+	ResolutionS float64        `json:"resolution_s"`
+	StepS       float64        `json:"step_s"`
+	Points      []HistoryPoint `json:"points"`
+}
+
+// HistoryPoint is one step of a pool's history: the means of its dominant
+// shares over the step, its worst starvation state, whether it was below
+// its fair share, and how many of the resolution's steps had an update (0:
+// none, the values are then 0).
+type HistoryPoint struct {
+	Time           float64 `json:"time"`
+	Usage          float64 `json:"usage"`
+	FairShare      float64 `json:"fair_share"`
+	Demand         float64 `json:"demand"`
+	Starvation     string  `json:"starvation"`
+	BelowFairShare bool    `json:"below_fair_share"`
+	Samples        int     `json:"samples"`
+}
+
+// PoolOrchidList is GET /api/v1/orchid/pools: every pool, the root first,
+// and the cluster's fairness error and its integral (share·seconds).
+type PoolOrchidList struct {
+	Pools                 []PoolOrchid `json:"pools"`
+	FairnessError         float64      `json:"fairness_error"`
+	FairnessErrorIntegral float64      `json:"fairness_error_integral"`
+}
+
 // Explanation is GET /api/v1/operations/{id}/explain or
 // /api/v1/pools/{name}/explain: the conditions that decide an operation's
 // state or a pool's status, the binding one first (docs/why-waiting.md).
@@ -745,6 +779,27 @@ type PoolWhatIf struct {
 // changes create).
 type WhatIfResult struct {
 	Pools []PoolWhatIf
+}
+
+// MarshalJSON writes the server's shape, {"pools": {"<name>": {"before",
+// "after"}, …}}, the pools in their order.
+func (r WhatIfResult) MarshalJSON() ([]byte, error) {
+	b := []byte(`{"pools":{`)
+	for i, p := range r.Pools {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		name, _ := json.Marshal(p.Name)
+		v, err := json.Marshal(struct {
+			Before *PoolOrchid `json:"before"`
+			After  *PoolOrchid `json:"after"`
+		}{p.Before, p.After})
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(append(b, name...), ':'), v...)
+	}
+	return append(b, "}}"...), nil
 }
 
 // UnmarshalJSON reads {"pools": {"<name>": {"before", "after"}, …}},

@@ -519,7 +519,23 @@ func (s *Server) finishOperation(ctx *fasthttp.RequestCtx, id, action string) {
 
 // ---- orchid (docs/api.md#the-orchid) ----
 
-func (s *Server) orchidPools(ctx *fasthttp.RequestCtx) { s.writePools(ctx, wire.AppendPoolOrchid) }
+// orchidPools answers GET /api/v1/orchid/pools: every pool's orchid view
+// and the cluster's fairness error and its integral.
+func (s *Server) orchidPools(ctx *fasthttp.RequestCtx) {
+	pools := s.sched.Pools(nil)
+	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte {
+		dst = append(dst, `{"pools":[`...)
+		for i := range pools {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = wire.AppendPoolOrchid(dst, &pools[i])
+		}
+		dst = append(dst, "],"...)
+		dst = s.appendFairness(dst)
+		return append(dst, '}')
+	})
+}
 
 func (s *Server) orchidPool(ctx *fasthttp.RequestCtx, name string) {
 	if s.checkName(ctx, name, "a pool name", "$.url.name", true) {

@@ -47,6 +47,15 @@ func newMetrics(s *Server) *metricsSet {
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fairsched_allocations_refused_total",
 		Help: "Allocations nodes refused to start (reported refused), each of which went back to pending."},
 		func() float64 { return float64(s.sched.RefusedAllocations()) }))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fairsched_fairness_error",
+		Help: "The cluster's fairness error at the last fair-share update: the mean, over the pools with demand, of |dominant usage share - dominant fair share|."},
+		func() float64 { e, _ := s.core.FairnessError(); return e }))
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fairsched_fairness_error_integral_total",
+		Help: "The time integral of the fairness error in share-seconds, kept across restarts with the pools' history."},
+		func() float64 { _, i := s.core.FairnessError(); return i }))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fairsched_history_bytes",
+		Help: "Memory the pools' history holds (its series)."},
+		func() float64 { return float64(s.core.HistoryMemoryBytes()) }))
 	m := &metricsSet{
 		reg: reg,
 		heartbeats: f.counter("fairsched_heartbeats_total",

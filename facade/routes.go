@@ -216,8 +216,8 @@ func (s *Server) routeAPI(ctx *fasthttp.RequestCtx, path []byte) bool {
 	return false
 }
 
-// routePools serves /api/v1/pools, /api/v1/pools/{name} and
-// /api/v1/pools/{name}/explain.
+// routePools serves /api/v1/pools, /api/v1/pools/{name},
+// /api/v1/pools/{name}/explain and /api/v1/pools/{name}/history.
 func (s *Server) routePools(ctx *fasthttp.RequestCtx, rest []byte) bool {
 	if len(rest) == 0 {
 		if s.method(ctx, "GET") {
@@ -231,6 +231,12 @@ func (s *Server) routePools(ctx *fasthttp.RequestCtx, rest []byte) bool {
 	case "explain":
 		if len(name) > 0 && s.method(ctx, "GET") {
 			s.explainPool(ctx, string(name))
+		}
+		return len(name) > 0
+	case "history":
+		// /api/v1/pools/{name}/history (docs/api.md#pool-history)
+		if len(name) > 0 && s.method(ctx, "GET") {
+			s.poolHistory(ctx, string(name))
 		}
 		return len(name) > 0
 	default:

@@ -41,6 +41,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/core/history"
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/server"
 	"github.com/fairsched/fairsched/store"
@@ -88,10 +89,13 @@ type Options struct {
 	// write fails: the server answers 503 store_unavailable to every change
 	// from then on and the caller should stop it.
 	OnStoreFailure func(error)
+	// HistoryTiers are the resolutions of the pools' history
+	// (server.Options.HistoryTiers; nil: 10 s for an hour, 5 min for 24 h).
+	HistoryTiers []history.Config
 
 	// Service, when set, is the service the Server drives (a replica
 	// builds one per leadership term); Config, Clock, ManualUpdates,
-	// FinishedOperationRetention, Store and OnStoreFailure are then its
+	// FinishedOperationRetention, Store, OnStoreFailure and HistoryTiers are then its
 	// own and ignored here. Shutdown closes it.
 	Service *server.Server
 
@@ -226,7 +230,7 @@ func New(opts Options) (*Server, error) {
 func ServiceOptions(opts *Options) server.Options {
 	return server.Options{Config: opts.Config, Clock: opts.Clock, Logger: opts.Logger,
 		ManualUpdates: opts.ManualUpdates, FinishedOperationRetention: opts.FinishedOperationRetention,
-		Store: opts.Store, OnStoreFailure: opts.OnStoreFailure}
+		Store: opts.Store, OnStoreFailure: opts.OnStoreFailure, HistoryTiers: opts.HistoryTiers}
 }
 
 // NewHTTPServer returns the fasthttp server of a Server, or of a front door

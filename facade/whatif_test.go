@@ -2,6 +2,8 @@ package facade
 
 import (
 	"bytes"
+	"encoding/json"
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
@@ -249,5 +251,75 @@ func TestWhatIfOwnRefusals(t *testing.T) {
 		if code, path, _ := errOf(t, body); code != tc.code || path != tc.path {
 			t.Errorf("%s: %s at %s, want %s at %s", tc.body, code, path, tc.code, tc.path)
 		}
+	}
+}
+
+// TestExplainAndWhatIfWhileServing: explanations and what-ifs run while
+// nodes heartbeat, updates run and pools change; under -race this checks
+// that they read only what their locks guard, and every answer is whole.
+func TestExplainAndWhatIfWhileServing(t *testing.T) {
+	r := newExplainRig(t, `{"config": {"fair_share_starvation_timeout_s": 1, "preemptive_scheduling_backoff_s": 0},
+		"pools": [{"name": "a"}, {"name": "b"}]}`, 2)
+	r.start("oa", "a", 100, "")
+	r.rounds(2)
+	r.start("ob", "b", 100, "")
+	done := make(chan struct{})
+	errs := make(chan string, 3)
+	for _, path := range []string{"/api/v1/operations/ob/explain", "/api/v1/pools/a/explain", "/api/v1/whatif"} {
+		go func() {
+			defer func() { errs <- "" }()
+			for i := 0; i < 200; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				method, body := "GET", ""
+				if path == "/api/v1/whatif" {
+					method, body = "POST", `{"changes": [{"method": "PATCH", "path": "/api/v1/pools/b", "body": {"weight": `+strconv.Itoa(i%5+1)+`}}]}`
+				}
+				if status, out := r.do(method, path, body); status != 200 || !json.Valid(out) {
+					errs <- method + " " + path + ": " + strconv.Itoa(status) + " " + string(out)
+					return
+				}
+			}
+		}()
+	}
+	for i := range 20 {
+		r.rounds(1)
+		r.must(200, "PATCH", "/api/v1/pools/a", `{"weight": `+strconv.Itoa(i%3+1)+`}`)
+	}
+	close(done)
+	for range 3 {
+		if e := <-errs; e != "" {
+			t.Error(e)
+			<-errs // the "" of the same goroutine
+		}
+	}
+}
+
+// TestWhatIfIsNoAuditedChange: a what-if, taken or refused, writes no line
+// of the audit log (the real change writes one) and needs no store.
+func TestWhatIfIsNoAuditedChange(t *testing.T) {
+	var logs lockedBuffer
+	ts := startServer(t, `{"pools": [{"name": "a"}]}`, func(o *Options) { o.Logger = slog.New(slog.NewJSONHandler(&logs, nil)) })
+	ts.must(200, "POST", "/api/v1/whatif", `{"changes": [{"method": "PATCH", "path": "/api/v1/pools/a", "body": {"weight": 2}}]}`)
+	if status, _ := ts.do("POST", "/api/v1/whatif", `{"changes": [{"method": "DELETE", "path": "/api/v1/pools/nope"}]}`); status != 404 {
+		t.Fatalf("a refused what-if answers %d", status)
+	}
+	audit := func() (n int) {
+		for _, l := range logs.lines(t) {
+			if l["result"] != nil {
+				n++
+			}
+		}
+		return n
+	}
+	if n := audit(); n != 0 {
+		t.Errorf("what-ifs wrote %d audit lines: %v", n, logs.lines(t))
+	}
+	ts.must(200, "PATCH", "/api/v1/pools/a", `{"weight": 2}`)
+	if n := audit(); n != 1 {
+		t.Errorf("the real change wrote %d audit lines, want 1: %v", n, logs.lines(t))
 	}
 }

@@ -174,6 +174,7 @@ type loaded struct {
 	goneNodes      map[string]NodeRecord
 	badCheckpoints []string
 	epoch          uint64
+	history        []loadedHistorySeg
 }
 
 type loadedOp struct {

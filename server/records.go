@@ -13,7 +13,8 @@ import (
 )
 
 // The durable records, as schema store.SchemaVersion has them
-// (docs/operations.md#state-and-restarts). Every value is JSON:
+// (docs/operations.md#state-and-restarts). Every value is JSON but the
+// history's:
 //
 //	meta/epoch                   how many times the store was opened
 //	config/tree                  the tree config as GET /api/v1/config writes it
@@ -29,6 +30,10 @@ import (
 //	checkpoints/gone_nodes       {"n-2": NodeRecord, …}: the registered nodes known
 //	                             to have gone at the last checkpoint, with their
 //	                             registration then
+//	checkpoints/history/<step µs>/<last step>/<part>
+//	                             the pools' history: the steps of a tier up to
+//	                             <last step>, in history.Snapshot's byte form
+//	                             (binary, not JSON; history.go)
 //
 // A new member or key is added so that an older binary of the same schema
 // can ignore it; anything else takes a new store.SchemaVersion.

@@ -28,6 +28,7 @@ import (
 //	checkpoints/gone_nodes   {"n-2": {"index", "seq_end"}, …}: the registered nodes
 //	                         known to have gone at the last checkpoint, with
 //	                         their registration then
+//	checkpoints/history/…    the pools' history (history.go)
 //	meta/epoch               how many times the store was opened
 //
 // A node's first heartbeat of the process waits for its registration
@@ -275,6 +276,7 @@ func (s *Server) checkpoint(now clock.Time) {
 		b, _ := json.Marshal(gone)
 		ws = append(ws, store.Put(store.Checkpoints, "gone_nodes", b))
 	}
+	ws = s.historyWrites(ws)
 	if len(ws) == 0 {
 		return
 	}
@@ -362,6 +364,8 @@ func (l *loaded) loadRecovery(b store.Backend) error {
 			var c []int64
 			err = json.Unmarshal(v, &c)
 			l.completed[k[len("op/"):]] = c
+		case strings.HasPrefix(k, historyPrefix):
+			l.history = append(l.history, loadedHistorySeg{key: k, value: slices.Clone(v)})
 		case strings.HasPrefix(k, "pool/"):
 			var p PoolCheckpoint
 			err = json.Unmarshal(v, &p)
@@ -440,6 +444,7 @@ func (s *Server) beginDurable(l *loaded) error {
 				ws = append(ws, store.Delete(store.Checkpoints, "pool/"+name))
 			}
 		}
+		ws = append(ws, s.restoreHistory(l.history)...)
 		if len(l.badCheckpoints) > 0 {
 			s.log.Warn("checkpoints that cannot be read are left out: their work runs again", "keys", l.badCheckpoints)
 		}

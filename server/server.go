@@ -35,6 +35,7 @@ import (
 
 	"github.com/fairsched/fairsched/core/apierr"
 	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/core/history"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/schedule"
 	"github.com/fairsched/fairsched/core/tree"
@@ -72,6 +73,10 @@ type Options struct {
 	OnStoreFailure func(error)
 	// Hooks are the front end's (SetHooks replaces them).
 	Hooks Hooks
+	// HistoryTiers are the resolutions of the pools' history (history.ValidateTiers;
+	// nil: history.DefaultTiers, 10 s for the last hour and 5 minutes for
+	// the last 24 hours).
+	HistoryTiers []history.Config
 }
 
 // Hooks tell a front end what it derives from the service; nil members are
@@ -142,6 +147,10 @@ type Server struct {
 
 	// preemptions are the operations' recent preemptions (events.go).
 	preemptions *preemptionLog
+	// hist is the pools' history (history.go); epochUS the Unix time in
+	// µs of the clock's 0 (0 for an injected clock), its time base.
+	hist    *historyState
+	epochUS int64
 
 	updateMu    sync.Mutex // one fair-share update at a time
 	lastSlowLog time.Time  // when UpdateFairShare last warned of a slow update
@@ -203,6 +212,12 @@ func New(opts Options) (*Server, error) {
 		epochUS = start.UnixMicro()
 		s.clock = clock.Func(func() clock.Time { return clock.Time(time.Since(start).Microseconds()) })
 	}
+	s.epochUS = epochUS
+	hist, err := newHistoryState(opts.HistoryTiers)
+	if err != nil {
+		return nil, fmt.Errorf("the history's tiers: %w", err)
+	}
+	s.hist = hist
 	var fromStore *loaded
 	if opts.Store != nil {
 		kind, _ := opts.Store.Describe()
@@ -381,7 +396,7 @@ func (s *Server) janitorPeriod() clock.Duration {
 }
 
 // UpdateFairShare runs one fair-share update now (docs/semantics.md), records
-// its duration, and every janitorPeriod forgets operations that finished
+// its duration and the pools' history, and every janitorPeriod forgets operations that finished
 // longer ago than the retention; with a store it writes the completions,
 // watches the recovery window and writes a checkpoint every
 // checkpoint_period_s.
@@ -396,6 +411,7 @@ func (s *Server) UpdateFairShare() {
 		s.opts.Hooks.FairShareUpdate(took)
 	}
 	s.observePendingWaits(now)
+	s.recordHistory(now)
 	if period := s.Period(); took > period && !s.opts.ManualUpdates && time.Since(s.lastSlowLog) >= time.Minute {
 		// At most once a minute: the fair shares lag behind demand.
 		s.lastSlowLog = time.Now()

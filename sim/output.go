@@ -198,8 +198,13 @@ type Summary struct {
 	SamplePeriodS          float64            `json:"sample_period_s"`
 	TotalResources         map[string]float64 `json:"total_resources"`
 	GuaranteeMetRatio      float64            `json:"guarantee_met_ratio"`
-	Run                    RunStats           `json:"run"`
-	Pools                  []PoolSummary      `json:"pools"`
+	// FairnessErrorMean and FairnessErrorIntegral are the run's fairness
+	// error (FairnessSample): its time mean and its integral in
+	// share·seconds.
+	FairnessErrorMean     float64       `json:"fairness_error_mean"`
+	FairnessErrorIntegral float64       `json:"fairness_error_integral"`
+	Run                   RunStats      `json:"run"`
+	Pools                 []PoolSummary `json:"pools"`
 }
 
 // Summarize builds summary.json's content.
@@ -214,6 +219,7 @@ func Summarize(res *Result) Summary {
 		Scenario: sc.Name, Description: sc.Description, Seed: sc.Seed, DurationS: sc.DurationS, WarmUpS: sc.WarmUpS,
 		HeartbeatPeriodS: sc.HeartbeatPeriodS, FairShareUpdatePeriodS: sc.FairShareUpdatePeriodS, SamplePeriodS: sc.SamplePeriodS,
 		TotalResources: amounts(total, 1), GuaranteeMetRatio: GuaranteeMetRatio, Run: res.Run,
+		FairnessErrorMean: res.FairnessErrorMean, FairnessErrorIntegral: res.FairnessErrorIntegral,
 	}
 	if sc.Trace != nil {
 		s.DurationS = res.EndS

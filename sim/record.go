@@ -62,6 +62,9 @@ type Result struct {
 	// sample; EndS is the last fair-share update's time.
 	Fairness []FairnessSample
 	EndS     float64
+	// FairnessErrorMean is the time mean of the fairness error over the
+	// run and FairnessErrorIntegral its integral in share·seconds.
+	FairnessErrorMean, FairnessErrorIntegral float64
 	// Trace is the trace replay's report (nil for scenario files).
 	Trace *TraceReport
 }
@@ -158,8 +161,9 @@ type recorder struct {
 type FairnessSample struct {
 	TimeS float64
 	// Error is the fairness error: the mean, over the leaf pools with
-	// demand, of |dominant usage share − dominant fair share|, shares of
-	// the cluster in the pool's dominant resource (0 with no demand).
+	// demand, of |dominant usage share − dominant fair share|, each the
+	// largest of the pool's shares of the cluster's resources (0 with no
+	// demand), as the server's history computes it.
 	Error           float64
 	PoolsWithDemand int
 	// Utilization is the root's usage share of each resource.
@@ -374,9 +378,10 @@ func (r *recorder) observe(e *engine, t clock.Time, total resource.Vec, pools []
 				util[res] = a.UsageShare[res]
 			}
 		}
-		if p.leaf && a.DemandShare[dom] > 1e-9 {
+		if p.leaf && a.DemandShare.MaxComponent() > resource.Epsilon {
+			// As the server's history computes it (core/history).
 			withDemand++
-			fairSum += math.Abs(a.UsageShare[dom] - a.FairShare.Total[dom])
+			fairSum += math.Abs(a.UsageShare.MaxComponent() - a.FairShare.Total.MaxComponent())
 		}
 		if s.Demand[dom] > 1e-9*math.Max(1, float64(total[dom])) {
 			p.demandTime += dt
@@ -553,6 +558,10 @@ func (r *recorder) result(e *engine) *Result {
 	res.Run = r.stats
 	res.Fairness = r.fairness
 	res.EndS = r.lastT.Seconds()
+	res.FairnessErrorIntegral = r3(r.fairIntegral)
+	if r.fairTime > 0 {
+		res.FairnessErrorMean = r6(r.fairIntegral / r.fairTime)
+	}
 	if r.sc.Trace != nil {
 		res.Trace = r.traceReport(e)
 	}

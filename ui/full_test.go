@@ -239,7 +239,7 @@ func TestBrowserOperations(t *testing.T) {
 	if eval[bool](b, `document.querySelector('.preemptions').closest('section').querySelector('p.muted').hidden`) {
 		t.Errorf("nightly-etl preempted nothing, the page does not say so")
 	}
-	bars := b.bars(`.panel section`)
+	bars := b.bars(`section[aria-labelledby="h-share"]`)
 	res := o.DominantResource
 	if !near(bars.Usage, min(1, share(o.UsageShare, res))) || !near(bars.Strong+bars.Integral+bars.Weight, share(o.FairShare, res)) {
 		t.Errorf("nightly-etl's bars %+v, orchid fair %.4f usage %.4f (%s)", bars, share(o.FairShare, res), share(o.UsageShare, res), res)

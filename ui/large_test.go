@@ -83,36 +83,30 @@ func TestBrowserLarge(t *testing.T) {
 
 	b := newBrowser(t, 3*time.Minute)
 	rows := `document.querySelectorAll('.pool-row').length`
-	measure := func(what, expr string, limit time.Duration) time.Duration {
+	// The timings are logged, not asserted: they depend on the machine
+	// and its load (make test-ui runs with -v and prints them).
+	measure := func(what, expr string) {
 		t.Helper()
 		t0 := time.Now()
 		b.waitFor(what, expr)
-		d := time.Since(t0)
-		t.Logf("%s: %v", what, d.Round(time.Millisecond))
-		if d > limit {
-			t.Errorf("%s took %v, more than %v", what, d, limit)
-		}
-		return d
+		t.Logf("%s: %v", what, time.Since(t0).Round(time.Millisecond))
 	}
 	t0 := time.Now()
 	b.open(cl.srv.URL, "/pools")
-	measure("the pools view (root and 10 groups)", rows+` === 11`, 10*time.Second)
+	measure("the pools view (root and 10 groups)", rows+` === 11`)
 	t.Logf("page load and first draw: %v", time.Since(t0).Round(time.Millisecond))
 
 	b.click(poolRow("group-00") + ` button.toggle`)
-	measure("group-00 opened (100 of its 150 pools)", rows+` === 111 && !!document.querySelector('li.more button')`, 5*time.Second)
+	measure("group-00 opened (100 of its 150 pools)", rows+` === 111 && !!document.querySelector('li.more button')`)
 	b.click(`li.more button`)
-	measure("the 50 more", rows+` === 161 && !document.querySelector('li.more button')`, 5*time.Second)
+	measure("the 50 more", rows+` === 161 && !document.querySelector('li.more button')`)
 
 	// Expand all, timed in the page: the rows drawn and laid out.
 	drawn := eval[float64](b, `(() => { const t0 = performance.now();
 		[...document.querySelectorAll('button')].find(b => b.textContent === 'Expand all').click();
 		document.body.getBoundingClientRect(); return performance.now() - t0; })()`)
 	t.Logf("expand all: every pool drawn and laid out in %.0f ms", drawn)
-	if drawn > 3000 {
-		t.Errorf("expand all took %.0f ms", drawn)
-	}
-	measure("every pool drawn", rows+` === 1001`, 10*time.Second)
+	measure("every pool drawn", rows+` === 1001`)
 	// A refresh with 1,000 rows in the page: fetch, decode, redraw in
 	// place (the page notes how long its last refresh took).
 	b.waitFor("a refresh after expand all", `(() => { const u = document.getElementById('updated');
@@ -123,13 +117,13 @@ func TestBrowserLarge(t *testing.T) {
 	prof, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`(async () => { const t0 = performance.now(); const r = await fetch('/api/v1/orchid/pools'); const txt = await r.text(); const t1 = performance.now(); JSON.parse(txt); const t2 = performance.now(); return 'fetch ' + Math.round(t1-t0) + ' ms, ' + txt.length + ' bytes, parse ' + Math.round(t2-t1) + ' ms'; })()`, chromedp.EvalAwaitPromise))
 	t.Logf("in the page: %s", prof)
 	b.run("collapse all", chromedp.Click(chromedp.Search(`//button[text()="Collapse all"]`)))
-	measure("back to the groups", rows+` === 11`, 5*time.Second)
+	measure("back to the groups", rows+` === 11`)
 
 	b.goTo("/operations")
 	measure("the operations view (10,000 operations, page 1)",
-		`document.querySelectorAll('table.ops tbody tr').length === 100 && document.querySelector('main p[aria-live]').innerText.startsWith('10,000 operations')`, 20*time.Second)
+		`document.querySelectorAll('table.ops tbody tr').length === 100 && document.querySelector('main p[aria-live]').innerText.startsWith('10,000 operations')`)
 	b.click(`nav.pager button:last-child`)
-	measure("page 2", `document.querySelector('nav.pager span').innerText.startsWith('101–200')`, 5*time.Second)
+	measure("page 2", `document.querySelector('nav.pager span').innerText.startsWith('101–200')`)
 	if n := eval[int](b, `document.querySelectorAll('tr').length`); n > 102 {
 		t.Errorf("the operations view has %d table rows, want one page", n)
 	}

@@ -4,6 +4,7 @@
 // embedded in the binary and served by the facade at /ui/.
 //
 // The page reads the HTTP API (the orchid, the operation and node lists,
+// the pools' history, the explanations, what-if previews, PATCH of a pool,
 // solve) from the server that serves it; it sends the bearer token a
 // person types when the API answers 401, kept in the tab's session storage.
 //

@@ -33,6 +33,16 @@ func bodyFlag(run func(e *cliEnv, args []string, file string) error) func(*flag.
 	}
 }
 
+// dryRunBodyFlags is a pool change that reads a JSON body from -f FILE
+// (when it takes one) and may be previewed with --dry-run.
+func dryRunBodyFlags(run func(e *cliEnv, args []string, file string, dry bool) error) func(*flag.FlagSet) func(*cliEnv, []string) error {
+	return func(fs *flag.FlagSet) func(*cliEnv, []string) error {
+		file := fs.String("f", "", "the JSON body's file (- for stdin)")
+		dry := dryRunFlag(fs)
+		return func(e *cliEnv, args []string) error { return run(e, args, *file, *dry) }
+	}
+}
+
 // wantArgs checks the number of positional arguments.
 func wantArgs(args []string, n int, names string) error {
 	if len(args) != n {
@@ -49,12 +59,12 @@ func init() {
 			flags: noFlags(poolsList)},
 		{group: "pools", verb: "get", args: "NAME", summary: "one pool's configuration",
 			flags: noFlags(poolsGet)},
-		{group: "pools", verb: "put", args: "NAME -f FILE", summary: "create a pool or replace its configuration",
-			flags: bodyFlag(poolsPut)},
-		{group: "pools", verb: "patch", args: "NAME -f FILE", summary: "change the attributes the body lists (null resets one)",
-			flags: bodyFlag(poolsPatch)},
-		{group: "pools", verb: "delete", args: "NAME", summary: "remove an empty pool",
-			flags: noFlags(poolsDelete)},
+		{group: "pools", verb: "put", args: "NAME -f FILE [--dry-run]", summary: "create a pool or replace its configuration (--dry-run: preview it)",
+			flags: dryRunBodyFlags(poolsPut)},
+		{group: "pools", verb: "patch", args: "NAME -f FILE [--dry-run]", summary: "change the attributes the body lists (null resets one; --dry-run: preview it)",
+			flags: dryRunBodyFlags(poolsPatch)},
+		{group: "pools", verb: "delete", args: "NAME [--dry-run]", summary: "remove an empty pool (--dry-run: preview it)",
+			flags: dryRunFlags(poolsDelete)},
 		{group: "operations", verb: "list", args: "[--pool P] [--state S]", summary: "operations in start order",
 			flags: operationsListFlags},
 		{group: "operations", verb: "get", args: "ID", summary: "one operation: state, demand, usage, shares",
@@ -79,6 +89,8 @@ func init() {
 			flags: noFlags(configValidate), offline: true},
 		{group: "backup", args: "-f FILE", summary: "save a consistent copy of a durable server's store (start a server from it as DIR/fairsched.db)",
 			flags: bodyFlag(backup)},
+		{group: "explain", args: "OPERATION | --pool NAME", summary: "why an operation (or a pool) is in its state, the binding condition first",
+			flags: explainFlags},
 		{group: "status", summary: "the server's health: its state, role and leader, store, epoch, the recovery after a restart, and whether it is ready",
 			flags: noFlags(status)},
 	}
@@ -182,13 +194,17 @@ func (e *cliEnv) emitPool(p *client.Pool) error {
 	})
 }
 
-func poolsPut(e *cliEnv, args []string, file string) error {
+func poolsPut(e *cliEnv, args []string, file string, dry bool) error {
 	if err := wantArgs(args, 1, "NAME"); err != nil {
 		return err
 	}
 	var p client.Pool
 	if err := e.readBody(file, &p); err != nil {
 		return err
+	}
+	if dry {
+		p.Name = ""
+		return e.dryRun(poolChange(http.MethodPut, args[0], p))
 	}
 	got, created, err := e.c.PutPool(e.ctx, args[0], p)
 	if err != nil {
@@ -201,13 +217,16 @@ func poolsPut(e *cliEnv, args []string, file string) error {
 	return e.emitPool(got)
 }
 
-func poolsPatch(e *cliEnv, args []string, file string) error {
+func poolsPatch(e *cliEnv, args []string, file string, dry bool) error {
 	if err := wantArgs(args, 1, "NAME"); err != nil {
 		return err
 	}
 	var patch client.PoolPatch
 	if err := e.readBody(file, &patch); err != nil {
 		return err
+	}
+	if dry {
+		return e.dryRun(poolChange(http.MethodPatch, args[0], patch))
 	}
 	p, err := e.c.PatchPool(e.ctx, args[0], patch)
 	if err != nil {
@@ -216,9 +235,12 @@ func poolsPatch(e *cliEnv, args []string, file string) error {
 	return e.emitPool(p)
 }
 
-func poolsDelete(e *cliEnv, args []string) error {
+func poolsDelete(e *cliEnv, args []string, dry bool) error {
 	if err := wantArgs(args, 1, "NAME"); err != nil {
 		return err
+	}
+	if dry {
+		return e.dryRun(poolChange(http.MethodDelete, args[0], nil))
 	}
 	if err := e.c.DeletePool(e.ctx, args[0]); err != nil {
 		return err

@@ -190,8 +190,21 @@ func TestTopOnce(t *testing.T) {
 	if strings.Join(tree, ",") != strings.Join(want, ",") {
 		t.Fatalf("top's tree %q, want %q:\n%s", tree, want, out)
 	}
-	if !strings.Contains(out, "FAIR SHARE") || !strings.Contains(out, "4 pools") || strings.Contains(out, "\x1b[") {
+	if !strings.Contains(out, "FAIR SHARE") || !strings.Contains(out, "4 pools") || strings.Contains(out, "\x1b[") ||
+		!strings.Contains(out, "USAGE 10m") || !strings.Contains(out, "FAIR SHARE 10m") {
 		t.Fatalf("top --once:\n%s", out)
+	}
+	// Every pool but the root has sparklines of the update's point.
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) > 0 && strings.HasPrefix(l, "  ") && !strings.ContainsAny(l, string(sparkBars)) {
+			t.Errorf("no sparkline in %q", l)
+		}
+	}
+	if code, out, _ := cli(t, ts.URL, "", "top", "--once", "--history", "0"); code != 0 || strings.Contains(out, "USAGE 10m") {
+		t.Errorf("top --history 0: %d\n%s", code, out)
+	}
+	if code, _, errOut := cli(t, ts.URL, "", "top", "--once", "--history", "-1s"); code != 2 || !strings.Contains(errOut, "--history") {
+		t.Errorf("top --history -1s: %d %s", code, errOut)
 	}
 	code, out, _ = cli(t, ts.URL, "", "top", "--iterations", "2", "--interval", "1ms")
 	if code != 0 || strings.Count(out, "\x1b[H\x1b[2J") != 2 {
@@ -378,5 +391,99 @@ func TestStatusCommand(t *testing.T) {
 	code, out, _ = cli(t, ts.URL, "", "status")
 	if code != 0 || !strings.Contains(out, "recovery  active") || !strings.Contains(out, "0 of 1 nodes reported") {
 		t.Fatalf("status table after the restart: %d %s", code, out)
+	}
+}
+
+// TestExplainAndDryRun: fairsched explain says why an operation and a pool
+// are in their state, the binding condition first; pools put, patch and
+// delete --dry-run print what would change and change nothing; a refused
+// preview is the real request's error.
+func TestExplainAndDryRun(t *testing.T) {
+	ts := facadetest.Start(t, `{"pools": [{"name": "a"}, {"name": "b"}, {"name": "research", "max_running_operation_count": 1}, {"name": "empty"}]}`)
+	c := newTestClient(t, ts.URL)
+	for _, op := range []string{
+		`{"id": "oa", "pool": "a", "tasks": [{"job_count": 100, "resources": {"cpu": 1}}]}`,
+		`{"id": "ob", "pool": "b", "tasks": [{"job_count": 100, "resources": {"cpu": 1}}]}`,
+		`{"id": "r1", "pool": "research", "tasks": [{"job_count": 1, "resources": {"cpu": 1}}]}`,
+		`{"id": "r2", "pool": "research", "tasks": [{"job_count": 1, "resources": {"cpu": 1}}]}`,
+	} {
+		if code, _, stderr := cli(t, ts.URL, op, "operations", "start", "-f", "-"); code != 0 {
+			t.Fatalf("start: %s", stderr)
+		}
+	}
+	ts.Update()
+	if err := c.heartbeat("n1", `{"resource_limits": {"user_slots": 100, "cpu": 16, "memory": 68719476736}}`); err != nil {
+		t.Fatal(err)
+	}
+	ts.Update()
+	before := func() string {
+		_, out, _ := cli(t, ts.URL, "", "pools", "list", "-o", "json")
+		return out
+	}()
+	for _, tc := range []struct {
+		name  string
+		stdin string
+		args  []string
+		code  int
+		want  []string // in this order in stdout (stderr when code != 0)
+	}{
+		{"explain pending", "", []string{"explain", "r2"}, 0, []string{"operation r2 is pending:",
+			"  1. max_running_operation_count 1 of 1 at pool research: operation r2 is 1st of 1 in its pending queue", "[running_operation_limit]"}},
+		{"explain json", "", []string{"explain", "r2", "-o", "json"}, 0, []string{`"operation": "r2"`, `"code": "running_operation_limit"`, `"position": 1`}},
+		{"explain pool", "", []string{"explain", "--pool", "b"}, 0, []string{"pool b is", "1. pool b", "fair_share_weight_share"}},
+		{"explain unknown", "", []string{"explain", "nope"}, 2, []string{"404 unknown_operation"}},
+		{"explain both", "", []string{"explain", "r2", "--pool", "b"}, 2, []string{"want OPERATION or --pool NAME"}},
+		{"patch dry run", `{"weight": 3}`, []string{"pools", "patch", "b", "-f", "-", "--dry-run"}, 0, []string{"POOL", "FIELD", "BEFORE", "AFTER",
+			"a ", "fair_share.cpu", "0.4687", "0.2344", "b ", "fair_share.cpu", "0.4687", "0.7031", "b ", "weight", "1", "3"}},
+		{"put dry run", `{"parent": "a"}`, []string{"pools", "put", "new", "-f", "-", "--dry-run"}, 0, []string{"new", "(created)", "-", "fair share 0"}},
+		{"delete dry run", "", []string{"pools", "delete", "empty", "--dry-run", "-o", "json"}, 0, []string{`"empty": {`, `"after": null`}},
+		{"delete dry run refused", "", []string{"pools", "delete", "research", "--dry-run"}, 2, []string{"409 pool_not_empty", "$.changes[0].path"}},
+		{"patch dry run refused", `{"weight": -1}`, []string{"pools", "patch", "b", "-f", "-", "--dry-run"}, 2, []string{"invalid_value", "$.changes[0].body.weight"}},
+	} {
+		code, stdout, stderr := cli(t, ts.URL, tc.stdin, tc.args...)
+		out := stdout
+		if tc.code != 0 {
+			out = stderr
+		}
+		if code != tc.code {
+			t.Errorf("%s: exit %d, want %d\nstdout: %s\nstderr: %s", tc.name, code, tc.code, stdout, stderr)
+			continue
+		}
+		rest := out
+		for _, w := range tc.want {
+			i := strings.Index(rest, w)
+			if i < 0 {
+				t.Errorf("%s: %q not found (in order) in\n%s", tc.name, w, out)
+				break
+			}
+			rest = rest[i+len(w):]
+		}
+	}
+	if _, after, _ := cli(t, ts.URL, "", "pools", "list", "-o", "json"); after != before {
+		t.Errorf("a dry run changed the pools:\n%s\n%s", before, after)
+	}
+}
+
+// TestSparklines: usage and fair share are drawn on one scale, a step
+// without an update is a space, and only the last width points are drawn.
+func TestSparklines(t *testing.T) {
+	p := func(u, f float64, n int) client.HistoryPoint {
+		return client.HistoryPoint{Usage: u, FairShare: f, Samples: n}
+	}
+	for _, c := range []struct {
+		pts         []client.HistoryPoint
+		width       int
+		usage, fair string
+	}{
+		{nil, 5, "", ""},
+		{[]client.HistoryPoint{p(0, 0, 1)}, 5, "▁", "▁"},
+		{[]client.HistoryPoint{p(0, 0.5, 1), p(0.25, 0.5, 1), p(0.5, 0.5, 1)}, 5, "▁▅█", "███"},
+		{[]client.HistoryPoint{p(0.2, 0.4, 1), p(0, 0, 0), p(0.4, 0.2, 2)}, 5, "▅ █", "█ ▅"},
+		{[]client.HistoryPoint{p(1, 1, 1), p(0, 1, 1), p(1, 1, 1)}, 2, "▁█", "██"},
+	} {
+		u, f := sparklines(c.pts, c.width)
+		if u != c.usage || f != c.fair {
+			t.Errorf("%+v: %q %q, want %q %q", c.pts, u, f, c.usage, c.fair)
+		}
 	}
 }

@@ -42,7 +42,7 @@ func verbs(group string) []string {
 	return vs
 }
 
-var clientFlagWords = "--server --token --output -o --timeout -f --pool --state --limit --interval --once --iterations"
+var clientFlagWords = "--server --token --output -o --timeout -f --pool --state --limit --interval --once --iterations --dry-run"
 
 // completionGroups are the groups whose verbs take a name the server knows.
 var completionGroups = map[string]string{"pools": "pools", "operations": "operations"}

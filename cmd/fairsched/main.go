@@ -44,13 +44,16 @@ commands:
                 replay a workload trace; with --compare, replay it under
                 two configurations and print them side by side
 
-  pools list|get|put|patch|delete        a running server's pools
+  pools list|get|put|patch|delete        a running server's pools (put, patch
+                                         and delete take --dry-run: preview)
   operations list|get|start|patch|complete|abort
                                          its operations
   nodes list|get                         the registered nodes; one with its allocations
   config get|patch|validate              the tree config; validate checks a
                                          --config file without a server
   top                                    a refreshing view of the pool tree
+  explain OPERATION | --pool NAME        why an operation or a pool is in
+                                         its state, the binding condition first
   status                                 the server's health, role, store and
                                          recovery, and whether it is ready
                 (these take --server URL, default $FAIRSCHED_SERVER or

@@ -11,9 +11,12 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/core/history"
 	"github.com/fairsched/fairsched/examples"
 	"github.com/fairsched/fairsched/facade"
 	"github.com/fairsched/fairsched/internal/cpufeat"
@@ -23,6 +26,7 @@ import (
 
 const serveUsage = `usage: fairsched serve [--listen ADDR] [--config FILE] [--pprof=BOOL] [--max-body-size BYTES]
                        [--finished-operation-retention DURATION] [--data-dir DIR]
+                       [--history-tiers STEP/SPAN,...]
                        [--etcd ENDPOINTS --etcd-prefix PREFIX --advertise-url URL [--etcd-lease-ttl DURATION]]
                        [--auth-tokens FILE] [--insecure] [--tls-cert FILE --tls-key FILE]
                        [--allowed-origins LIST] [--allowed-hosts LIST]
@@ -52,6 +56,13 @@ clock every fair_share_update_period_s (0.2 s by default).
                         a restart starts from it (the --config file then only
                         seeds a new directory). Without it, the state is in
                         memory only.
+  --history-tiers STEP/SPAN,...
+                        the resolutions of each pool's history (GET
+                        /api/v1/pools/{name}/history, the dashboard's charts):
+                        a step kept for a span, finer first (default
+                        10s/1h,5m/24h: about 5 KiB a pool, 48 MiB at 10,000
+                        pools); at most 4, each with a longer step and span
+                        than the one before
   --etcd ENDPOINTS      run as one of several replicas that keep the state in
                         etcd (host:port[,host:port…]): the one elected leader
                         serves the API, the others answer 503 not_leader naming
@@ -151,6 +162,7 @@ type serveOptions struct {
 	allowedOrigins           string
 	allowedHosts             string
 	ha                       haOptions
+	historyTiers             string
 }
 
 // serveFlags is the flag set of fairsched serve.
@@ -175,6 +187,7 @@ func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveOptions) {
 	fs.StringVar(&f.tlsKey, "tls-key", "", "TLS key (PEM)")
 	fs.StringVar(&f.allowedOrigins, "allowed-origins", "", "origins of web pages that may call the API (comma-separated)")
 	fs.StringVar(&f.allowedHosts, "allowed-hosts", "", "Host names the server answers (comma-separated)")
+	fs.StringVar(&f.historyTiers, "history-tiers", "10s/1h,5m/24h", "the pools' history: STEP/SPAN of each tier, finer first")
 	fs.StringVar(&f.ha.etcd, "etcd", "", "etcd endpoints of the replicas (comma-separated host:port)")
 	fs.StringVar(&f.ha.prefix, "etcd-prefix", "", "the cluster's key prefix in etcd")
 	fs.StringVar(&f.ha.advertise, "advertise-url", "", "the URL clients reach this replica at")
@@ -216,6 +229,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 			return 2
 		}
 	}
+	tiers, err := parseHistoryTiers(f.historyTiers)
+	if err != nil {
+		fmt.Fprintf(stderr, "fairsched serve: cannot use --history-tiers %q: %v\n", f.historyTiers, err)
+		return 2
+	}
 	eps, err := checkHA(f)
 	if err != nil {
 		fmt.Fprintf(stderr, "fairsched serve: %v\n", err)
@@ -245,7 +263,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	}
 	opts := facade.Options{Config: cfg, Pprof: f.pprof, MaxBodySize: f.maxBody, Logger: log,
 		FinishedOperationRetention: f.retention, Tokens: sec.tokens, TLS: sec.tls,
-		AllowedOrigins: sec.origins, AllowedHosts: sec.hosts, ListenHost: sec.listenHost}
+		AllowedOrigins: sec.origins, AllowedHosts: sec.hosts, ListenHost: sec.listenHost, HistoryTiers: tiers}
 	if eps != nil {
 		return serveReplica(ctx, f, eps, opts, sec, log, source, stdout, stderr, hooks)
 	}
@@ -410,4 +428,26 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("cannot use --log-format %q: want text or json", format)
+}
+
+// parseHistoryTiers reads --history-tiers: STEP/SPAN[,STEP/SPAN…] with Go
+// durations (10s/1h), checked by history.ValidateTiers.
+func parseHistoryTiers(v string) ([]history.Config, error) {
+	var tiers []history.Config
+	for i, t := range strings.Split(v, ",") {
+		step, span, ok := strings.Cut(strings.TrimSpace(t), "/")
+		if !ok {
+			return nil, fmt.Errorf("tier %d, %q: want STEP/SPAN (10s/1h)", i+1, t)
+		}
+		a, err1 := time.ParseDuration(step)
+		b, err2 := time.ParseDuration(span)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("tier %d, %q: want STEP/SPAN with Go durations (10s/1h)", i+1, t)
+		}
+		tiers = append(tiers, history.Config{Step: clock.Duration(a.Microseconds()), Span: clock.Duration(b.Microseconds())})
+	}
+	if err := history.ValidateTiers(tiers); err != nil {
+		return nil, err
+	}
+	return tiers, nil
 }

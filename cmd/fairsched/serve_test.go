@@ -147,6 +147,10 @@ func TestServeBadConfig(t *testing.T) {
 		{"--block-profile-rate", "-5"},
 		{"--mutex-profile-fraction", "5", "--pprof=false"},
 		{"--block-profile-rate", "5", "--pprof=false"},
+		{"--history-tiers", "10s"},
+		{"--history-tiers", "10s/1x"},
+		{"--history-tiers", "10s/1h,5s/24h"},
+		{"--history-tiers", "0s/1h"},
 	} {
 		code, _, stderr := call("", append([]string{"serve", "--listen", "127.0.0.1:0"}, bad...)...)
 		if code != 2 || !strings.Contains(stderr, bad[0]) {

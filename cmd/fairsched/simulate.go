@@ -22,7 +22,7 @@ documentation and docs/simulation.md) on the scheduling core
 with a virtual clock and writes into DIR:
 
   timeseries.csv   one row per pool per sample interval (absolute amounts)
-  summary.json     per pool: average usage, guarantee met fraction,
+  summary.json     the fairness error; per pool: average usage, guarantee met fraction,
                    preemptions, operations, job wait percentiles
   *.svg, *.png     charts: cluster-usage, pool-<name>-usage and, for
                    integral pools, pool-<name>-volume
@@ -148,6 +148,7 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		time.Duration(sc.DurationS*float64(time.Second)), res.Run.Nodes, sc.Seed, simulated.Seconds(),
 		sc.DurationS/max(simulated.Seconds(), 1e-9), res.Run.Heartbeats, res.Run.FairShareUpdates)
 	fmt.Fprintf(stdout, "wrote %d files to %s in %.2f s in all\n", len(names), filepath.Clean(*out), total.Seconds())
+	fmt.Fprintf(stdout, "fairness error: mean %.4f, integral %.1f share·s\n", res.FairnessErrorMean, res.FairnessErrorIntegral)
 	for _, p := range sim.Summarize(res).Pools {
 		fmt.Fprintf(stdout, "  %-24s avg usage %9.2f cpu  demand %9.2f cpu  fair share %9.2f cpu  guarantee met %s\n",
 			p.Pool, p.AverageUsage["cpu"], p.AverageDemand["cpu"], p.AverageFairShare["cpu"], fraction(p.GuaranteeMetFraction))

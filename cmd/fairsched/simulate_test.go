@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,6 +45,19 @@ func TestSimulate(t *testing.T) {
 	if !strings.HasPrefix(string(ts), "time_s,pool,usage_cpu,demand_cpu,fair_share_cpu,strong_guarantee_cpu,integral_guarantee_cpu,"+
 		"weight_proportional_cpu,accumulated_volume_cpu,running_operations,pending_operations,starvation_status,") {
 		t.Errorf("timeseries header: %.200s", ts)
+	}
+	// The fairness error: burst waits for its guarantee while batch holds
+	// the cluster, so the integral is positive, and the same in
+	// summary.json as on stdout.
+	var sum struct {
+		Mean     *float64 `json:"fairness_error_mean"`
+		Integral *float64 `json:"fairness_error_integral"`
+	}
+	sj, _ := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err := json.Unmarshal(sj, &sum); err != nil || sum.Mean == nil || sum.Integral == nil || *sum.Integral <= 0 || *sum.Mean <= 0 {
+		t.Errorf("summary.json's fairness error: %v %s", err, sj[:min(len(sj), 400)])
+	} else if want := fmt.Sprintf("fairness error: mean %.4f, integral %.1f share·s", *sum.Mean, *sum.Integral); !strings.Contains(stdout, want) {
+		t.Errorf("stdout %q lacks %q", stdout, want)
 	}
 	// Flags first and the scenario from stdin work too.
 	if code, _, stderr := call(smallScenario, "simulate", "--out", filepath.Join(dir, "out2"), "--seed", "3", "-"); code != 0 {

@@ -15,7 +15,10 @@
 // measures 66,919 bytes per pool at 10,000 pools, 638 MiB in all. A
 // coarser step scales it down (60 s for 24 h: about 11 KiB per pool). A
 // pool's ring is allocated at its first sample and dropped when a Record
-// no longer lists the pool.
+// no longer lists the pool. Tiers keeps several resolutions at once: the
+// server's DefaultTiers, 10 s for the last hour and 5 minutes for the last
+// 24 hours, take 5,024 bytes a pool (TestTiersMemory), 48 MiB at 10,000
+// pools.
 //
 // # Use
 //
@@ -23,7 +26,8 @@
 // samples Scheduler.PoolSamples hands out), off the heartbeat path, and
 // answers queries (Query, QueryFairness). Snapshot and Restore carry the
 // history across a restart at the checkpoint's granularity (AppendBinary
-// and DecodeSnapshot are its byte form). A History is not safe for
+// and DecodeSnapshot are its byte form); Segment and Apply carry it in
+// pieces, the steps since the last checkpoint each. A History is not safe for
 // concurrent use: its owner serialises Record, Query and Snapshot.
 package history
 
@@ -32,6 +36,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/fairsched/fairsched/core/apierr"
 	"github.com/fairsched/fairsched/core/clock"
@@ -80,6 +85,9 @@ type PoolSample struct {
 	Usage, FairShare, Demand float64
 	Starvation               starvation.State
 	BelowFairShare           bool
+	// Inner: the pool has child pools; the fairness error counts the leaf
+	// pools only (a parent's shares are its children's again).
+	Inner bool
 }
 
 // Point is one step of a series as Query answers it: the mean of the
@@ -212,8 +220,8 @@ func (h *History) Len() int { return len(h.pools) }
 // Record adds the samples of a fair-share update at now: every pool's, so
 // that a pool no longer listed (removed) loses its series. A record older
 // than the newest step is ignored (the clock moves forward). It computes
-// the fairness error at now — the mean, over the pools with demand, of
-// |usage − fair share| (dominant shares) — and adds the previous error
+// the fairness error at now — the mean, over the leaf pools with demand
+// (not Inner), of |usage − fair share| (dominant shares) — and adds the previous error
 // times the time since the previous record to the integral.
 func (h *History) Record(now clock.Time, samples []PoolSample) {
 	step := floorDiv(now, h.cfg.Step)
@@ -238,7 +246,7 @@ func (h *History) Record(now clock.Time, samples []PoolSample) {
 			flags |= flagBelow
 		}
 		s.add([3]float64{p.Usage, p.FairShare, p.Demand}, flags)
-		if p.Demand > resource.Epsilon {
+		if p.Demand > resource.Epsilon && !p.Inner {
 			sum += math.Abs(p.Usage - p.FairShare)
 			n++
 		}
@@ -369,16 +377,12 @@ func (h *History) Snapshot() Snapshot {
 	for name, s := range h.pools {
 		snap.Pools = append(snap.Pools, s.snapshot(name))
 	}
-	slices.SortFunc(snap.Pools, func(a, b SeriesSnapshot) int {
-		if a.Name < b.Name {
-			return -1
-		}
-		if a.Name > b.Name {
-			return 1
-		}
-		return 0
-	})
+	sortSeries(snap.Pools)
 	return snap
+}
+
+func sortSeries(ss []SeriesSnapshot) {
+	slices.SortFunc(ss, func(a, b SeriesSnapshot) int { return strings.Compare(a.Name, b.Name) })
 }
 
 // snapshot copies the steps that hold a sample, from the oldest to head.

@@ -169,7 +169,8 @@ func TestFairnessError(t *testing.T) {
 	h.Record(sec(0), []PoolSample{
 		{Name: "a", Usage: 0.2, FairShare: 0.5, Demand: 1},
 		{Name: "b", Usage: 0.6, FairShare: 0.5, Demand: 1},
-		{Name: "idle", Usage: 0, FairShare: 0.3, Demand: 0}, // no demand: not counted
+		{Name: "idle", Usage: 0, FairShare: 0.3, Demand: 0},              // no demand: not counted
+		{Name: "parent", Usage: 0, FairShare: 1, Demand: 2, Inner: true}, // not a leaf: not counted
 	})
 	cur, integral := h.FairnessError()
 	if math.Abs(cur-0.2) > 1e-12 || integral != 0 {
@@ -326,6 +327,18 @@ func FuzzDecodeSnapshot(f *testing.F) {
 		}
 		if err := s.Config.Validate(); err != nil {
 			return
+		}
+		// Applied as a checkpoint's segment, into a history of the same
+		// step and a span of 3 steps.
+		if a, err := New(Config{Step: s.Config.Step, Span: 3 * s.Config.Step}); err == nil {
+			before := a.Snapshot()
+			if err := a.Apply(s); err != nil {
+				if !reflect.DeepEqual(a.Snapshot(), before) {
+					t.Fatalf("a refused segment changed the history: %v", err)
+				}
+			} else {
+				a.Record(s.Last, []PoolSample{{Name: "a"}})
+			}
 		}
 		g, err := Restore(s.Config, s)
 		if err != nil {

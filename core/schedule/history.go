@@ -26,6 +26,9 @@ func (s *Scheduler) PoolSamples(dst []history.PoolSample) (_ []history.PoolSampl
 		a := s.fs.Attributes(id)
 		p := history.PoolSample{Name: t.Name(id), Usage: a.UsageShare.MaxComponent(), FairShare: a.FairShare.Total.MaxComponent(),
 			Demand: a.DemandShare.MaxComponent()}
+		for c := t.FirstChild(id); c != tree.None && !p.Inner; c = t.NextSibling(c) {
+			p.Inner = !t.IsOperation(c)
+		}
 		if st := s.poolStarvation[p.Name]; st != nil {
 			p.Starvation, p.BelowFairShare = st.tracker.State, st.belowFairShare
 		}

@@ -1,6 +1,7 @@
 package schedule_test
 
 import (
+	"maps"
 	"math"
 	"testing"
 
@@ -87,3 +88,27 @@ op id=ob pool=b jobs=1000 t=2
 }
 
 func poolAdd(name string) tree.Mutation { return tree.Mutation{Kind: tree.AddPool, Name: name} }
+
+// A pool with child pools is Inner (left out of the fairness error); a
+// pool with only operations under it, or nothing, is a leaf.
+func TestPoolSamplesInner(t *testing.T) {
+	c := runScript(t, `
+node count=1 slots=10 cpu=10 memory=100G
+pool name=a
+pool name=a1 parent=a
+pool name=b
+op id=o pool=b jobs=5
+update t=1
+`)
+	samples, ok := c.Scheduler().PoolSamples(nil)
+	if !ok {
+		t.Fatal("no samples after an update")
+	}
+	inner := map[string]bool{}
+	for _, p := range samples {
+		inner[p.Name] = p.Inner
+	}
+	if want := map[string]bool{"a": true, "a1": false, "b": false}; !maps.Equal(inner, want) {
+		t.Errorf("inner %v, want %v", inner, want)
+	}
+}

@@ -1,6 +1,8 @@
 package schedule
 
 import (
+	"slices"
+
 	"github.com/fairsched/fairsched/core/fairshare"
 	"github.com/fairsched/fairsched/core/limits"
 	"github.com/fairsched/fairsched/core/resource"
@@ -16,8 +18,8 @@ import (
 // mutations run (applyPoolMutations, checkRuntimeConfig), so a refused
 // change gets the error the real one would; Result then runs a fair-share
 // update on the copies with a new updater and judges statuses and
-// starvation as UpdateFairShare does, and answers every pool's view before
-// (the live orchid) and after.
+// starvation with UpdateFairShare's judge, and answers every pool's view
+// before (the live orchid) and after.
 //
 // A WhatIf owns its copies and never writes the scheduler's state; it reads
 // the live operations only in Scheduler.WhatIf, under the control lock.
@@ -46,9 +48,9 @@ type WhatIf struct {
 func (s *Scheduler) WhatIf() *WhatIf {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	// NB: no retireFinished: retiring an operation a heartbeat finished
-	// may start a pending one, and a what-if changes nothing. A finished,
-	// not yet retired operation has no demand in the copy (not running).
+	// NB: no retireFinished on the live state: retiring an operation a
+	// heartbeat finished may start a pending one, and a what-if changes
+	// nothing; the sandbox retires them on its copies below.
 	t := s.tree.Clone()
 	w := &WhatIf{
 		demand:  make([]resource.Vec, t.Len()),
@@ -103,6 +105,17 @@ func (s *Scheduler) WhatIf() *WhatIf {
 		}
 	})
 	w.sb = sb
+	// The operations a heartbeat finished and no change has retired yet:
+	// a real pool change retires them first (ApplyPools), so the sandbox
+	// does too, with the same function, on its copies.
+	s.finishedMu.Lock()
+	fin := slices.Clone(s.finished)
+	s.finishedMu.Unlock()
+	for _, o := range fin {
+		if c := sb.byTree[o.treeID]; c != nil && c.id == o.id {
+			sb.retire(c)
+		}
+	}
 	return w
 }
 

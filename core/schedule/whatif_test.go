@@ -261,3 +261,40 @@ func asAPI(err error, dst **apierr.Error) bool {
 	*dst = e
 	return ok
 }
+
+// An operation a heartbeat finished is retired by the next real pool
+// change before it applies (ApplyPools): a what-if retires it in its copy
+// too, so removing its emptied pool previews as the real removal goes.
+func TestWhatIfRetiresFinished(t *testing.T) {
+	c := runScript(t, `
+pool name=x
+node count=1 slots=10 cpu=10 memory=100G
+op id=o pool=x jobs=1 duration=1
+update t=0
+heartbeat t=0
+heartbeat t=2
+heartbeat t=3
+`)
+	s := c.Scheduler()
+	if info, err := s.Operation("o"); err != nil || !info.State.Final() {
+		t.Fatalf("o: %+v, %v: want it finished by the heartbeats", info, err)
+	}
+	live := orchidBytes(t, s)
+	w := s.WhatIf()
+	if _, err := w.ApplyPools(tree.Mutation{Kind: tree.RemovePool, Name: "x"}); err != nil {
+		t.Fatalf("what-if of removing x: %v", err)
+	}
+	var removed bool
+	for _, pc := range w.Result() {
+		removed = removed || pc.Name == "x" && pc.Before != nil && pc.After == nil
+	}
+	if !removed {
+		t.Errorf("the what-if does not answer x removed")
+	}
+	if got := orchidBytes(t, s); string(got) != string(live) {
+		t.Fatalf("the what-if changed the live state")
+	}
+	if _, err := s.ApplyPools(tree.Mutation{Kind: tree.RemovePool, Name: "x"}); err != nil {
+		t.Fatalf("the real removal of x: %v", err)
+	}
+}

@@ -8,6 +8,7 @@
 import { onUnauthorized, setToken, token } from './api.js';
 import { params as parseParams } from './dom.js';
 import { PoolsView } from './pools.js';
+import { PoolView } from './pool.js';
 import { OperationsView, OperationView } from './operations.js';
 import { NodesView, NodeView } from './nodes.js';
 import { WhatIfView } from './whatif.js';
@@ -57,6 +58,7 @@ const app = {
 
 const routes = [
   [/^pools$/, 'pools', 'Pools', PoolsView],
+  [/^pools\/(.+)$/, 'pools', 'Pool', PoolView],
   [/^operations$/, 'operations', 'Operations', OperationsView],
   [/^operations\/(.+)$/, 'operations', 'Operation', OperationView],
   [/^nodes$/, 'nodes', 'Nodes', NodesView],

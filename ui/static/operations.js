@@ -1,7 +1,8 @@
 // The operations view (GET /api/v1/operations, every page, filtered by
 // pool and state on the server, sorted here) and the operation page (GET
 // /api/v1/orchid/operations/{id}: bars, statuses, allocations by
-// preemption status, tasks, recent preemptions with their reasons).
+// preemption status, tasks, recent preemptions with their reasons, and
+// the explanation of its state from GET /api/v1/operations/{id}/explain).
 
 import { api, all, ApiError } from './api.js';
 import {
@@ -211,6 +212,33 @@ export class OperationsView {
   }
 }
 
+// findingNumbers lists a finding's numbers (every key but code and
+// message): scalars as terms, lists of objects as small tables.
+function findingNumbers(f) {
+  const items = [];
+  for (const [k, v] of Object.entries(f)) {
+    if (k === 'code' || k === 'message' || v === null || v === undefined) continue;
+    let dd;
+    if (Array.isArray(v) && v.length && typeof v[0] === 'object') {
+      const cols = [...new Set(v.flatMap((x) => Object.keys(x)))];
+      dd = h('table', null, h('thead', null, h('tr', null, cols.map((c) => h('th', { scope: 'col' }, c.replaceAll('_', ' '))))),
+        h('tbody', null, v.map((x) => h('tr', null, cols.map((c) => h('td', null, fmtValue(x[c])))))));
+    } else {
+      dd = fmtValue(v);
+    }
+    items.push(h('dt', null, k.replaceAll('_', ' ')), h('dd', { dataset: { key: k } }, dd));
+  }
+  return items.length ? h('dl', null, items) : '';
+}
+
+function fmtValue(v) {
+  if (v === undefined || v === null) return '—';
+  if (typeof v === 'number') return num(v, 6);
+  if (Array.isArray(v)) return v.map(fmtValue).join(', ');
+  if (typeof v === 'object') return Object.entries(v).map(([k, x]) => `${k.replaceAll('_', ' ')} ${fmtValue(x)}`).join(', ');
+  return String(v);
+}
+
 const STATUSES = ['non_preemptible', 'aggressively_preemptible', 'preemptible', 'preempted'];
 
 export class OperationView {
@@ -226,8 +254,14 @@ export class OperationView {
     this.tasks = h('tbody');
     this.preemptions = h('tbody');
     this.noPreemptions = h('p', { class: 'muted' }, 'No preemptions recorded for this operation.');
+    this.findings = h('ol', { class: 'findings' });
+    this.explainNote = h('p', { class: 'muted', 'aria-live': 'polite' });
     this.body = h('div', { class: 'panel', hidden: true },
       this.head,
+      h('section', { 'aria-labelledby': 'h-why', class: 'explain' },
+        h('h2', { id: 'h-why' }, 'Why is it in this state?'),
+        h('p', { class: 'muted' }, 'What decides the operation\'s state now, as the scheduler computes it (GET /api/v1/operations/{id}/explain): the binding condition first.'),
+        this.findings, this.explainNote),
       h('section', { 'aria-labelledby': 'h-share' },
         h('h2', { id: 'h-share' }, 'Fair share, usage and demand'),
         h('div', { class: 'toolbar' }, resourceToggle(app.resource, (r) => { app.setResource(r); this.render(); })),
@@ -264,15 +298,42 @@ export class OperationView {
       }
       throw e;
     }
+    try {
+      this.why = await api('/api/v1/operations/' + encodeURIComponent(this.id) + '/explain');
+      this.whyError = '';
+    } catch (e) {
+      if (!(e instanceof ApiError) || e.status === 401) throw e;
+      this.why = null;
+      this.whyError = e.message;
+    }
     this.missing.hidden = true;
     this.body.hidden = false;
     this.render();
+  }
+
+  renderExplanation() {
+    const w = this.why;
+    const key = JSON.stringify([w, this.whyError]);
+    if (this.whyKey === key) return;
+    this.whyKey = key;
+    if (!w) {
+      this.findings.replaceChildren();
+      text(this.explainNote, `No explanation: ${this.whyError}`);
+      return;
+    }
+    const fs = w.findings || [];
+    text(this.explainNote, fs.length ? `${fs.length} ${fs.length === 1 ? 'finding' : 'findings'} for the ${w.state} operation.` : `Nothing holds the ${w.state} operation back.`);
+    this.findings.replaceChildren(...fs.map((f, i) => h('li', { class: 'finding' + (i === 0 ? ' binding' : ''), dataset: { code: f.code } },
+      h('div', null, i === 0 ? badge('starving', 'binding') : '', i === 0 ? ' ' : '', h('span', { class: 'code' }, f.code)),
+      h('p', { class: 'message' }, f.message),
+      findingNumbers(f))));
   }
 
   render() {
     const o = this.op;
     if (!o) return;
     document.title = `${o.id} · fairsched`;
+    this.renderExplanation();
     const res = resourceOf(o, this.app.resource);
     this.bars.update(o, res);
     const key = [o.state, o.pool, o.status, o.starvation_status].join();

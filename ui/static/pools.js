@@ -46,7 +46,9 @@ class PoolRow {
     this.link.title = 'Operations of ' + name;
     this.badges = h('span', { class: 'badges' });
     this.path = h('span', { class: 'path' });
-    this.nameCell = h('div', { class: 'pool-name' }, this.spacer, this.link, this.badges, this.path);
+    this.page = h('a', { class: 'pool-page', href: '#/pools/' + encodeURIComponent(name) }, 'history');
+    this.page.setAttribute('aria-label', 'History and changes of ' + name);
+    this.nameCell = h('div', { class: 'pool-name' }, this.spacer, this.link, this.badges, this.path, this.page);
     this.bars = new ShareBars();
     this.counts = h('dl', { class: 'counts' });
     this.integral = h('div', { class: 'integral-cell' });
