@@ -11,6 +11,9 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
@@ -47,6 +50,7 @@ func run(args []string) error {
 		debounce     = fs.Duration("debounce", 50*time.Millisecond, "how long after a pod or node event the heartbeats are sent sooner")
 		nodeLabels   = fs.String("node-label-tags", "", "comma-separated node label keys whose key=value become node tags")
 		gangTimeout  = fs.Duration("gang-timeout", time.Minute, "how long a gang's grants are held before all are refused")
+		roomTimeout  = fs.Duration("room-timeout", 2*time.Minute, "how long a start waits for room on its node (its pods being preempted to go) before it is refused")
 		statusPeriod = fs.Duration("status-period", 5*time.Second, "how often Pool statuses are written")
 		workers      = fs.Int("workers", 32, "binds, evictions and deletions in flight at once")
 		elect        = fs.Bool("leader-elect", true, "elect one active replica with a coordination.k8s.io Lease")
@@ -55,6 +59,7 @@ func run(args []string) error {
 		identity     = fs.String("identity", "", "this replica's name in the Lease (default: the host name and pid)")
 		qps          = fs.Float64("kube-api-qps", 200, "requests per second to the API server")
 		burst        = fs.Int("kube-api-burst", 400, "burst of requests to the API server")
+		pprofAddr    = fs.String("pprof-listen", "", "serve Go's profiles (/debug/pprof/) on this address, e.g. 127.0.0.1:6060 (empty: off)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -63,6 +68,20 @@ func run(args []string) error {
 		return fmt.Errorf("cannot take argument %q: fairsched-kube takes flags only", fs.Arg(0))
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if *pprofAddr != "" {
+		ln, err := net.Listen("tcp", *pprofAddr)
+		if err != nil {
+			return fmt.Errorf("cannot serve --pprof-listen: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+		log.Info("fairsched-kube: profiles on /debug/pprof/", "addr", ln.Addr().String())
+	}
 
 	var cfg *rest.Config
 	var err error
@@ -107,7 +126,7 @@ func run(args []string) error {
 		}
 	}
 	acfg := adapter.Config{SchedulerName: *name, Period: *period, Debounce: *debounce, NodeLabels: labels,
-		GangTimeout: *gangTimeout, StatusPeriod: *statusPeriod, Workers: *workers, Logger: log}
+		GangTimeout: *gangTimeout, RoomTimeout: *roomTimeout, StatusPeriod: *statusPeriod, Workers: *workers, Logger: log}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

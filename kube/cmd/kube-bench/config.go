@@ -25,6 +25,9 @@ type config struct {
 	podCPU         string
 	podMemory      string
 	creators       int
+	runs           int
+	qps            float64
+	burst          int
 	timeout        time.Duration
 	settle         time.Duration
 	fairschedBin   string
@@ -54,6 +57,9 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&cfg.podCPU, "pod-cpu", "1", "each pod's cpu request")
 	fs.StringVar(&cfg.podMemory, "pod-memory", "1Gi", "each pod's memory request")
 	fs.IntVar(&cfg.creators, "creators", 32, "create requests in flight")
+	fs.IntVar(&cfg.runs, "runs", 3, "runs of each scheduler, alternated (the order flips every run); the summary gives medians and ranges")
+	fs.Float64Var(&cfg.qps, "client-qps", 5000, "the client-side rate limit towards the API server of both schedulers (kube-scheduler's clientConnection.qps, fairsched-kube's --kube-api-qps)")
+	fs.IntVar(&cfg.burst, "client-burst", 10000, "the burst of both schedulers' clients (clientConnection.burst, --kube-api-burst)")
 	fs.DurationVar(&cfg.timeout, "timeout", 20*time.Minute, "the most one scheduler's run may take")
 	fs.DurationVar(&cfg.settle, "settle", 30*time.Second, "fairsched: how long to wait, once every pod is bound, for the pools' shares to stop moving")
 	fs.StringVar(&cfg.fairschedBin, "fairsched-bin", "", "fairsched (default bin/fairsched of the checkout)")
@@ -89,6 +95,12 @@ func parseFlags(args []string) (*config, error) {
 	if cfg.jobParallelism < 1 {
 		errs = append(errs, fmt.Errorf("--job-parallelism: %d is not positive", cfg.jobParallelism))
 	}
+	if cfg.runs < 1 {
+		errs = append(errs, fmt.Errorf("--runs: %d is not positive", cfg.runs))
+	}
+	if !(cfg.qps > 0) || cfg.burst < 1 {
+		errs = append(errs, fmt.Errorf("--client-qps, --client-burst: %v and %d are not both positive", cfg.qps, cfg.burst))
+	}
 	if cfg.creators < 1 {
 		errs = append(errs, fmt.Errorf("--creators: %d is not positive", cfg.creators))
 	}
@@ -115,8 +127,13 @@ func parseFlags(args []string) (*config, error) {
 	return cfg, nil
 }
 
-func (cfg *config) schedulers() []string {
+// schedulers are the sides of run r (from 0): both alternate, each run
+// in the other order, so that neither always runs on a warmer API server.
+func (cfg *config) schedulers(r int) []string {
 	if cfg.scheduler == "both" {
+		if r%2 == 1 {
+			return []string{"fairsched", "kube-scheduler"}
+		}
 		return []string{"kube-scheduler", "fairsched"}
 	}
 	return []string{cfg.scheduler}
@@ -131,6 +148,7 @@ func (cfg *config) describe() map[string]any {
 		"nodes": cfg.nodes, "pods": cfg.pods, "pools": cfg.pools, "job_share": cfg.jobShare,
 		"job_parallelism": cfg.jobParallelism, "node_cpu": cfg.nodeCPU, "node_memory": cfg.nodeMemory,
 		"pod_cpu": cfg.podCPU, "pod_memory": cfg.podMemory, "creators": cfg.creators,
+		"runs": cfg.runs, "client_qps": cfg.qps, "client_burst": cfg.burst,
 		"adapter_args": []string(cfg.adapterArgs),
 	}
 }

@@ -9,7 +9,7 @@
 // largest gap between a pool's running share and its fair share once every
 // pod runs.
 //
-//	kube-bench [--scheduler kube-scheduler|fairsched|both] [--nodes 1000] [--pods 10000] [--pools 10] ...
+//	kube-bench [--scheduler kube-scheduler|fairsched|both] [--runs 3] [--nodes 1000] [--pods 10000] [--pools 10] ...
 package main
 
 import (
@@ -49,7 +49,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	// without Jobs no controller is needed: the pods are deleted with no
 	// grace period, so nothing waits on a finalizer
-	opts := kubetest.Options{Logf: log.Printf, Dir: cfg.dir, Bins: cfg.bins, NoControllerManager: cfg.jobShare == 0}
+	opts := kubetest.Options{Logf: log.Printf, Dir: cfg.dir, Bins: cfg.bins, NoControllerManager: cfg.jobShare == 0,
+		QPS: float32(cfg.qps), Burst: cfg.burst}
 	c, err := kubetest.Start(ctx, opts)
 	if err != nil {
 		return err
@@ -66,14 +67,17 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	report := Report{Config: cfg.describe(), Started: time.Now().UTC()}
-	for _, sched := range cfg.schedulers() {
-		res, err := runPhase(ctx, c, cfg, sched)
-		if err != nil {
-			return fmt.Errorf("%s: %w", sched, err)
+	for r := range cfg.runs {
+		for _, sched := range cfg.schedulers(r) {
+			res, err := runPhase(ctx, c, cfg, sched, r+1)
+			if err != nil {
+				return fmt.Errorf("%s, run %d: %w", sched, r+1, err)
+			}
+			report.Results = append(report.Results, res)
+			fmt.Fprintln(stdout, res.line())
 		}
-		report.Results = append(report.Results, res)
-		fmt.Fprintln(stdout, res.line())
 	}
+	report.Summary = summarize(report.Results)
 	fmt.Fprint(stdout, report.table())
 	if cfg.report != "" {
 		if err := os.MkdirAll(filepath.Dir(cfg.report), 0o755); err != nil {

@@ -26,6 +26,8 @@ func TestFlags(t *testing.T) {
 		{[]string{"--scheduler=kube-scheduler", "--job-share=1.5"}, "--job-share"},
 		{[]string{"--scheduler=kube-scheduler", "--pod-cpu=lots"}, "--pod-cpu"},
 		{[]string{"--scheduler=kube-scheduler", "extra"}, "unexpected argument"},
+		{[]string{"--scheduler=kube-scheduler", "--runs=0"}, "--runs"},
+		{[]string{"--scheduler=kube-scheduler", "--client-qps=0"}, "--client-qps"},
 	} {
 		_, err := parseFlags(tc.args)
 		switch {
@@ -53,6 +55,33 @@ func TestPercentile(t *testing.T) {
 	}
 }
 
+func TestSummary(t *testing.T) {
+	gap := func(g float64) *Gap { return &Gap{MaxRel: g} }
+	rs := []Result{
+		{Scheduler: "kube-scheduler", PodsPerSecond: 10, P99Ms: 300},
+		{Scheduler: "fairsched", PodsPerSecond: 30, P99Ms: 100, Gap: gap(0.01)},
+		{Scheduler: "fairsched", PodsPerSecond: 20, P99Ms: 900, Gap: gap(0.03)},
+		{Scheduler: "kube-scheduler", PodsPerSecond: 14, P99Ms: 100},
+		{Scheduler: "fairsched", PodsPerSecond: 25, P99Ms: 200, Gap: gap(0.02)},
+	}
+	got := summarize(rs)
+	if len(got) != 2 || got[0].Scheduler != "kube-scheduler" || got[1].Scheduler != "fairsched" {
+		t.Fatalf("summary = %+v", got)
+	}
+	k, f := got[0], got[1]
+	if k.Runs != 2 || k.PodsPerSecond != [3]float64{12, 10, 14} || k.P99Ms != [3]float64{200, 100, 300} || k.GapRel != nil {
+		t.Errorf("kube-scheduler = %+v, want the mean of the two middle values as the median", k)
+	}
+	if f.Runs != 3 || f.PodsPerSecond != [3]float64{25, 20, 30} || f.P99Ms != [3]float64{200, 100, 900} ||
+		f.GapRel == nil || *f.GapRel != [3]float64{0.02, 0.01, 0.03} {
+		t.Errorf("fairsched = %+v, gap %v", f, f.GapRel)
+	}
+	cfg := &config{scheduler: "both"}
+	if a, b := cfg.schedulers(0), cfg.schedulers(1); a[0] != "kube-scheduler" || b[0] != "fairsched" || len(a) != 2 {
+		t.Errorf("run orders %v, %v: want them alternated", a, b)
+	}
+}
+
 // TestSmallRun runs the benchmark at a small scale end to end: against
 // kube-scheduler always, and against fairsched when fairsched-kube's
 // command is in the module.
@@ -60,17 +89,18 @@ func TestSmallRun(t *testing.T) {
 	kubetest.Require(t)
 	dir := t.TempDir()
 	report := filepath.Join(dir, "report.json")
-	args := []string{"--nodes=4", "--pods=60", "--pools=3", "--job-parallelism=10", "--report=" + report, "--settle=5s"}
+	args := []string{"--nodes=4", "--pods=60", "--pools=3", "--job-parallelism=10", "--report=" + report, "--settle=5s",
+		"--runs=2"}
 	root, err := kubetest.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"kube-scheduler"}
+	want := []string{"kube-scheduler", "kube-scheduler"}
 	if _, err := os.Stat(filepath.Join(root, "kube", "cmd", "fairsched-kube")); err == nil {
 		build(t, root, filepath.Join(dir, "fairsched"), "./cmd/fairsched")
 		build(t, filepath.Join(root, "kube"), filepath.Join(dir, "fairsched-kube"), "./cmd/fairsched-kube")
 		args = append(args, "--scheduler=both", "--fairsched-bin="+filepath.Join(dir, "fairsched"), "--fairsched-kube-bin="+filepath.Join(dir, "fairsched-kube"))
-		want = append(want, "fairsched")
+		want = []string{"kube-scheduler", "fairsched", "fairsched", "kube-scheduler"} // alternated
 	} else {
 		t.Logf("no kube/cmd/fairsched-kube: the kube-scheduler side only")
 		args = append(args, "--scheduler=kube-scheduler")
@@ -90,6 +120,9 @@ func TestSmallRun(t *testing.T) {
 	}
 	if len(rep.Results) != len(want) {
 		t.Fatalf("%d results, want %d: %+v", len(rep.Results), len(want), rep.Results)
+	}
+	if len(rep.Summary) != len(want)/2 || rep.Summary[0].Runs != 2 {
+		t.Errorf("summary %+v, want each scheduler's 2 runs", rep.Summary)
 	}
 	for i, r := range rep.Results {
 		if r.Scheduler != want[i] || r.Pods != 60 || r.PodsPerSecond <= 0 || r.P50Ms > r.P99Ms || r.P99Ms > r.MaxMs || r.Nodes < 1 || r.Nodes > 4 {

@@ -91,10 +91,10 @@ type scheduler interface {
 	stop()
 }
 
-func runPhase(ctx context.Context, c *kubetest.Cluster, cfg *config, which string) (Result, error) {
+func runPhase(ctx context.Context, c *kubetest.Cluster, cfg *config, which string, run int) (Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
-	ns, err := c.Namespace(ctx, "bench-"+which)
+	ns, err := c.Namespace(ctx, fmt.Sprintf("bench-%s-%d", which, run))
 	if err != nil {
 		return Result{}, err
 	}
@@ -150,6 +150,7 @@ func runPhase(ctx context.Context, c *kubetest.Cluster, cfg *config, which strin
 	elapsed := last.Sub(start)
 	res := Result{
 		Scheduler:     which,
+		Run:           run,
 		Pods:          len(lat),
 		Nodes:         len(rec.nodes),
 		CreateSeconds: createdIn.Seconds(),

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -93,8 +94,9 @@ func startFairsched(ctx context.Context, c *kubetest.Cluster, cfg *config) (*fai
 		"--kubeconfig", c.AdapterKubeconfig,
 		"--scheduler-name", fairschedName,
 		"--leader-elect=false",
-		"--kube-api-qps=5000",
-		"--kube-api-burst=10000",
+		// the same client rate limits as kube-scheduler's clientConnection
+		"--kube-api-qps=" + strconv.FormatFloat(cfg.qps, 'f', -1, 64),
+		"--kube-api-burst=" + strconv.Itoa(cfg.burst),
 	}
 	args = append(args, cfg.adapterArgs...)
 	if f.adapter, err = c.Run("fairsched-kube", cfg.adapterBin, args, nil); err != nil {

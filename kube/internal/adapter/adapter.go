@@ -42,6 +42,10 @@ type Config struct {
 	// GangTimeout is how long a gang's grants are held before they are
 	// all refused.
 	GangTimeout time.Duration
+	// RoomTimeout is how long a start waits for room on its node (for the
+	// pods there that are being preempted or deleted to go) before it is
+	// refused.
+	RoomTimeout time.Duration
 	// StatusPeriod is how often Pool statuses are written; ExplainPeriod
 	// how often a pending pod's FailedScheduling event is renewed.
 	StatusPeriod, ExplainPeriod time.Duration
@@ -65,6 +69,9 @@ func (c *Config) defaults() {
 	}
 	if c.GangTimeout <= 0 {
 		c.GangTimeout = time.Minute
+	}
+	if c.RoomTimeout <= 0 {
+		c.RoomTimeout = 2 * time.Minute
 	}
 	if c.StatusPeriod <= 0 {
 		c.StatusPeriod = 5 * time.Second
@@ -107,8 +114,17 @@ type Adapter struct {
 	poolsDirty   bool
 
 	// jobMu guards the loop's state against a round's writes, which run
-	// beside each other.
-	jobMu sync.Mutex
+	// beside each other, and failedBinds.
+	jobMu       sync.Mutex
+	failedBinds []failedBind // binds that failed, for the next round to refuse
+	// bindSem bounds the binds in flight (Workers); binds counts them,
+	// for Run to wait for at its end.
+	bindSem chan struct{}
+	binds   sync.WaitGroup
+	// statusBusy is held while a batch of status writes runs (writeStatus);
+	// statusDone is what it wrote, read by the loop once it holds it.
+	statusBusy sync.Mutex
+	statusDone []statusWritten
 
 	// The rest belongs to the loop.
 	ops         map[string]*opState // by operation key
@@ -116,6 +132,7 @@ type Adapter struct {
 	inflight    map[string]bound                     // allocation id → a bind the informer has not shown yet
 	refused     map[string][]client.AllocationReport // by node, for the next heartbeat
 	held        map[string]*gang                     // by operation id
+	waiting     map[string]*waitingStart             // by allocation id: starts waiting for room on their node
 	preempting  map[string]*preemption               // by allocation id
 	endedSent   map[string]bool                      // allocation ids whose end a heartbeat carried
 	serverPools map[string]bool                      // the server's pools, as last listed
@@ -134,6 +151,7 @@ func New(cfg Config, kube kubernetes.Interface, dyn dynamic.Interface, api *clie
 	a := &Adapter{
 		cfg: cfg, kube: kube, dyn: dyn, api: api, log: cfg.Logger,
 		wake:         make(chan struct{}, 1),
+		bindSem:      make(chan struct{}, cfg.Workers),
 		deletedPools: map[string]bool{},
 		poolsDirty:   true,
 		ops:          map[string]*opState{},
@@ -141,6 +159,7 @@ func New(cfg Config, kube kubernetes.Interface, dyn dynamic.Interface, api *clie
 		inflight:     map[string]bound{},
 		refused:      map[string][]client.AllocationReport{},
 		held:         map[string]*gang{},
+		waiting:      map[string]*waitingStart{},
 		preempting:   map[string]*preemption{},
 		endedSent:    map[string]bool{},
 		serverPools:  map[string]bool{},
@@ -216,6 +235,7 @@ func (a *Adapter) Run(ctx context.Context) error {
 		return ctx.Err()
 	}
 	a.log.Info("fairsched-kube: caches synced; scheduling", "scheduler_name", a.cfg.SchedulerName)
+	defer a.binds.Wait()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	due := a.cfg.Now()
@@ -245,6 +265,7 @@ func (a *Adapter) Round(ctx context.Context) {
 		a.log.Error("fairsched-kube: cannot read the caches", "err", err)
 		return
 	}
+	a.takeBindFailures()
 	a.syncPools(ctx)
 	a.syncOperations(ctx, s)
 	a.heartbeat(ctx, s)

@@ -3,10 +3,12 @@ package adapter_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +19,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -317,6 +321,91 @@ func (e *env) pods() []corev1.Pod {
 	return l.Items
 }
 
+// podWatch follows the test namespace's pods as they change: the most cpu
+// the pods bound to each node and not finished requested at once (what a
+// kubelet admits against), and each pod as first seen being deleted.
+type podWatch struct {
+	t        *testing.T
+	mu       sync.Mutex
+	pods     map[string]*corev1.Pod
+	peak     map[string]float64
+	peakAt   map[string]string // node → the pods at its peak
+	deleting map[string]corev1.Pod
+}
+
+// watchPods starts a podWatch that runs until the test ends.
+func (e *env) watchPods() *podWatch {
+	w := &podWatch{t: e.t, pods: map[string]*corev1.Pod{}, peak: map[string]float64{}, peakAt: map[string]string{},
+		deleting: map[string]corev1.Pod{}}
+	ctx, stop := context.WithCancel(e.ctx)
+	e.t.Cleanup(stop)
+	// A watch from no resource version starts with every pod there is.
+	wi, err := e.c.Client.CoreV1().Pods(e.ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	go func() {
+		for ev := range wi.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			w.mu.Lock()
+			if ev.Type == watch.Deleted {
+				delete(w.pods, p.Name)
+			} else {
+				w.pods[p.Name] = p
+			}
+			if _, ok := w.deleting[p.Name]; !ok && p.DeletionTimestamp != nil {
+				w.deleting[p.Name] = *p.DeepCopy()
+			}
+			w.account()
+			w.mu.Unlock()
+		}
+	}()
+	return w
+}
+
+// account records each node's cpu in use now if it is its most.
+func (w *podWatch) account() {
+	cpu := map[string]float64{}
+	names := map[string][]string{}
+	for _, p := range w.pods {
+		if p.Spec.NodeName == "" || podspec.Terminal(p) {
+			continue
+		}
+		cpu[p.Spec.NodeName] += podspec.Resources(p).CPU
+		names[p.Spec.NodeName] = append(names[p.Spec.NodeName], p.Name)
+	}
+	for n, c := range cpu {
+		if c > w.peak[n] {
+			w.peak[n] = c
+			slices.Sort(names[n])
+			w.peakAt[n] = strings.Join(names[n], " ")
+		}
+	}
+}
+
+// evicted are the pods seen being deleted, as first seen so.
+func (w *podWatch) evicted() map[string]corev1.Pod {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.deleting)
+}
+
+// checkNoOvercommit fails the test if a node's pods ever requested more
+// than cpu cores at once.
+func (w *podWatch) checkNoOvercommit(cpu float64) {
+	w.t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for n, c := range w.peak {
+		if c > cpu+1e-9 {
+			w.t.Errorf("node %s held pods of %g cpu at once (%s), more than its %g", n, c, w.peakAt[n], cpu)
+		}
+	}
+}
+
 // checkNoDoubleBind fails the test when two pods carry one allocation.
 func (e *env) checkNoDoubleBind() {
 	seen := map[string]string{}
@@ -484,26 +573,9 @@ func TestE2EPreemptionByEviction(t *testing.T) {
 		}
 		return n == 4, nil
 	})
-	// Watch for the evictions as they happen.
-	seen := map[string]corev1.Pod{}
-	var mu sync.Mutex
-	watchCtx, stopWatch := context.WithCancel(e.ctx)
-	defer stopWatch()
-	w, err := e.c.Client.CoreV1().Pods(e.ns).Watch(watchCtx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		for ev := range w.ResultChan() {
-			if p, ok := ev.Object.(*corev1.Pod); ok && p.DeletionTimestamp != nil {
-				mu.Lock()
-				if _, ok := seen[p.Name]; !ok {
-					seen[p.Name] = *p.DeepCopy()
-				}
-				mu.Unlock()
-			}
-		}
-	}()
+	// Watch for the evictions as they happen, and for a node that
+	// holds more than it has.
+	w := e.watchPods()
 	e.job("prod", 2, 2, podTemplate("prod", "1", ""))
 	e.poll(time.Minute, "prod's two pods run and two of batch's are evicted", func(ctx context.Context) (bool, error) {
 		n := 0
@@ -512,14 +584,9 @@ func TestE2EPreemptionByEviction(t *testing.T) {
 				n++
 			}
 		}
-		mu.Lock()
-		evicted := len(seen)
-		mu.Unlock()
-		return n == 2 && evicted >= 2, nil
+		return n == 2 && len(w.evicted()) >= 2, nil
 	})
-	stopWatch()
-	mu.Lock()
-	defer mu.Unlock()
+	seen := w.evicted()
 	if len(seen) < 2 {
 		t.Fatalf("%d pods evicted, want at least 2", len(seen))
 	}
@@ -534,6 +601,9 @@ func TestE2EPreemptionByEviction(t *testing.T) {
 			t.Errorf("evicted pod %s: grace period %v, want 3 (allocation_preemption_timeout_s)", name, g)
 		}
 	}
+	// prod's pods waited for the victims to go: the node never held more
+	// than its 4 cores.
+	w.checkNoOvercommit(4)
 	e.checkNoDoubleBind()
 }
 
@@ -722,6 +792,295 @@ func TestE2EGang(t *testing.T) {
 			}
 		}
 		return true, nil
+	})
+	e.checkNoDoubleBind()
+}
+
+// TestE2EGracefulPreemption: a graceful operation (the annotation
+// fairsched.io/graceful-preemption with a timeout) that holds more than
+// its fair share once another pool wants its part sheds the rest itself:
+// its pods get the DisruptionTarget condition and are evicted with the
+// annotation's timeout as their grace period, run through that SIGTERM
+// window, and the other pool's pods are bound only once they are gone.
+func TestE2EGracefulPreemption(t *testing.T) {
+	e := newEnv(t, nil)
+	e.nodes("node", 1, kubetest.NodeSpec{Allocatable: kubetest.Resources("cpu", "4", "memory", "64Gi")})
+	e.runAdapter(adapter.Config{})
+	e.pool("svc", map[string]any{"weight": 1})
+	e.pool("batch", map[string]any{"weight": 1})
+	tpl := podTemplate("svc", "1", "")
+	tpl.Annotations[podspec.AnnotationGracefulPreemption] = "4s"
+	e.job("svc", 4, 4, tpl)
+	e.poll(time.Minute, "svc fills the node", func(ctx context.Context) (bool, error) {
+		n := 0
+		for _, p := range e.pods() {
+			if p.Status.Phase == corev1.PodRunning {
+				n++
+			}
+		}
+		return n == 4, nil
+	})
+	w := e.watchPods()
+	e.job("batch", 2, 2, podTemplate("batch", "1", ""))
+	// While a victim runs through its window, batch is not bound.
+	sawWindow := false
+	e.poll(time.Minute, "batch's two pods run, two of svc's evicted", func(ctx context.Context) (bool, error) {
+		running := 0
+		for _, p := range e.pods() {
+			switch {
+			case p.Labels[podspec.LabelPool] == "svc" && p.DeletionTimestamp != nil && p.Status.Phase == corev1.PodRunning:
+				sawWindow = true
+			case p.Labels[podspec.LabelPool] == "batch" && p.Status.Phase == corev1.PodRunning:
+				running++
+			}
+		}
+		return running == 2 && len(w.evicted()) >= 2, nil
+	})
+	evicted := w.evicted()
+	if len(evicted) != 2 {
+		t.Errorf("%d pods evicted, want 2 (svc's share beyond its fair share)", len(evicted))
+	}
+	for name, p := range evicted {
+		if p.Labels[podspec.LabelPool] != "svc" {
+			t.Errorf("pod %s of pool %s was evicted", name, p.Labels[podspec.LabelPool])
+		}
+		if c := kubetest.PodCondition(&p, corev1.DisruptionTarget); c == nil || c.Status != corev1.ConditionTrue {
+			t.Errorf("evicted pod %s: DisruptionTarget %+v, want True", name, c)
+		}
+		// The server's reason is in the Preempted event (the Eviction API
+		// writes its own into the condition).
+		e.poll(30*time.Second, "pod "+name+"'s Preempted event", func(ctx context.Context) (bool, error) {
+			evs, err := e.c.Client.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{
+				FieldSelector: "involvedObject.name=" + name + ",reason=Preempted"})
+			if err != nil {
+				return false, kubetest.Retry(err)
+			}
+			return len(evs.Items) > 0 && strings.Contains(evs.Items[0].Message, "graceful preemption"), nil
+		})
+		if g := p.DeletionGracePeriodSeconds; g == nil || *g != 4 {
+			t.Errorf("evicted pod %s: grace period %v, want 4 (the annotation's timeout)", name, g)
+		}
+	}
+	if !sawWindow {
+		t.Errorf("no evicted pod was seen running through its grace period")
+	}
+	w.checkNoOvercommit(4)
+	e.checkNoDoubleBind()
+}
+
+// jobUID is the uid of the test namespace's Job name.
+func (e *env) jobUID(name string) types.UID {
+	j, err := e.c.Client.BatchV1().Jobs(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return j.UID
+}
+
+// TestE2ECordon: a node cordoned while fairsched's pods run on it keeps
+// them running (the server lists their allocations) and gets no new pod,
+// though it has room; the new pods go to a node that joins later.
+func TestE2ECordon(t *testing.T) {
+	e := newEnv(t, nil)
+	e.nodes("a", 1, kubetest.NodeSpec{Allocatable: kubetest.Resources("cpu", "4", "memory", "64Gi")})
+	e.runAdapter(adapter.Config{})
+	e.pool("p", nil)
+	for i := range 2 {
+		e.pod(fmt.Sprintf("old-%d", i), podTemplate("p", "1", ""))
+	}
+	e.poll(time.Minute, "the old pods run on a-0", func(ctx context.Context) (bool, error) {
+		for _, p := range e.pods() {
+			if p.Status.Phase != corev1.PodRunning {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if _, err := e.c.Client.CoreV1().Nodes().Patch(e.ctx, "a-0", types.MergePatchType,
+		[]byte(`{"spec":{"unschedulable":true}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.poll(30*time.Second, "a-0 cordoned on the server", func(ctx context.Context) (bool, error) {
+		n, err := e.api.Node(ctx, "a-0")
+		return err == nil && !n.Schedulable, nil
+	})
+	var news []*corev1.Pod
+	for i := range 2 {
+		news = append(news, e.pod(fmt.Sprintf("new-%d", i), podTemplate("p", "1", "")))
+	}
+	// The new pods' operations are pending on the server; a-0 has room for
+	// them. Five more seconds of heartbeats (some 25 rounds) must not bind
+	// them there.
+	var since float64
+	e.poll(30*time.Second, "the new pods' operations pending", func(ctx context.Context) (bool, error) {
+		for _, p := range news {
+			op, err := e.api.Operation(ctx, "k8s-"+string(p.UID))
+			if err != nil || op.PendingJobCount != 1 {
+				return false, nil
+			}
+		}
+		n, err := e.api.Node(ctx, "a-0")
+		since = n.LastHeartbeatS
+		return err == nil, nil
+	})
+	e.poll(30*time.Second, "five seconds of heartbeats", func(ctx context.Context) (bool, error) {
+		n, err := e.api.Node(ctx, "a-0")
+		return err == nil && n.LastHeartbeatS >= since+5, nil
+	})
+	for _, p := range e.pods() {
+		switch {
+		case strings.HasPrefix(p.Name, "new-") && p.Spec.NodeName != "":
+			t.Errorf("pod %s was bound to the cordoned node %s", p.Name, p.Spec.NodeName)
+		case strings.HasPrefix(p.Name, "old-") && (p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil):
+			t.Errorf("pod %s on the cordoned node stopped: %s, deleting %v", p.Name, p.Status.Phase,
+				p.DeletionTimestamp != nil)
+		}
+	}
+	if n, err := e.api.Node(e.ctx, "a-0"); err != nil || n.AllocationCount != 2 {
+		t.Errorf("the cordoned node on the server: %+v, %v; want its 2 allocations listed", n, err)
+	}
+	e.nodes("b", 1, kubetest.NodeSpec{Allocatable: kubetest.Resources("cpu", "4", "memory", "64Gi")})
+	e.poll(time.Minute, "the new pods run on b-0", func(ctx context.Context) (bool, error) {
+		for _, p := range e.pods() {
+			if strings.HasPrefix(p.Name, "new-") && (p.Status.Phase != corev1.PodRunning || p.Spec.NodeName != "b-0") {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	e.checkNoDoubleBind()
+}
+
+// TestE2EJobChurn: a Job's demand follows its pods over its life. One
+// whose pods fail is retried by its controller up to its backoffLimit,
+// each new pod bound once, and when it has failed nothing of it is left
+// on the server; one whose parallelism is raised while it runs gets the
+// new pods into its operation's job count and runs them at once.
+func TestE2EJobChurn(t *testing.T) {
+	e := newEnv(t, nil)
+	e.nodes("node", 2, kubetest.NodeSpec{Allocatable: kubetest.Resources("cpu", "4", "memory", "64Gi")})
+	e.runAdapter(adapter.Config{})
+	e.pool("p", nil)
+
+	// Failing pods, retried: backoffLimit 1 fails the Job at its second
+	// failure.
+	failing := podTemplate("p", "1", "")
+	failing.Annotations["kwok.fairsched.io/fail-after"] = "300ms"
+	one := int32(1)
+	jf := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "failing", Namespace: e.ns},
+		Spec: batchv1.JobSpec{Parallelism: &one, Completions: &one, BackoffLimit: &one, Template: failing}}
+	if _, err := e.c.Client.BatchV1().Jobs(e.ns).Create(e.ctx, jf, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Raised parallelism: 2 pods, then 6, of 8 that run 10 s each.
+	e.job("wide", 2, 8, podTemplate("p", "1", "10s"))
+	wideKey := "k8s-" + string(e.jobUID("wide"))
+	runningOf := func(job string) int {
+		n := 0
+		for _, p := range e.pods() {
+			if p.Labels["job-name"] == job && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				n++
+			}
+		}
+		return n
+	}
+	e.poll(time.Minute, "wide runs 2 pods", func(ctx context.Context) (bool, error) { return runningOf("wide") == 2, nil })
+	if _, err := e.c.Client.BatchV1().Jobs(e.ns).Patch(e.ctx, "wide", types.MergePatchType,
+		[]byte(`{"spec":{"parallelism":6}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.poll(time.Minute, "wide's operation wants 6 and runs 6 pods", func(ctx context.Context) (bool, error) {
+		o, err := e.api.OperationOrchid(ctx, wideKey)
+		if err != nil {
+			return false, nil
+		}
+		var jobs int64
+		for _, task := range o.Tasks {
+			jobs += task.JobCount
+		}
+		return jobs == 6 && runningOf("wide") == 6, nil
+	})
+
+	e.poll(2*time.Minute, "the failing Job failed", func(ctx context.Context) (bool, error) {
+		j, err := e.c.Client.BatchV1().Jobs(e.ns).Get(ctx, "failing", metav1.GetOptions{})
+		if err != nil {
+			return false, kubetest.Retry(err)
+		}
+		for _, c := range j.Status.Conditions {
+			if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	failedKey := "k8s-" + string(e.jobUID("failing"))
+	var failedPods int
+	for _, p := range e.pods() {
+		if p.Labels["job-name"] != "failing" {
+			continue
+		}
+		failedPods++
+		if p.Status.Phase != corev1.PodFailed || p.Annotations[podspec.AnnotationAllocationID] == "" {
+			t.Errorf("pod %s of the failing Job: %s, allocation %q; want Failed after being bound", p.Name,
+				p.Status.Phase, p.Annotations[podspec.AnnotationAllocationID])
+		}
+	}
+	if failedPods != 2 {
+		t.Errorf("the failing Job made %d pods, want 2 (the first and its retry)", failedPods)
+	}
+	// Nothing of the failed Job is left running or pending on the server.
+	e.poll(30*time.Second, "the failing Job's operations finished", func(ctx context.Context) (bool, error) {
+		for o, err := range e.api.Operations(ctx, client.OperationFilter{}) {
+			if err != nil {
+				return false, nil
+			}
+			if podspec.Epoch(failedKey, o.ID) > 0 && o.State != "completed" && o.State != "aborted" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	// wide completes; its operation is completed and the pool is idle.
+	e.poll(2*time.Minute, "wide completes", func(ctx context.Context) (bool, error) {
+		j, err := e.c.Client.BatchV1().Jobs(e.ns).Get(ctx, "wide", metav1.GetOptions{})
+		if err != nil {
+			return false, kubetest.Retry(err)
+		}
+		return j.Status.Succeeded == 8, nil
+	})
+	// Between two waves (the controller makes the next pods after it sees
+	// the last ones succeed) the operation may have had no live pod and
+	// been completed, its successor <key>.2 taking the rest: together
+	// they completed the Job's 8 pods, and none is left running.
+	e.poll(30*time.Second, "wide's operations completed, 8 jobs in all", func(ctx context.Context) (bool, error) {
+		var done int64
+		for o, err := range e.api.Operations(ctx, client.OperationFilter{}) {
+			if err != nil {
+				return false, nil
+			}
+			if podspec.Epoch(wideKey, o.ID) == 0 {
+				continue
+			}
+			if o.State != "completed" {
+				return false, nil
+			}
+			done += o.CompletedJobCount
+		}
+		return done == 8, nil
+	})
+	e.poll(time.Minute, "the pool idle: nothing running or pending", func(ctx context.Context) (bool, error) {
+		pl, err := e.api.PoolOrchids(ctx)
+		if err != nil {
+			return false, nil
+		}
+		for _, p := range pl {
+			if p.Name == "p" {
+				return p.UsageShare.CPU == 0 && p.DemandShare.CPU == 0 && p.RunningOperationCount == 0 &&
+					p.PendingOperationCount == 0, nil
+			}
+		}
+		return false, nil
 	})
 	e.checkNoDoubleBind()
 }

@@ -3,6 +3,8 @@ package adapter
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,6 +39,17 @@ type gang struct {
 type grant struct {
 	node  string
 	start client.AllocationStart
+}
+
+// waitingStart is a start whose node has no room for its pod yet: the
+// server counts a preempted allocation's resources as free from the
+// answer that preempts it, while its pod may run on through its grace
+// period. The start is reported running, and its pod bound once the node
+// has room (or the start refused after RoomTimeout), so that the node is
+// never overcommitted.
+type waitingStart struct {
+	grant
+	since time.Time
 }
 
 // preemption is a pod to evict.
@@ -93,6 +106,9 @@ func (a *Adapter) heartbeats(s *snapshot) []client.NodeHeartbeat {
 		for _, gr := range g.grants {
 			extra[gr.node] = append(extra[gr.node], report(originOf(gr.node, gr.start), client.AllocationRunning))
 		}
+	}
+	for _, w := range a.waiting {
+		extra[w.node] = append(extra[w.node], report(originOf(w.node, w.start), client.AllocationRunning))
 	}
 	out := make([]client.NodeHeartbeat, 0, len(s.nodes))
 	for _, node := range s.nodes {
@@ -211,8 +227,28 @@ func (a *Adapter) act(ctx context.Context, s *snapshot, answers []client.NodeHea
 				pr.ID, pr.Reason)
 		}
 	}
-	jobs = append(jobs, a.starts(s, answers)...)
 	a.run(ctx, jobs)
+	// The binds run on while the next rounds go: a round that waited for
+	// its binds (hundreds of API calls on a busy API server) held back
+	// the next heartbeat and every start it would bring.
+	for _, j := range a.starts(s, answers) {
+		a.goBind(ctx, j)
+	}
+}
+
+// goBind runs a bind beside the loop, Workers at a time.
+func (a *Adapter) goBind(ctx context.Context, j job) {
+	a.binds.Add(1)
+	go func() {
+		defer a.binds.Done()
+		select {
+		case a.bindSem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		defer func() { <-a.bindSem }()
+		j(ctx)
+	}()
 }
 
 // podOf is the pod of an allocation, bound or being bound.
@@ -226,8 +262,13 @@ func (a *Adapter) podOf(s *snapshot, id string) *corev1.Pod {
 	return nil
 }
 
-// dropGrant forgets a held grant of a gang, reporting whether id was one.
+// dropGrant forgets a held grant of a gang or a start waiting for room,
+// reporting whether id was one.
 func (a *Adapter) dropGrant(id string) bool {
+	if _, ok := a.waiting[id]; ok {
+		delete(a.waiting, id)
+		return true
+	}
 	for op, g := range a.held {
 		for i, gr := range g.grants {
 			if gr.start.ID == id {
@@ -244,14 +285,21 @@ func (a *Adapter) dropGrant(id string) bool {
 
 // starts matches each allocation to start with the oldest pending pod of
 // its operation and task that fits its node, and answers the binds to
-// make; a start that no pod takes is refused at the next heartbeat.
+// make; a start that no pod takes is refused at the next heartbeat. A
+// start whose node has no room yet waits (waitingStart), the starts that
+// waited before first.
 func (a *Adapter) starts(s *snapshot, answers []client.NodeHeartbeatResult) []job {
 	nodes := map[string]*corev1.Node{}
 	for _, n := range s.nodes {
 		nodes[n.Name] = n
 	}
-	var todo []grant
 	now := a.cfg.Now()
+	todo := slices.SortedFunc(maps.Values(a.waiting), func(x, y *waitingStart) int {
+		if c := x.since.Compare(y.since); c != 0 {
+			return c
+		}
+		return compare(x.start.ID, y.start.ID)
+	})
 	for _, r := range answers {
 		for _, st := range r.AllocationsToStart {
 			op := a.opByID[st.OperationID]
@@ -264,37 +312,63 @@ func (a *Adapter) starts(s *snapshot, answers []client.NodeHeartbeatResult) []jo
 				g.grants = append(g.grants, grant{node: r.NodeID, start: st})
 				continue
 			}
-			todo = append(todo, grant{node: r.NodeID, start: st})
+			todo = append(todo, &waitingStart{grant: grant{node: r.NodeID, start: st}, since: now})
 		}
 	}
 	for id, g := range a.held {
 		if op := a.opByID[id]; op != nil && int64(len(g.grants)+a.running(s, op)) >= op.total() {
-			todo = append(todo, g.grants...)
+			for _, gr := range g.grants {
+				todo = append(todo, &waitingStart{grant: gr, since: now})
+			}
 			delete(a.held, id)
 		}
 	}
 	claimed := map[types.UID]bool{}
+	// added are the pods on each node the informer does not show there
+	// yet: binds in flight and those of this round.
+	added := map[string][]*corev1.Pod{}
 	for _, b := range a.inflight {
 		claimed[types.UID(b.uid)] = true
+		if p := s.byUID[b.uid]; p != nil && p.Spec.NodeName == "" {
+			added[b.node] = append(added[b.node], p)
+		}
 	}
-	added := map[string][]*corev1.Pod{}
 	var jobs []job
-	for _, gr := range todo {
-		st := gr.start
-		pod, why := a.pick(s, nodes[gr.node], st, claimed, added[gr.node])
+	for _, w := range todo {
+		st := w.start
+		node := nodes[w.node]
+		pod, why := a.pick(s, node, st, claimed, added[w.node])
 		if pod == nil {
-			a.refuse(gr.node, st.ID, why)
+			delete(a.waiting, st.ID)
+			a.refuse(w.node, st.ID, why)
 			a.log.Info("fairsched-kube: refusing a start", "allocation", st.ID, "operation", st.OperationID,
-				"node", gr.node, "reason", why)
+				"node", w.node, "reason", why)
 			continue
 		}
+		if full := room(pod, node, append(s.onNode[w.node][:len(s.onNode[w.node]):len(s.onNode[w.node])],
+			added[w.node]...)); full != "" {
+			switch waited := now.Sub(w.since); {
+			case waited >= a.cfg.RoomTimeout:
+				delete(a.waiting, st.ID)
+				why := fmt.Sprintf("pod %s/%s waited %s for room: %s", pod.Namespace, pod.Name, a.cfg.RoomTimeout, full)
+				a.refuse(w.node, st.ID, why)
+				a.log.Info("fairsched-kube: refusing a start", "allocation", st.ID, "operation", st.OperationID,
+					"node", w.node, "reason", why)
+			case a.waiting[st.ID] == nil:
+				a.waiting[st.ID] = w
+				a.log.Info("fairsched-kube: a start waits for room on its node", "allocation", st.ID,
+					"operation", st.OperationID, "node", w.node, "reason", full)
+			}
+			continue
+		}
+		delete(a.waiting, st.ID)
 		claimed[pod.UID] = true
-		added[gr.node] = append(added[gr.node], pod)
-		origin := originOf(gr.node, st)
-		node := gr.node
-		a.inflight[st.ID] = bound{uid: string(pod.UID), namespace: pod.Namespace, name: pod.Name, node: node,
+		added[w.node] = append(added[w.node], pod)
+		origin := originOf(w.node, st)
+		name := w.node
+		a.inflight[st.ID] = bound{uid: string(pod.UID), namespace: pod.Namespace, name: pod.Name, node: name,
 			origin: origin}
-		jobs = append(jobs, func(ctx context.Context) { a.bind(ctx, pod, node, origin) })
+		jobs = append(jobs, func(ctx context.Context) { a.bind(ctx, pod, name, origin) })
 	}
 	return jobs
 }
@@ -375,12 +449,28 @@ func (a *Adapter) bind(ctx context.Context, pod *corev1.Pod, node string, o pods
 		pod.Namespace, pod.Name, node, o.AllocationID, o.OperationID)
 }
 
+// bindFailed files a bind that failed, for the loop to refuse at its next
+// round (takeBindFailures).
 func (a *Adapter) bindFailed(node, id, reason string) {
 	a.jobMu.Lock()
 	defer a.jobMu.Unlock()
-	delete(a.inflight, id)
-	a.refuse(node, id, reason)
+	a.failedBinds = append(a.failedBinds, failedBind{node: node, id: id, reason: reason})
 	a.log.Warn("fairsched-kube: refusing a start", "allocation", id, "node", node, "reason", reason)
+}
+
+type failedBind struct{ node, id, reason string }
+
+// takeBindFailures refuses the starts whose binds failed since the last
+// round: their allocations are no longer in flight.
+func (a *Adapter) takeBindFailures() {
+	a.jobMu.Lock()
+	failed := a.failedBinds
+	a.failedBinds = nil
+	a.jobMu.Unlock()
+	for _, f := range failed {
+		delete(a.inflight, f.id)
+		a.refuse(f.node, f.id, f.reason)
+	}
 }
 
 // retryPreemptions marks each pod to preempt with the DisruptionTarget

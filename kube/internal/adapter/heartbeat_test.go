@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ func loopAdapter(now time.Time) *Adapter {
 	cfg.defaults()
 	return &Adapter{cfg: cfg, log: slog.Default(),
 		ops: map[string]*opState{}, opByID: map[string]*opState{}, inflight: map[string]bound{},
-		refused: map[string][]client.AllocationReport{}, held: map[string]*gang{},
+		refused: map[string][]client.AllocationReport{}, held: map[string]*gang{}, waiting: map[string]*waitingStart{},
 		preempting: map[string]*preemption{}, endedSent: map[string]bool{}}
 }
 
@@ -206,4 +207,128 @@ func mapsEqual(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// TestStartWaitsForRoom: a start on a node whose pods being preempted
+// still hold what it needs waits, reported running, and binds once they
+// are gone; one that waits past RoomTimeout is refused; one that fits
+// beside them binds at once.
+func TestStartWaitsForRoom(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	node := testNode("n1", rl("cpu", "4", "memory", "8Gi", "pods", "10"), nil)
+	victim := boundPod("victim", "other", 0, corev1.PodRunning, rl("cpu", "3"))
+	gone := metav1.NewTime(t0)
+	victim.pod.DeletionTimestamp = &gone
+	pending := func(name, cpu string) *corev1.Pod {
+		p := testPod(name, rl("cpu", cpu))
+		p.Labels = map[string]string{podspec.LabelOperation: "job"}
+		return p
+	}
+	start := func(id string) []client.NodeHeartbeatResult {
+		return []client.NodeHeartbeatResult{{NodeID: "n1", HeartbeatResponse: client.HeartbeatResponse{
+			AllocationsToStart: []client.AllocationStart{{ID: id, OperationID: "k8s-ns.job", TaskIndex: 0}}}}}
+	}
+	type round struct {
+		at          time.Duration
+		victimThere bool
+		answers     []client.NodeHeartbeatResult
+		wantBound   string // the allocation bound this round ("": none)
+		wantWaiting int
+		wantRefused string // a reason's part ("": none refused)
+	}
+	for _, tc := range []struct {
+		name   string
+		cpu    string // the pending pod's
+		rounds []round
+	}{
+		{name: "waits until the victim is gone", cpu: "2", rounds: []round{
+			{at: 0, victimThere: true, answers: start("s1"), wantWaiting: 1},
+			{at: 5 * time.Second, victimThere: true, wantWaiting: 1},
+			{at: 6 * time.Second, wantBound: "s1"},
+		}},
+		{name: "refused after the room timeout", cpu: "2", rounds: []round{
+			{at: 0, victimThere: true, answers: start("s1"), wantWaiting: 1},
+			{at: 2 * time.Minute, victimThere: true, wantRefused: "waited 2m0s for room: node n1 has 1 cpu free"},
+		}},
+		{name: "fits beside the victim: bound at once", cpu: "1", rounds: []round{
+			{at: 0, victimThere: true, answers: start("s1"), wantBound: "s1"},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := loopAdapter(t0)
+			p := pending("new", tc.cpu)
+			op := &opState{key: "k8s-ns.job", id: "k8s-ns.job", started: true}
+			for _, r := range tc.rounds {
+				a.cfg.Now = func() time.Time { return t0.Add(r.at) }
+				pods := []*corev1.Pod{p}
+				if r.victimThere {
+					pods = append(pods, victim.pod)
+				}
+				s := buildSnapshot("fairsched", pods, []*corev1.Node{node}, nil, slog.Default())
+				if op.sent == nil {
+					op.sent, _, _ = op.demand(s.byKey[op.key])
+					a.ops[op.key], a.opByID[op.id] = op, op
+				}
+				clear(a.refused)
+				hbs := a.heartbeats(s)
+				jobs := a.starts(s, r.answers)
+				var bound []string
+				for id := range a.inflight {
+					bound = append(bound, id)
+				}
+				clear(a.inflight)
+				var refused []string
+				for _, rs := range a.refused {
+					for _, x := range rs {
+						refused = append(refused, x.Reason)
+					}
+				}
+				wantBound := []string{}
+				if r.wantBound != "" {
+					wantBound = []string{r.wantBound}
+				}
+				if len(jobs) != len(wantBound) || !slices.Equal(append([]string{}, bound...), wantBound) ||
+					len(a.waiting) != r.wantWaiting ||
+					(r.wantRefused == "") != (len(refused) == 0) ||
+					(r.wantRefused != "" && !strings.Contains(strings.Join(refused, ";"), r.wantRefused)) {
+					t.Fatalf("at %s: bound %v (%d binds), waiting %d, refused %q; want %v, %d, %q", r.at, bound,
+						len(jobs), len(a.waiting), refused, wantBound, r.wantWaiting, r.wantRefused)
+				}
+				// A waiting start is reported running on its node from
+				// the heartbeat after it came.
+				if r.answers == nil && r.wantWaiting > 0 && !strings.Contains(states(hbs[0]), "s1:running") {
+					t.Errorf("at %s: the waiting start is not reported running: %q", r.at, states(hbs[0]))
+				}
+			}
+		})
+	}
+
+	// The server's abort or preemption of a waiting start drops it.
+	a := loopAdapter(t0)
+	a.waiting["s1"] = &waitingStart{grant: grant{node: "n1", start: client.AllocationStart{ID: "s1"}}, since: t0}
+	if !a.dropGrant("s1") || len(a.waiting) != 0 {
+		t.Errorf("dropGrant of a waiting start: waiting %d, want 0", len(a.waiting))
+	}
+}
+
+// TestBindFailureRefusedNextRound: a bind that fails beside the loop is
+// refused at the next round, its allocation no longer in flight.
+func TestBindFailureRefusedNextRound(t *testing.T) {
+	a := loopAdapter(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	a.inflight["s1"] = bound{uid: "u1", node: "n1", origin: podspec.Origin{AllocationID: "s1"}}
+	a.inflight["s2"] = bound{uid: "u2", node: "n1", origin: podspec.Origin{AllocationID: "s2"}}
+	var wg sync.WaitGroup
+	wg.Go(func() { a.bindFailed("n1", "s1", "cannot bind pod ns/p1 to node n1: conflict") })
+	wg.Wait()
+	if len(a.refused) != 0 || len(a.inflight) != 2 {
+		t.Fatalf("a failed bind changed the loop's state before the round: refused %v, in flight %d", a.refused, len(a.inflight))
+	}
+	a.takeBindFailures()
+	if _, ok := a.inflight["s1"]; ok || len(a.inflight) != 1 {
+		t.Errorf("the failed bind is still in flight: %v", a.inflight)
+	}
+	if rs := a.refused["n1"]; len(rs) != 1 || rs[0].ID != "s1" || rs[0].State != client.AllocationRefused ||
+		!strings.Contains(rs[0].Reason, "conflict") {
+		t.Errorf("refused on n1 = %+v, want s1 with the bind's error", rs)
+	}
 }

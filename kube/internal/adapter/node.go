@@ -127,6 +127,31 @@ func fits(pod *corev1.Pod, node *corev1.Node, onNode []*corev1.Pod) string {
 	return ""
 }
 
+// room says why node has no room yet for pod's cpu, memory, gpu or pod
+// slot beside the pods on it that have not finished (those being deleted
+// among them: they hold their resources until they end), or "" when it
+// has.
+func room(pod *corev1.Pod, node *corev1.Node, onNode []*corev1.Pod) string {
+	want := podspec.Resources(pod)
+	free := nodeLimits(node, onNode)
+	// A resource the node does not list is not checked: the server,
+	// told 0 of it, does not start what asks for it.
+	has := func(n corev1.ResourceName) bool { _, ok := node.Status.Allocatable[n]; return ok }
+	const eps = 1e-9
+	switch {
+	case has(corev1.ResourceCPU) && want.CPU > free.CPU+eps:
+		return fmt.Sprintf("node %s has %g cpu free and the pod requests %g", node.Name, free.CPU, want.CPU)
+	case has(corev1.ResourceMemory) && want.Memory > free.Memory:
+		return fmt.Sprintf("node %s has %d bytes of memory free and the pod requests %d", node.Name, free.Memory,
+			want.Memory)
+	case has("nvidia.com/gpu") && want.GPU > free.GPU:
+		return fmt.Sprintf("node %s has %d gpu free and the pod requests %d", node.Name, free.GPU, want.GPU)
+	case has(corev1.ResourcePods) && want.UserSlots > free.UserSlots:
+		return fmt.Sprintf("node %s runs its most pods (%d)", node.Name, len(onNode))
+	}
+	return ""
+}
+
 // counted reports whether fairsched accounts resource name itself.
 func counted(name corev1.ResourceName) bool {
 	switch name {

@@ -138,6 +138,7 @@ func opSpec(op *opState, pool string, attrs podspec.Attributes, counts []int64) 
 // pods, so that each task's job count is the number of its live pods.
 func (a *Adapter) syncOperations(ctx context.Context, s *snapshot) {
 	now := a.cfg.Now()
+	var jobs []job
 	for _, key := range s.keys {
 		kp := s.byKey[key]
 		op := a.ops[key]
@@ -150,23 +151,39 @@ func (a *Adapter) syncOperations(ctx context.Context, s *snapshot) {
 			op.setEpoch(epoch)
 			a.ops[key] = op
 		}
-		a.syncOperation(ctx, s, op, kp, now)
+		// Each operation's requests to the server are its own: they run
+		// beside the others', Workers at a time (a thousand bare pods
+		// are a thousand operations to start).
+		jobs = append(jobs, func(ctx context.Context) { a.syncOperation(ctx, s, op, kp, now) })
 	}
 	for key, op := range a.ops {
 		if _, ok := s.byKey[key]; ok {
 			continue
 		}
 		if op.started && !op.finished {
-			a.finish(ctx, op, false)
+			jobs = append(jobs, func(ctx context.Context) { a.finish(ctx, op, false) })
 		}
 		delete(a.opByID, op.id)
 		delete(a.ops, key)
+	}
+	a.run(ctx, jobs)
+}
+
+// setOpID files op under its id (or, with ok false, takes id out): the
+// operations of a round sync beside each other.
+func (a *Adapter) setOpID(id string, op *opState, ok bool) {
+	a.jobMu.Lock()
+	defer a.jobMu.Unlock()
+	if ok {
+		a.opByID[id] = op
+	} else {
+		delete(a.opByID, id)
 	}
 }
 
 func (a *Adapter) syncOperation(ctx context.Context, s *snapshot, op *opState, kp *keyPods, now time.Time) {
 	if op.finished && len(kp.pending) > 0 {
-		delete(a.opByID, op.id)
+		a.setOpID(op.id, nil, false)
 		op.setEpoch(op.epoch + 1)
 	}
 	// The oldest pod of the operation sets its pool and attributes.
@@ -207,7 +224,7 @@ func (a *Adapter) syncOperation(ctx context.Context, s *snapshot, op *opState, k
 			continue
 		case err == nil:
 			op.started, op.sent, op.missingPool = true, counts, ""
-			a.opByID[op.id] = op
+			a.setOpID(op.id, op, true)
 			a.log.Info("fairsched-kube: started operation", "operation", op.id, "pool", pool, "jobs", op.total())
 		case client.ErrorCode(err) == "duplicate_id":
 			if !a.adopt(ctx, op) {
@@ -274,7 +291,7 @@ func (a *Adapter) adopt(ctx context.Context, op *opState) bool {
 		op.sent = append(op.sent, t.JobCount)
 	}
 	op.started = true
-	a.opByID[op.id] = op
+	a.setOpID(op.id, op, true)
 	a.log.Info("fairsched-kube: adopted operation", "operation", op.id, "tasks", len(op.tasks))
 	return true
 }
@@ -302,7 +319,7 @@ func (a *Adapter) resize(ctx context.Context, op *opState, counts []int64) {
 		op.finished = true
 	case client.ErrorCode(err) == "unknown_operation":
 		op.started = false
-		delete(a.opByID, op.id)
+		a.setOpID(op.id, nil, false)
 	default:
 		a.log.Warn("fairsched-kube: cannot change the job counts", "operation", op.id, "err", err)
 	}

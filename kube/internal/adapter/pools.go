@@ -3,7 +3,9 @@ package adapter
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -115,12 +117,27 @@ func (a *Adapter) forgetDeleted(n string) {
 
 // writeStatus writes each Pool's live fair-share state into its status,
 // and renews the FailedScheduling events of pending operations, every
-// StatusPeriod.
+// StatusPeriod. The writes run beside the loop (on a busy API server,
+// they held a round, and every start it would bring, for seconds); a
+// round skips the writing while the last one still runs.
 func (a *Adapter) writeStatus(ctx context.Context, s *snapshot) {
 	now := a.cfg.Now()
 	if now.Before(a.nextStatus) {
 		return
 	}
+	if !a.statusBusy.TryLock() {
+		return
+	}
+	unlock := true
+	defer func() {
+		if unlock {
+			a.statusBusy.Unlock()
+		}
+	}()
+	for _, w := range a.statusDone {
+		a.lastStatus[w.name] = w.st
+	}
+	a.statusDone = nil
 	a.nextStatus = now.Add(a.cfg.StatusPeriod)
 	orchids, err := a.api.PoolOrchids(ctx)
 	if err != nil {
@@ -131,6 +148,8 @@ func (a *Adapter) writeStatus(ctx context.Context, s *snapshot) {
 	for _, o := range orchids {
 		a.orchids[o.Name] = o
 	}
+	var jobs []job
+	var mu sync.Mutex
 	for _, obj := range a.poolStore.List() {
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok {
@@ -145,16 +164,37 @@ func (a *Adapter) writeStatus(ctx context.Context, s *snapshot) {
 		if last, ok := a.lastStatus[name]; ok && last == st {
 			continue
 		}
-		b, _ := json.Marshal(map[string]any{"status": st})
-		_, err := a.dyn.Resource(poolcrd.Resource).Patch(ctx, name, types.MergePatchType, b, metav1.PatchOptions{},
-			"status")
-		if err != nil {
-			a.log.Warn("fairsched-kube: cannot write a pool's status", "pool", name, "err", err)
-			continue
-		}
-		a.lastStatus[name] = st
+		jobs = append(jobs, func(ctx context.Context) {
+			b, _ := json.Marshal(map[string]any{"status": st})
+			_, err := a.dyn.Resource(poolcrd.Resource).Patch(ctx, name, types.MergePatchType, b, metav1.PatchOptions{},
+				"status")
+			if err != nil {
+				a.log.Warn("fairsched-kube: cannot write a pool's status", "pool", name, "err", err)
+				return
+			}
+			mu.Lock()
+			a.statusDone = append(a.statusDone, statusWritten{name: name, st: st})
+			mu.Unlock()
+		})
 	}
-	a.explainPending(ctx, s, now)
+	jobs = append(jobs, a.explainPending(s, now, maps.Clone(a.orchids))...)
+	if len(jobs) == 0 {
+		return
+	}
+	unlock = false
+	a.binds.Add(1)
+	go func() {
+		defer a.binds.Done()
+		defer a.statusBusy.Unlock()
+		a.run(ctx, jobs)
+	}()
+}
+
+// statusWritten is a Pool status a writing batch wrote, for the loop to
+// remember at its next writeStatus.
+type statusWritten struct {
+	name string
+	st   poolcrd.Status
 }
 
 // maxExplained is the most operations whose state one round reads to
@@ -164,11 +204,11 @@ const maxExplained = 64
 // explainPending gives the oldest pending pod of each operation that
 // waits a FailedScheduling event saying why, in fairsched's terms, at most
 // every ExplainPeriod.
-func (a *Adapter) explainPending(ctx context.Context, s *snapshot, now time.Time) {
-	asked := 0
+func (a *Adapter) explainPending(s *snapshot, now time.Time, orchids map[string]client.PoolOrchid) []job {
+	var jobs []job
 	for _, key := range s.keys {
-		if asked >= maxExplained {
-			return
+		if len(jobs) >= maxExplained {
+			break
 		}
 		op := a.ops[key]
 		kp := s.byKey[key]
@@ -178,16 +218,19 @@ func (a *Adapter) explainPending(ctx context.Context, s *snapshot, now time.Time
 		if now.Sub(kp.pending[0].CreationTimestamp.Time) < a.cfg.ExplainPeriod/2 {
 			continue
 		}
-		asked++
-		o, err := a.api.Operation(ctx, op.id)
-		if err != nil {
-			continue
-		}
+		id, first := op.id, kp.pending[0]
 		op.lastExplain = now
-		var pool *client.PoolOrchid
-		if p, ok := a.orchids[o.Pool]; ok {
-			pool = &p
-		}
-		a.recorder.Event(kp.pending[0], corev1.EventTypeWarning, "FailedScheduling", "fairsched: "+explain(o, pool))
+		jobs = append(jobs, func(ctx context.Context) {
+			o, err := a.api.Operation(ctx, id)
+			if err != nil {
+				return
+			}
+			var pool *client.PoolOrchid
+			if p, ok := orchids[o.Pool]; ok {
+				pool = &p
+			}
+			a.recorder.Event(first, corev1.EventTypeWarning, "FailedScheduling", "fairsched: "+explain(o, pool))
+		})
 	}
+	return jobs
 }

@@ -252,6 +252,9 @@ func TestCluster(t *testing.T) {
 	t.Run("DeployManifestsDryRun", func(t *testing.T) {
 		testDeployDryRun(t, ctx, c)
 	})
+	t.Run("DocsManifestsDryRun", func(t *testing.T) {
+		testDocsDryRun(t, ctx, c)
+	})
 }
 
 func testJobCompletes(t *testing.T, ctx context.Context, cs kubernetes.Interface, ns, node string) {
@@ -353,6 +356,68 @@ func testDeployDryRun(t *testing.T, ctx context.Context, c *kubetest.Cluster) {
 		}
 	}
 	t.Logf("kubectl apply --dry-run=server -f deploy/kubernetes/:\n%s", out)
+}
+
+// testDocsDryRun applies, with --dry-run=server, every whole manifest (a
+// yaml block with an apiVersion) of docs/kubernetes.md's walk-through, so
+// that what a newcomer copies is what the API server takes.
+func testDocsDryRun(t *testing.T, ctx context.Context, c *kubetest.Cluster) {
+	root, err := kubetest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The Pool resource and the walk-through's namespace exist for real:
+	// a dry run creates neither.
+	if _, err := c.Kubectl(ctx, "apply", "-f", filepath.Join(root, "deploy", "kubernetes", "crd-pools.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Kubectl(ctx, "wait", "--for=condition=Established", "crd/pools.fairsched.io", "--timeout=60s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Kubectl(ctx, "create", "namespace", "ml"); err != nil && !strings.Contains(err.Error(), "AlreadyExists") {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, "docs", "kubernetes.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := 0
+	for i, block := range yamlBlocks(string(data)) {
+		if !strings.Contains(block, "apiVersion:") {
+			continue // a fragment of a spec
+		}
+		blocks++
+		f := filepath.Join(t.TempDir(), fmt.Sprintf("block-%d.yaml", i))
+		if err := os.WriteFile(f, []byte(block), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := c.Kubectl(ctx, "apply", "--dry-run=server", "-f", f); err != nil {
+			t.Errorf("docs/kubernetes.md's yaml block %d does not apply: %v\n%s\n%s", i+1, err, out, block)
+		}
+	}
+	if blocks < 2 {
+		t.Errorf("docs/kubernetes.md has %d whole manifests, want the walk-through's Pools and Job", blocks)
+	}
+}
+
+// yamlBlocks are the ```yaml blocks of a markdown text, unindented.
+func yamlBlocks(md string) []string {
+	var out []string
+	var cur []string
+	in, indent := false, ""
+	for _, line := range strings.Split(md, "\n") {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case !in && trimmed == "```yaml":
+			in, indent, cur = true, line[:len(line)-len(strings.TrimLeft(line, " "))], nil
+		case in && trimmed == "```":
+			in = false
+			out = append(out, strings.Join(cur, "\n")+"\n")
+		case in:
+			cur = append(cur, strings.TrimPrefix(line, indent))
+		}
+	}
+	return out
 }
 
 // manifestKindName reads the top-level kind and metadata.name of one YAML
