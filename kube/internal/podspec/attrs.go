@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -260,6 +261,9 @@ func parseResources(s string) (client.Resources, error) {
 		if err != nil {
 			return r, fmt.Errorf("cannot read %s=%q: want a number", k, v)
 		}
+	}
+	if c := r.CPU; math.IsNaN(c) || math.IsInf(c, 0) || c < 0 || r.Memory < 0 || r.GPU < 0 || r.UserSlots < 0 || r.Network < 0 {
+		return r, fmt.Errorf("cannot use %q: want finite, non-negative amounts", s)
 	}
 	return r, nil
 }

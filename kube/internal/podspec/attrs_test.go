@@ -160,6 +160,9 @@ func TestOriginRoundTrip(t *testing.T) {
 		{"task index", AnnotationTaskIndex, "-1", AnnotationTaskIndex},
 		{"resources", AnnotationResources, "cpu=lots", "cpu"},
 		{"unknown resource", AnnotationResources, "disk=1", "disk"},
+		{"NaN cpu", AnnotationResources, "cpu=NaN", "non-negative"},
+		{"infinite cpu", AnnotationResources, "cpu=+Inf", "non-negative"},
+		{"negative memory", AnnotationResources, "cpu=1,memory=-5", "non-negative"},
 		{"operation", AnnotationOperationID, "", AnnotationOperationID},
 	} {
 		ann := o.Annotations()
