@@ -257,8 +257,11 @@ pgo-ab: loadgen-binary ## A/B: the standard load on bin/fairsched built -pgo=off
 # fairsched-kube (kube/, a module of its own): its end-to-end suite and
 # benchmark run a real kube-apiserver, kube-controller-manager, kube-scheduler
 # and KWOK, built from the Go module proxy into KUBE_BINS_DIR (outside the
-# checkout, shared by every clone) by kube/hack/kube-bins.sh. The first build takes tens of minutes
-# (kube-apiserver alone: 88 min on two busy cores); a warm cache, seconds.
+# checkout, shared by every clone) by kube/hack/kube-bins.sh. The first build
+# takes tens of minutes (from an empty Go cache and module cache, two packages
+# at a time, niced behind four other jobs at load 15-25: kube-apiserver 49 min,
+# kube-controller-manager 33, kube-scheduler 4, kubectl 6, kwok 11; 107 min in
+# all, far less on an idle machine); a warm cache, seconds.
 # KUBE_BINS_P=N builds N packages at once.
 K8S_VERSION       ?= v1.37.2
 KUBE_BINS_DIR     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/fairsched/kube-bins
