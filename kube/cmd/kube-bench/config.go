@@ -26,6 +26,7 @@ type config struct {
 	podMemory      string
 	creators       int
 	runs           int
+	contended      bool
 	qps            float64
 	burst          int
 	timeout        time.Duration
@@ -57,6 +58,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&cfg.podCPU, "pod-cpu", "1", "each pod's cpu request")
 	fs.StringVar(&cfg.podMemory, "pod-memory", "1Gi", "each pod's memory request")
 	fs.IntVar(&cfg.creators, "creators", 32, "create requests in flight")
+	fs.BoolVar(&cfg.contended, "contended", false, "more pods than the nodes hold: a run ends once the cluster is full (its pods bound up to the nodes' capacity) rather than once every pod is bound, so that fairsched's fair-share gap measures fairness under contention")
 	fs.IntVar(&cfg.runs, "runs", 3, "runs of each scheduler, alternated (the order flips every run); the summary gives medians and ranges")
 	fs.Float64Var(&cfg.qps, "client-qps", 5000, "the client-side rate limit towards the API server of both schedulers (kube-scheduler's clientConnection.qps, fairsched-kube's --kube-api-qps)")
 	fs.IntVar(&cfg.burst, "client-burst", 10000, "the burst of both schedulers' clients (clientConnection.burst, --kube-api-burst)")
@@ -112,6 +114,9 @@ func parseFlags(args []string) (*config, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	if cfg.contended && cfg.capacity() >= cfg.pods {
+		return nil, fmt.Errorf("--contended: %d pods fit on the nodes (they hold %d): want more pods than that", cfg.pods, cfg.capacity())
+	}
 	if cfg.scheduler != "kube-scheduler" {
 		root, err := kubetest.RepoRoot()
 		if err != nil && (cfg.fairschedBin == "" || cfg.adapterBin == "") {
@@ -125,6 +130,23 @@ func parseFlags(args []string) (*config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// capacity is how many pods the nodes hold: each node as many as fit in
+// its cpu and in its memory (the quantities are valid: parseFlags checked).
+func (cfg *config) capacity() int {
+	q := func(s string) int64 { v := resource.MustParse(s); return v.MilliValue() }
+	perNode := min(q(cfg.nodeCPU)/max(1, q(cfg.podCPU)), q(cfg.nodeMemory)/max(1, q(cfg.podMemory)))
+	return int(perNode) * cfg.nodes
+}
+
+// bindTarget is how many bound pods end a run: every pod, or under
+// --contended as many as the nodes hold.
+func (cfg *config) bindTarget() int {
+	if cfg.contended {
+		return min(cfg.pods, cfg.capacity())
+	}
+	return cfg.pods
 }
 
 // schedulers are the sides of run r (from 0): both alternate, each run

@@ -28,6 +28,10 @@ func TestFlags(t *testing.T) {
 		{[]string{"--scheduler=kube-scheduler", "extra"}, "unexpected argument"},
 		{[]string{"--scheduler=kube-scheduler", "--runs=0"}, "--runs"},
 		{[]string{"--scheduler=kube-scheduler", "--client-qps=0"}, "--client-qps"},
+		{[]string{"--scheduler=kube-scheduler", "--contended", "--nodes=10", "--node-cpu=4", "--pods=40"}, "--contended"},
+		{[]string{"--scheduler=kube-scheduler", "--contended", "--nodes=10", "--node-cpu=4", "--pods=41"}, ""},
+		{[]string{"--scheduler=kube-scheduler", "--contended", "--nodes=10", "--node-memory=2Gi", "--pods=21"}, ""},
+		{[]string{"--scheduler=kube-scheduler", "--contended", "--nodes=10", "--node-memory=2Gi", "--pods=20"}, "hold 20"},
 	} {
 		_, err := parseFlags(tc.args)
 		switch {

@@ -140,11 +140,11 @@ func runPhase(ctx context.Context, c *kubetest.Cluster, cfg *config, which strin
 			progress = time.Now()
 			log.Printf("%s: %d pods seen, %d bound", which, seen, bound)
 		}
-		return bound >= cfg.pods, nil
+		return bound >= cfg.bindTarget(), nil
 	})
 	if err != nil {
 		seen, bound := rec.counts()
-		return Result{}, fmt.Errorf("not every pod was bound: %d seen, %d bound: %w", seen, bound, err)
+		return Result{}, fmt.Errorf("not every pod was bound: %d seen, %d bound (want %d): %w", seen, bound, cfg.bindTarget(), err)
 	}
 	lat, last := rec.latencies()
 	elapsed := last.Sub(start)
