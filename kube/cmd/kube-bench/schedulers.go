@@ -143,7 +143,9 @@ func (f *fairsched) stop() {
 }
 
 // gap waits (up to cfg.settle) until two reads of the pools' shares a
-// second apart agree, then measures each pool's gap between its usage
+// second apart agree (under --contended, all of cfg.settle: a full cluster
+// converges through preemptions, which wait for the starvation timeouts,
+// and may look still before), then measures each pool's gap between its usage
 // share and its fair share in its dominant resource.
 func (f *fairsched) gap(ctx context.Context, cfg *config) (*Gap, error) {
 	var prev, cur map[string][2]float64
@@ -160,7 +162,7 @@ func (f *fairsched) gap(ctx context.Context, cfg *config) (*Gap, error) {
 			}
 			cur[o.Name] = [2]float64{share(o.UsageShare, o.DominantResource), share(o.FairShare, o.DominantResource)}
 		}
-		if stable(prev, cur) || time.Now().After(deadline) {
+		if (!cfg.contended && stable(prev, cur)) || time.Now().After(deadline) {
 			break
 		}
 		prev = cur
