@@ -379,54 +379,26 @@ func wholeNumber(p string, x any, want string) (int64, *Error) {
 	return jsonpath.Whole(p, x, -resource.MaxAmount, resource.MaxAmount, want)
 }
 
-// tasks decodes an operation's tasks: their JSON types, and that each has
-// a job count and resources (ValidateSpec checks the ranges).
+// tasks decodes an operation's tasks: their JSON types (taskPatches), and
+// that each has a job count and resources (ValidateSpec checks the ranges).
 func tasks(path string, v any) ([]schedule.TaskSpec, *Error) {
-	a, e := jsonpath.Array(path, v)
+	ps, e := decodeTasks(path, v, "a whole number in [1, 2^40]")
 	if e != nil {
 		return nil, e
 	}
-	if len(a) > schedule.MaxTasks {
-		// Not decoded: the core refuses so many (ValidateSpec).
-		return make([]schedule.TaskSpec, len(a)), nil
+	ts := make([]schedule.TaskSpec, len(ps))
+	if len(ps) > schedule.MaxTasks {
+		return ts, nil // not decoded: the core refuses so many (ValidateSpec)
 	}
-	ts := make([]schedule.TaskSpec, len(a))
-	for i, tv := range a {
-		tp := jsonpath.Index(path, i)
-		m, e := jsonpath.Object(tp, tv)
-		if e != nil {
-			return nil, e
-		}
-		t := &ts[i]
-		seenCount, seenRes := false, false
-		for _, k := range jsonpath.SortedKeys(m) {
-			p, x := jsonpath.Key(tp, k), m[k]
-			switch k {
-			case "name":
-				t.Name, e = jsonpath.String(p, x)
-			case "job_count":
-				t.JobCount, e = wholeNumber(p, x, "a whole number in [1, 2^40]")
-				seenCount = true
-			case "resources":
-				var pv tree.PartialVec
-				if pv, e = resources(p, x); e == nil {
-					t.Resources, seenRes = pv.V, true
-				}
-			case "duration_hint_s":
-				t.DurationHintS, e = jsonpath.Number(p, x)
-			default:
-				e = jsonpath.UnknownKey(tp, k, taskKeys, "a task")
-			}
-			if e != nil {
-				return nil, e
-			}
-		}
-		if !seenCount {
+	for i := range ps {
+		p, tp := &ps[i], jsonpath.Index(path, i)
+		if !p.HasJobCount {
 			return nil, jsonpath.NewError(CodeMissingAttribute, jsonpath.Key(tp, "job_count"), "cannot start a task without job_count")
 		}
-		if !seenRes {
+		if !p.HasResources {
 			return nil, jsonpath.NewError(CodeMissingAttribute, jsonpath.Key(tp, "resources"), "cannot start a task without resources: want the resources of one job")
 		}
+		ts[i] = schedule.TaskSpec{Name: p.Name, JobCount: p.JobCount, Resources: p.Resources, DurationHintS: p.DurationHintS}
 	}
 	return ts, nil
 }
@@ -499,12 +471,18 @@ func DecodeOperationPatch(data []byte) (OperationPatch, error) {
 // ValidatePatch checks the ranges that hold for any task and
 // PatchOperation the entries against the operation's tasks.
 func taskPatches(path string, v any) ([]schedule.TaskPatch, *Error) {
+	return decodeTasks(path, v, "a whole number in [0, 2^40]")
+}
+
+// decodeTasks decodes a list of tasks' JSON types, saying which keys each
+// entry has; jobCount describes the job counts beyond 2^53. A list longer
+// than schedule.MaxTasks is not decoded (the core refuses it).
+func decodeTasks(path string, v any, jobCount string) ([]schedule.TaskPatch, *Error) {
 	a, e := jsonpath.Array(path, v)
 	if e != nil {
 		return nil, e
 	}
 	if len(a) > schedule.MaxTasks {
-		// Not decoded: the core refuses so many (ValidatePatch).
 		return make([]schedule.TaskPatch, len(a)), nil
 	}
 	ts := make([]schedule.TaskPatch, len(a))
@@ -522,7 +500,7 @@ func taskPatches(path string, v any) ([]schedule.TaskPatch, *Error) {
 				t.Name, e = jsonpath.String(p, x)
 				t.HasName = true
 			case "job_count":
-				t.JobCount, e = wholeNumber(p, x, "a whole number in [0, 2^40]")
+				t.JobCount, e = wholeNumber(p, x, jobCount)
 				t.HasJobCount = true
 			case "resources":
 				var pv tree.PartialVec
