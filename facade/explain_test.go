@@ -76,6 +76,15 @@ func (r *explainRig) explain(path string) explained {
 func TestExplainOverHTTP(t *testing.T) {
 	// Nodes of 8 cores, 32 GiB and 100 user slots; jobs of 1 core and 1 GiB.
 	const preempting = `"fair_share_starvation_timeout_s": 1, "fair_share_aggressive_starvation_timeout_s": 2, "preemptive_scheduling_backoff_s": 0`
+	// protectedProd and prodThenBatch: batch starves beside a prod pool that
+	// fills both nodes and may not be preempted normally (four situations).
+	const protectedProd = `{"config": {` + preempting + `}, "pools": [{"name": "prod", "allow_normal_preemption": false}, {"name": "batch"}]}`
+	prodThenBatch := func(r *explainRig) {
+		r.start("p", "prod", 100, "")
+		r.rounds(2)
+		r.start("b", "batch", 100, "")
+		r.rounds(4)
+	}
 	for _, tc := range []struct {
 		name   string
 		config string
@@ -113,37 +122,22 @@ func TestExplainOverHTTP(t *testing.T) {
 			path: "/api/v1/operations/g/explain", state: "running", first: "no_node_fits",
 			code: "no_node_fits", want: map[string]any{"setting": "scheduling_tag_filter", "nodes": 2.0, "matching_nodes": 0.0}},
 		{name: "below its fair share, every victim protected by allow_normal_preemption",
-			config: `{"config": {` + preempting + `}, "pools": [{"name": "prod", "allow_normal_preemption": false}, {"name": "batch"}]}`,
+			config: protectedProd,
 			nodes:  2,
-			setup: func(r *explainRig) {
-				r.start("p", "prod", 100, "")
-				r.rounds(2)
-				r.start("b", "batch", 100, "")
-				r.rounds(4)
-			},
-			path: "/api/v1/operations/b/explain", state: "running", first: "no_node_fits",
+			setup:  prodThenBatch,
+			path:   "/api/v1/operations/b/explain", state: "running", first: "no_node_fits",
 			code: "no_preemptible_victims", want: map[string]any{"candidates": 16.0, "protected": "normal_preemption_blocked@prod"}},
 		{name: "starving, aggressive starvation off",
-			config: `{"config": {` + preempting + `}, "pools": [{"name": "prod", "allow_normal_preemption": false}, {"name": "batch"}]}`,
+			config: protectedProd,
 			nodes:  2,
-			setup: func(r *explainRig) {
-				r.start("p", "prod", 100, "")
-				r.rounds(2)
-				r.start("b", "batch", 100, "")
-				r.rounds(4)
-			},
-			path: "/api/v1/operations/b/explain", state: "running", first: "no_node_fits",
+			setup:  prodThenBatch,
+			path:   "/api/v1/operations/b/explain", state: "running", first: "no_node_fits",
 			code: "aggressive_starvation_disabled", want: map[string]any{"setting": "enable_aggressive_starvation"}},
 		{name: "below its fair share by its shares, starving since",
-			config: `{"config": {` + preempting + `}, "pools": [{"name": "prod", "allow_normal_preemption": false}, {"name": "batch"}]}`,
+			config: protectedProd,
 			nodes:  2,
-			setup: func(r *explainRig) {
-				r.start("p", "prod", 100, "")
-				r.rounds(2)
-				r.start("b", "batch", 100, "")
-				r.rounds(4)
-			},
-			path: "/api/v1/operations/b/explain", state: "running", first: "no_node_fits",
+			setup:  prodThenBatch,
+			path:   "/api/v1/operations/b/explain", state: "running", first: "no_node_fits",
 			code: "below_fair_share", want: map[string]any{"resource": "cpu", "usage": 0.0, "fair_share": 0.5, "tolerance": 0.8}},
 		{name: "within the starvation tolerance once it preempted",
 			config: `{"config": {` + preempting + `}, "pools": [{"name": "greedy"}, {"name": "starving"}]}`,
@@ -228,15 +222,10 @@ func TestExplainOverHTTP(t *testing.T) {
 			code: "fair_share_weight_share", want: map[string]any{"pool": "<Root>", "setting": "weight", "resource": "cpu",
 				"weight": 3.0, "weight_sum": 4.0, "fair_share": 0.75, "parent_fair_share": 1.0}},
 		{name: "a pool starving",
-			config: `{"config": {` + preempting + `}, "pools": [{"name": "prod", "allow_normal_preemption": false}, {"name": "batch"}]}`,
+			config: protectedProd,
 			nodes:  2,
-			setup: func(r *explainRig) {
-				r.start("p", "prod", 100, "")
-				r.rounds(2)
-				r.start("b", "batch", 100, "")
-				r.rounds(4)
-			},
-			path: "/api/v1/pools/batch/explain", state: "starving", first: "below_fair_share",
+			setup:  prodThenBatch,
+			path:   "/api/v1/pools/batch/explain", state: "starving", first: "below_fair_share",
 			code: "starving", want: map[string]any{"setting": "fair_share_starvation_timeout", "timeout": 1.0}},
 		{name: "preempted allocations: who and why",
 			config: `{"config": {` + preempting + `}, "pools": [{"name": "greedy"}, {"name": "starving"}]}`,
