@@ -41,6 +41,9 @@ type Options struct {
 	// ClientAddr is the client listener's host:port (default
 	// 127.0.0.1:0, a free port).
 	ClientAddr string
+	// Logger receives etcd's logs (nil: none). Without one a fatal error
+	// ends the process with status 1 and no word of why.
+	Logger *zap.Logger
 }
 
 // Start runs an embedded etcd with its data in dir until Close.
@@ -73,7 +76,11 @@ func Start(dir string, o Options) (*Server, error) {
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*cu}, []url.URL{*cu}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*pu}, []url.URL{*pu}
 	cfg.InitialCluster = cfg.Name + "=" + pu.String()
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	logger := o.Logger
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(logger)
 	cfg.UnsafeNoFsync = o.NoFsync
 	if o.Fast {
 		cfg.TickMs, cfg.ElectionMs = 10, 100

@@ -16,6 +16,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"go.uber.org/zap"
+
 	"github.com/fairsched/fairsched/internal/etcdtest"
 )
 
@@ -46,7 +48,16 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	s, err := etcdtest.Start(*dir, etcdtest.Options{ClientAddr: *listen})
+	// Warnings and errors go to stderr, so that a member that stops says
+	// why.
+	logCfg := zap.NewProductionConfig()
+	logCfg.Level = zap.NewAtomicLevelAt(zap.WarnLevel)
+	logger, err := logCfg.Build()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "etcddev: cannot make a logger: %v\n", err)
+		os.Exit(1)
+	}
+	s, err := etcdtest.Start(*dir, etcdtest.Options{ClientAddr: *listen, Logger: logger})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
