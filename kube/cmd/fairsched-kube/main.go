@@ -30,6 +30,7 @@ import (
 
 	"github.com/fairsched/fairsched/client"
 	"github.com/fairsched/fairsched/kube/internal/adapter"
+	"github.com/fairsched/fairsched/kube/internal/podspec"
 )
 
 func main() {
@@ -48,11 +49,13 @@ func run(args []string) error {
 		name         = fs.String("scheduler-name", "fairsched", "the spec.schedulerName of the pods to schedule")
 		period       = fs.Duration("heartbeat-period", time.Second, "how often every node's heartbeat is sent")
 		debounce     = fs.Duration("debounce", 50*time.Millisecond, "how long after a pod or node event the heartbeats are sent sooner")
+		barePods     = fs.String("bare-pods", "namespace", "a bare pod's operation: namespace (one for the bare pods of a namespace and pool label) or pod (its own)")
 		nodeLabels   = fs.String("node-label-tags", "", "comma-separated node label keys whose key=value become node tags")
 		gangTimeout  = fs.Duration("gang-timeout", time.Minute, "how long a gang's grants are held before all are refused")
 		roomTimeout  = fs.Duration("room-timeout", 2*time.Minute, "how long a start waits for room on its node (its pods being preempted to go) before it is refused")
 		statusPeriod = fs.Duration("status-period", 5*time.Second, "how often Pool statuses are written")
-		workers      = fs.Int("workers", 32, "binds, evictions and deletions in flight at once")
+		workers      = fs.Int("workers", 32, "a round's evictions, deletions and operation writes in flight at once")
+		bindWorkers  = fs.Int("bind-workers", 512, "binds in flight at once")
 		elect        = fs.Bool("leader-elect", true, "elect one active replica with a coordination.k8s.io Lease")
 		leaseNS      = fs.String("leader-elect-namespace", envOr("POD_NAMESPACE", "fairsched"), "the Lease's namespace")
 		leaseName    = fs.String("leader-elect-name", "fairsched-kube", "the Lease's name")
@@ -66,6 +69,10 @@ func run(args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("cannot take argument %q: fairsched-kube takes flags only", fs.Arg(0))
+	}
+	bare, err := podspec.ParseBarePods(*barePods)
+	if err != nil {
+		return fmt.Errorf("--bare-pods: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if *pprofAddr != "" {
@@ -84,7 +91,6 @@ func run(args []string) error {
 	}
 
 	var cfg *rest.Config
-	var err error
 	if *kubeconfig != "" {
 		cfg, err = clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	} else {
@@ -125,8 +131,9 @@ func run(args []string) error {
 			labels = append(labels, l)
 		}
 	}
-	acfg := adapter.Config{SchedulerName: *name, Period: *period, Debounce: *debounce, NodeLabels: labels,
-		GangTimeout: *gangTimeout, RoomTimeout: *roomTimeout, StatusPeriod: *statusPeriod, Workers: *workers, Logger: log}
+	acfg := adapter.Config{SchedulerName: *name, BarePods: bare, Period: *period, Debounce: *debounce, NodeLabels: labels,
+		GangTimeout: *gangTimeout, RoomTimeout: *roomTimeout, StatusPeriod: *statusPeriod, Workers: *workers,
+		BindWorkers: *bindWorkers, Logger: log}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

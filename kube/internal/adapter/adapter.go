@@ -37,6 +37,9 @@ type Config struct {
 	// Period is how often it sends every node's heartbeat; Debounce how
 	// long after a pod or node event it sends them sooner.
 	Period, Debounce time.Duration
+	// BarePods says which operation a bare pod belongs to (default
+	// podspec.BarePodsNamespace).
+	BarePods podspec.BarePods
 	// NodeLabels are the node label keys that become node tags.
 	NodeLabels []string
 	// GangTimeout is how long a gang's grants are held before they are
@@ -49,8 +52,14 @@ type Config struct {
 	// StatusPeriod is how often Pool statuses are written; ExplainPeriod
 	// how often a pending pod's FailedScheduling event is renewed.
 	StatusPeriod, ExplainPeriod time.Duration
-	// Workers is how many binds, evictions and deletions run at once.
+	// Workers is how many of a round's writes (evictions, deletions,
+	// operation starts and resizes) run at once.
 	Workers int
+	// BindWorkers is how many binds run at once, beside the rounds: a
+	// busy API server takes a bind in a tenth of a second or more, and
+	// thirty-two at once held 10,000 pods to 130 binds a second while
+	// the server had granted thousands (bench/README.md).
+	BindWorkers int
 	// Logger logs what the adapter does (nil: slog.Default()).
 	Logger *slog.Logger
 	// Now is the clock (nil: time.Now).
@@ -63,6 +72,9 @@ func (c *Config) defaults() {
 	}
 	if c.Period <= 0 {
 		c.Period = time.Second
+	}
+	if c.BarePods == "" {
+		c.BarePods = podspec.BarePodsNamespace
 	}
 	if c.Debounce <= 0 {
 		c.Debounce = 50 * time.Millisecond
@@ -81,6 +93,9 @@ func (c *Config) defaults() {
 	}
 	if c.Workers <= 0 {
 		c.Workers = 32
+	}
+	if c.BindWorkers <= 0 {
+		c.BindWorkers = 512
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -117,7 +132,7 @@ type Adapter struct {
 	// beside each other, and failedBinds.
 	jobMu       sync.Mutex
 	failedBinds []failedBind // binds that failed, for the next round to refuse
-	// bindSem bounds the binds in flight (Workers); binds counts them,
+	// bindSem bounds the binds in flight (BindWorkers); binds counts them,
 	// for Run to wait for at its end.
 	bindSem chan struct{}
 	binds   sync.WaitGroup
@@ -151,7 +166,7 @@ func New(cfg Config, kube kubernetes.Interface, dyn dynamic.Interface, api *clie
 	a := &Adapter{
 		cfg: cfg, kube: kube, dyn: dyn, api: api, log: cfg.Logger,
 		wake:         make(chan struct{}, 1),
-		bindSem:      make(chan struct{}, cfg.Workers),
+		bindSem:      make(chan struct{}, cfg.BindWorkers),
 		deletedPools: map[string]bool{},
 		poolsDirty:   true,
 		ops:          map[string]*opState{},
@@ -320,10 +335,10 @@ func (a *Adapter) snapshot() (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return buildSnapshot(a.cfg.SchedulerName, pods, nodes, nss, a.log), nil
+	return buildSnapshot(a.cfg.SchedulerName, a.cfg.BarePods, pods, nodes, nss, a.log), nil
 }
 
-func buildSnapshot(schedulerName string, pods []*corev1.Pod, nodes []*corev1.Node, nss []*corev1.Namespace,
+func buildSnapshot(schedulerName string, bare podspec.BarePods, pods []*corev1.Pod, nodes []*corev1.Node, nss []*corev1.Namespace,
 	log *slog.Logger) *snapshot {
 	s := &snapshot{
 		nodes:      slices.SortedFunc(slices.Values(nodes), func(x, y *corev1.Node) int { return compare(x.Name, y.Name) }),
@@ -367,12 +382,12 @@ func buildSnapshot(schedulerName string, pods []*corev1.Pod, nodes []*corev1.Nod
 			o := ourPod{pod: pod, origin: origin}
 			s.ours[node] = append(s.ours[node], o)
 			s.byAlloc[origin.AllocationID] = pod
-			key := podspec.OperationKey(pod)
+			key := podspec.OperationKey(pod, bare)
 			kp(key).bound = append(kp(key).bound, o)
 			continue
 		}
 		if node == "" && !podspec.Terminal(pod) && pod.DeletionTimestamp == nil {
-			key := podspec.OperationKey(pod)
+			key := podspec.OperationKey(pod, bare)
 			kp(key).pending = append(kp(key).pending, pod)
 		}
 	}

@@ -553,6 +553,49 @@ func TestE2EWeightsConverge(t *testing.T) {
 	e.checkNoDoubleBind()
 }
 
+// TestE2EBarePodsConverge: bare pods are one operation per namespace and
+// pool label, so a pool of bare pods above its fair share gives pods back
+// to a starving one: light's 16 bare pods fill the cluster, heavy's come
+// later, and fair-share preemption evicts light's down to 4:12 (weights 1
+// and 3, tolerance 0.95 as in TestE2EWeightsConverge). With an operation
+// per pod each of light's pods would be its operation's only allocation,
+// never preemptible for fair share, and heavy would wait for good.
+func TestE2EBarePodsConverge(t *testing.T) {
+	e := newEnv(t, client.Config{"fair_share_starvation_tolerance": 0.95, "allocation_preemption_timeout_s": 1})
+	e.nodes("node", 4, kubetest.NodeSpec{Allocatable: kubetest.Resources("cpu", "4", "memory", "64Gi")})
+	e.runAdapter(adapter.Config{})
+	e.pool("light", map[string]any{"weight": 1})
+	e.pool("heavy", map[string]any{"weight": 3})
+	running := func(pool string) int {
+		n := 0
+		for _, p := range e.pods() {
+			if p.Labels[podspec.LabelPool] == pool && p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+				n++
+			}
+		}
+		return n
+	}
+	for i := range 16 {
+		e.pod(fmt.Sprintf("light-%d", i), podTemplate("light", "1", ""))
+	}
+	e.poll(time.Minute, "light's 16 pods fill the cluster", func(ctx context.Context) (bool, error) {
+		return running("light") == 16, nil
+	})
+	for i := range 16 {
+		e.pod(fmt.Sprintf("heavy-%d", i), podTemplate("heavy", "1", ""))
+	}
+	var light, heavy int
+	e.poll(2*time.Minute, "16 pods running 4:12", func(ctx context.Context) (bool, error) {
+		light, heavy = running("light"), running("heavy")
+		return light == 4 && heavy == 12, nil
+	})
+	op, err := e.api.Operation(e.ctx, "k8s-"+e.ns+":pods:light")
+	if err != nil || op.AllocationCounts.Running != 4 {
+		t.Errorf("light's bare pods' operation: %+v, %v; want it to run the 4 pods left", op, err)
+	}
+	e.checkNoDoubleBind()
+}
+
 // TestE2EPreemptionByEviction: a starving pool's operation preempts
 // another's pods through the Eviction API: the evicted pods carry the
 // DisruptionTarget condition and the allocation's timeout as their grace
@@ -633,11 +676,13 @@ func TestE2EDeletedPodFreesSlotAndOthersCount(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := e.pod("c", podTemplate("p", "1", ""))
-	// c waits: the node is full (2 cores others', 2 fairsched's).
-	e.poll(30*time.Second, "c's operation pending on the server", func(ctx context.Context) (bool, error) {
-		op, err := e.api.Operation(ctx, "k8s-"+string(c.UID))
-		return err == nil && op.PendingJobCount == 1, nil
+	e.pod("c", podTemplate("p", "1", ""))
+	// c waits: the node is full (2 cores others', 2 fairsched's). The bare
+	// pods of pool p are one operation.
+	opID := "k8s-" + e.ns + ":pods:p"
+	e.poll(30*time.Second, "c pending in the operation on the server", func(ctx context.Context) (bool, error) {
+		op, err := e.api.Operation(ctx, opID)
+		return err == nil && op.PendingJobCount == 1 && op.AllocationCounts.Running == 2, nil
 	})
 	if got, _ := e.c.Client.CoreV1().Pods(e.ns).Get(e.ctx, "c", metav1.GetOptions{}); got.Spec.NodeName != "" {
 		t.Fatalf("c was bound to a full node")
@@ -650,9 +695,10 @@ func TestE2EDeletedPodFreesSlotAndOthersCount(t *testing.T) {
 		kubetest.PodPhaseIs(corev1.PodRunning)); err != nil {
 		t.Fatal(err)
 	}
-	e.poll(30*time.Second, "a's operation finished", func(ctx context.Context) (bool, error) {
-		op, err := e.api.Operation(ctx, "k8s-"+string(a.UID))
-		return client.IsNotFound(err) || (err == nil && op.State == "aborted"), nil
+	e.poll(30*time.Second, "a's job gone from the operation", func(ctx context.Context) (bool, error) {
+		op, err := e.api.Operation(ctx, opID)
+		return err == nil && op.PendingJobCount == 0 && op.AllocationCounts.Running == 2 &&
+			op.Demand.CPU == 2, nil
 	})
 }
 
@@ -912,12 +958,11 @@ func TestE2ECordon(t *testing.T) {
 	// them. Five more seconds of heartbeats (some 25 rounds) must not bind
 	// them there.
 	var since float64
-	e.poll(30*time.Second, "the new pods' operations pending", func(ctx context.Context) (bool, error) {
-		for _, p := range news {
-			op, err := e.api.Operation(ctx, "k8s-"+string(p.UID))
-			if err != nil || op.PendingJobCount != 1 {
-				return false, nil
-			}
+	e.poll(30*time.Second, "the new pods pending in the operation", func(ctx context.Context) (bool, error) {
+		// The bare pods of pool p are one operation.
+		op, err := e.api.Operation(ctx, "k8s-"+e.ns+":pods:p")
+		if err != nil || op.PendingJobCount != int64(len(news)) {
+			return false, nil
 		}
 		n, err := e.api.Node(ctx, "a-0")
 		since = n.LastHeartbeatS

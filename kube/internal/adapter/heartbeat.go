@@ -236,7 +236,7 @@ func (a *Adapter) act(ctx context.Context, s *snapshot, answers []client.NodeHea
 	}
 }
 
-// goBind runs a bind beside the loop, Workers at a time.
+// goBind runs a bind beside the loop, BindWorkers at a time.
 func (a *Adapter) goBind(ctx context.Context, j job) {
 	a.binds.Add(1)
 	go func() {

@@ -52,7 +52,7 @@ func TestHeartbeats(t *testing.T) {
 	n1 := testNode("n1", rl("cpu", "8", "pods", "10"), map[string]string{"zone": "a"})
 	n2 := testNode("n2", rl("cpu", "4", "pods", "10"), nil)
 	n2.Spec.Unschedulable = true
-	s := buildSnapshot("fairsched", []*corev1.Pod{running.pod, starting.pod, done.pod, failed.pod, reported.pod,
+	s := buildSnapshot("fairsched", podspec.BarePodsPod, []*corev1.Pod{running.pod, starting.pod, done.pod, failed.pod, reported.pod,
 		pendingPod, other}, []*corev1.Node{n1, n2}, nil, slog.Default())
 	a.cfg.NodeLabels = []string{"zone"}
 	a.endedSent["a-reported"] = true
@@ -168,7 +168,7 @@ func TestStarts(t *testing.T) {
 			wantBound: map[string]string{"1": "g1", "2": "g2"}},
 	} {
 		a := loopAdapter(t0)
-		s := buildSnapshot("fairsched", tc.pods, nodes, nil, slog.Default())
+		s := buildSnapshot("fairsched", podspec.BarePodsPod, tc.pods, nodes, nil, slog.Default())
 		op := &opState{key: "k8s-ns.job", id: "k8s-ns.job", started: true, gang: tc.gang}
 		counts, _, _ := op.demand(s.byKey[op.key])
 		op.sent = counts
@@ -264,7 +264,7 @@ func TestStartWaitsForRoom(t *testing.T) {
 				if r.victimThere {
 					pods = append(pods, victim.pod)
 				}
-				s := buildSnapshot("fairsched", pods, []*corev1.Node{node}, nil, slog.Default())
+				s := buildSnapshot("fairsched", podspec.BarePodsPod, pods, []*corev1.Node{node}, nil, slog.Default())
 				if op.sent == nil {
 					op.sent, _, _ = op.demand(s.byKey[op.key])
 					a.ops[op.key], a.opByID[op.id] = op, op

@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -152,7 +153,7 @@ func TestBuildSnapshot(t *testing.T) {
 		p.Status.Phase = corev1.PodSucceeded
 	})
 	foreignName := testPod("foreign", nil, func(p *corev1.Pod) { p.Spec.SchedulerName = "default-scheduler" })
-	s := buildSnapshot("fairsched", []*corev1.Pod{newer, ours.pod, other, done, older, foreignName},
+	s := buildSnapshot("fairsched", podspec.BarePodsPod, []*corev1.Pod{newer, ours.pod, other, done, older, foreignName},
 		[]*corev1.Node{testNode("n2", nil, nil), testNode("n1", nil, nil)}, nil, slog.Default())
 	if s.nodes[0].Name != "n1" || s.nodes[1].Name != "n2" {
 		t.Errorf("nodes not in name order")
@@ -170,5 +171,46 @@ func TestBuildSnapshot(t *testing.T) {
 	}
 	if len(s.keys) != 1 {
 		t.Errorf("keys = %q, want the one operation of the fairsched pods", s.keys)
+	}
+}
+
+// TestBuildSnapshotBarePods: by namespace, the bare pods of a namespace and
+// pool label are one operation's pending pods, oldest first; a bare pod
+// whose annotations set an operation attribute stays an operation of its
+// own, as every bare pod does by pod.
+func TestBuildSnapshotBarePods(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s int, labels, annotations map[string]string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.CreationTimestamp = metav1.NewTime(t0.Add(time.Duration(s) * time.Second))
+			p.Labels, p.Annotations = labels, annotations
+		}
+	}
+	gpu := map[string]string{podspec.LabelPool: "gpu"}
+	pods := []*corev1.Pod{
+		testPod("b", rl("cpu", "1"), at(2, nil, nil)),
+		testPod("a", rl("cpu", "2"), at(1, nil, nil)),
+		testPod("g", rl("cpu", "1"), at(3, gpu, nil)),
+		testPod("w", rl("cpu", "1"), at(4, nil, map[string]string{podspec.AnnotationWeight: "3"})),
+	}
+	for _, tc := range []struct {
+		bare podspec.BarePods
+		want map[string][]string
+	}{
+		{podspec.BarePodsNamespace, map[string][]string{
+			"k8s-ns:pods": {"a", "b"}, "k8s-ns:pods:gpu": {"g"}, "k8s-uid-w": {"w"}}},
+		{podspec.BarePodsPod, map[string][]string{
+			"k8s-uid-a": {"a"}, "k8s-uid-b": {"b"}, "k8s-uid-g": {"g"}, "k8s-uid-w": {"w"}}},
+	} {
+		s := buildSnapshot("fairsched", tc.bare, pods, nil, nil, slog.Default())
+		got := map[string][]string{}
+		for k, kp := range s.byKey {
+			for _, p := range kp.pending {
+				got[k] = append(got[k], p.Name)
+			}
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: pending pods by operation key = %v, want %v", tc.bare, got, tc.want)
+		}
 	}
 }

@@ -60,18 +60,65 @@ func Pool(pod *corev1.Pod, ns *corev1.Namespace) string {
 	return pod.Namespace
 }
 
+// BarePods says which operation a bare pod (one with neither a controller
+// nor the label fairsched.io/operation) belongs to.
+type BarePods string
+
+const (
+	// BarePodsNamespace: the bare pods of a namespace with the same pool
+	// label (or none) are one operation, unless a pod's annotations set
+	// an operation attribute (weight, gang, graceful preemption). An
+	// operation's first allocation is never preempted for fair share
+	// (docs/semantics.md#preemption-statuses), so a thousand one-pod
+	// operations would keep a thousand pods however far their pool is
+	// above its fair share.
+	BarePodsNamespace BarePods = "namespace"
+	// BarePodsPod: each bare pod is an operation of its own.
+	BarePodsPod BarePods = "pod"
+)
+
+// ParseBarePods reads a --bare-pods value.
+func ParseBarePods(v string) (BarePods, error) {
+	switch b := BarePods(v); b {
+	case BarePodsNamespace, BarePodsPod:
+		return b, nil
+	}
+	return "", fmt.Errorf("cannot use %q: want namespace or pod", v)
+}
+
 // OperationKey is the base of the id of the operation pod belongs to: the
 // label fairsched.io/operation (scoped to the namespace), else the uid of
-// its controller, else its own uid. It is a valid fairsched name of at
-// most 120 bytes, so an epoch suffix (OperationID) keeps it within 128.
-func OperationKey(pod *corev1.Pod) string {
+// its controller; a bare pod's is its own uid when bare says so or when
+// its annotations set an operation attribute, else its namespace and pool
+// label ("k8s-NAMESPACE:pods" or "k8s-NAMESPACE:pods:POOL", a ':' that no
+// label or uid holds). It is a valid fairsched name of at most 120 bytes,
+// so an epoch suffix (OperationID) keeps it within 128.
+func OperationKey(pod *corev1.Pod, bare BarePods) string {
 	if l := pod.Labels[LabelOperation]; l != "" {
 		return shorten(idPrefix + pod.Namespace + "." + l)
 	}
 	if ref := metav1.GetControllerOf(pod); ref != nil && ref.UID != "" {
 		return idPrefix + string(ref.UID)
 	}
-	return idPrefix + string(pod.UID)
+	if bare == BarePodsPod || hasOperationAttributes(pod) {
+		return idPrefix + string(pod.UID)
+	}
+	key := idPrefix + pod.Namespace + ":pods"
+	if p := pod.Labels[LabelPool]; p != "" {
+		key += ":" + p
+	}
+	return shorten(key)
+}
+
+// hasOperationAttributes reports whether pod's annotations set one of its
+// operation's attributes.
+func hasOperationAttributes(pod *corev1.Pod) bool {
+	for _, k := range []string{AnnotationWeight, AnnotationGang, AnnotationGracefulPreemption} {
+		if _, ok := pod.Annotations[k]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // OperationID is the id of the epoch-th operation of key: an operation

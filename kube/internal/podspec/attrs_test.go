@@ -43,30 +43,54 @@ func TestOperationKey(t *testing.T) {
 	job := metav1.OwnerReference{Kind: "Job", Name: "j", UID: types.UID("job-uid"), Controller: &yes}
 	other := metav1.OwnerReference{Kind: "ConfigMap", Name: "c", UID: types.UID("cm-uid"), Controller: &no}
 	long := strings.Repeat("x", 63)
+	pool := map[string]string{LabelPool: "gpu"}
 	for _, tc := range []struct {
 		name string
 		pod  *corev1.Pod
+		bare BarePods
 		want string
 	}{
-		{"controller", pod(nil, nil, other, job), "k8s-job-uid"},
-		{"bare pod", pod(nil, nil), "k8s-pod-uid"},
-		{"non-controller owner", pod(nil, nil, other), "k8s-pod-uid"},
-		{"label overrides", pod(map[string]string{LabelOperation: "train_7"}, nil, job), "k8s-team-a.train_7"},
+		{"controller", pod(nil, nil, other, job), BarePodsNamespace, "k8s-job-uid"},
+		{"controller, pods apart", pod(nil, nil, other, job), BarePodsPod, "k8s-job-uid"},
+		{"bare pod", pod(nil, nil), BarePodsNamespace, "k8s-team-a:pods"},
+		{"bare pod with a pool label", pod(pool, nil), BarePodsNamespace, "k8s-team-a:pods:gpu"},
+		{"bare pod, pods apart", pod(pool, nil), BarePodsPod, "k8s-pod-uid"},
+		{"non-controller owner", pod(nil, nil, other), BarePodsNamespace, "k8s-team-a:pods"},
+		{"non-controller owner, pods apart", pod(nil, nil, other), BarePodsPod, "k8s-pod-uid"},
+		{"bare pod with a weight", pod(nil, map[string]string{AnnotationWeight: "2"}), BarePodsNamespace, "k8s-pod-uid"},
+		{"bare gang pod", pod(nil, map[string]string{AnnotationGang: "false"}), BarePodsNamespace, "k8s-pod-uid"},
+		{"bare graceful pod", pod(nil, map[string]string{AnnotationGracefulPreemption: "30s"}), BarePodsNamespace, "k8s-pod-uid"},
+		{"other annotations", pod(nil, map[string]string{"team": "x"}), BarePodsNamespace, "k8s-team-a:pods"},
+		{"label overrides", pod(map[string]string{LabelOperation: "train_7"}, nil, job), BarePodsNamespace, "k8s-team-a.train_7"},
+		{"label overrides, pods apart", pod(map[string]string{LabelOperation: "train_7"}, nil), BarePodsPod, "k8s-team-a.train_7"},
 	} {
-		if got := OperationKey(tc.pod); got != tc.want {
-			t.Errorf("%s: OperationKey = %q, want %q", tc.name, got, tc.want)
+		if got := OperationKey(tc.pod, tc.bare); got != tc.want {
+			t.Errorf("%s: OperationKey(%s) = %q, want %q", tc.name, tc.bare, got, tc.want)
 		}
 	}
 	p := pod(map[string]string{LabelOperation: long}, nil)
 	p.Namespace = strings.Repeat("n", 63)
-	k := OperationKey(p)
+	k := OperationKey(p, BarePodsNamespace)
 	if len(k) > 120 || !strings.HasPrefix(k, "k8s-nnn") {
 		t.Errorf("long key %q: want a hashed name of at most 120 bytes", k)
 	}
 	p2 := pod(map[string]string{LabelOperation: long + "y"}, nil)
 	p2.Namespace = p.Namespace
-	if OperationKey(p2) == k {
+	if OperationKey(p2, BarePodsNamespace) == k {
 		t.Errorf("two long keys that differ in their tail shorten to the same %q", k)
+	}
+}
+
+func TestParseBarePods(t *testing.T) {
+	for _, v := range []string{"namespace", "pod"} {
+		if b, err := ParseBarePods(v); err != nil || string(b) != v {
+			t.Errorf("ParseBarePods(%q) = %q, %v", v, b, err)
+		}
+	}
+	for _, v := range []string{"", "Namespace", "pods", "job"} {
+		if _, err := ParseBarePods(v); err == nil {
+			t.Errorf("ParseBarePods(%q): want an error", v)
+		}
 	}
 }
 

@@ -88,9 +88,10 @@ func sameOrigin(a, b Origin) bool {
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,120}$`)
 
-// FuzzOperationKey: whatever the namespace and the label, an operation key
-// is a valid fairsched name of at most 120 bytes, distinct labels get
-// distinct keys, and epochs round-trip through OperationID.
+// FuzzOperationKey: whatever the namespace and the label (an operation
+// label, or a bare pod's pool label), an operation key is a valid
+// fairsched name of at most 120 bytes, distinct labels get distinct keys,
+// and epochs round-trip through OperationID.
 func FuzzOperationKey(f *testing.F) {
 	f.Add("ns", "train", "train2", 2)
 	f.Add("ns", "a/b", "a-b", 3)
@@ -102,7 +103,16 @@ func FuzzOperationKey(f *testing.F) {
 		}
 		key := func(l string) string {
 			return OperationKey(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns,
-				Labels: map[string]string{LabelOperation: l}}})
+				Labels: map[string]string{LabelOperation: l}}}, BarePodsNamespace)
+		}
+		bareKey := func(pool string) string {
+			return OperationKey(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns,
+				Labels: map[string]string{LabelPool: pool}}}, BarePodsNamespace)
+		}
+		if b := bareKey(label); !nameRE.MatchString(b) {
+			t.Fatalf("bare pod of pool %q in %q: key %q is not a name of at most 120 bytes", label, ns, b)
+		} else if label != other && bareKey(other) == b {
+			t.Fatalf("bare pods of pools %q and %q share the key %q", label, other, b)
 		}
 		k := key(label)
 		if !nameRE.MatchString(k) {
