@@ -308,6 +308,9 @@ type snapshot struct {
 	byKey map[string]*keyPods
 	// keys are byKey's keys, sorted.
 	keys []string
+	// queues are the pending pods of each operation key by task, made
+	// when a start first needs them (taskQueue).
+	queues map[string][]*taskQueue
 }
 
 type ourPod struct {

@@ -409,8 +409,15 @@ func (a *Adapter) pick(s *snapshot, node *corev1.Node, st client.AllocationStart
 	onNode := append(s.onNode[node.Name][:len(s.onNode[node.Name]):len(s.onNode[node.Name])], added...)
 	why := ""
 	candidates := 0
-	for _, p := range kp.pending {
-		if claimed[p.UID] || op.taskIndex(podspec.TaskKey(p, podspec.Resources(p))) != st.TaskIndex {
+	q := s.taskQueue(op, kp, st.TaskIndex)
+	// The claimed pods at the head are skipped for good: a round's starts
+	// take a task's pods oldest first, so each start need not walk over
+	// those taken before it.
+	for q.head < len(q.pods) && claimed[q.pods[q.head].UID] {
+		q.head++
+	}
+	for _, p := range q.pods[q.head:] {
+		if claimed[p.UID] {
 			continue
 		}
 		candidates++
@@ -427,6 +434,38 @@ func (a *Adapter) pick(s *snapshot, node *corev1.Node, st client.AllocationStart
 	}
 	return nil, fmt.Sprintf("none of the %d pending pods of task %d fits node %s (%s)", candidates, st.TaskIndex,
 		node.Name, why)
+}
+
+// taskQueue is the pending pods of an operation key's task, oldest first,
+// and how many at its head the round's starts have claimed.
+type taskQueue struct {
+	pods []*corev1.Pod
+	head int
+}
+
+// taskQueue is op's queue of task index ti (empty when it has none),
+// made once a round for all of op's tasks.
+func (s *snapshot) taskQueue(op *opState, kp *keyPods, ti int) *taskQueue {
+	qs, ok := s.queues[op.key]
+	if !ok {
+		qs = make([]*taskQueue, len(op.tasks))
+		for i := range qs {
+			qs[i] = &taskQueue{}
+		}
+		for _, p := range kp.pending {
+			if i := op.taskIndex(podspec.TaskKey(p, podspec.Resources(p))); i >= 0 {
+				qs[i].pods = append(qs[i].pods, p)
+			}
+		}
+		if s.queues == nil {
+			s.queues = map[string][]*taskQueue{}
+		}
+		s.queues[op.key] = qs
+	}
+	if ti < 0 || ti >= len(qs) {
+		return &taskQueue{}
+	}
+	return qs[ti]
 }
 
 // bind binds pod to node, writing its origin in the same request, on the
