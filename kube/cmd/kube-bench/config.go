@@ -27,6 +27,7 @@ type config struct {
 	creators       int
 	runs           int
 	contended      bool
+	backlog        bool
 	qps            float64
 	burst          int
 	timeout        time.Duration
@@ -59,6 +60,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&cfg.podMemory, "pod-memory", "1Gi", "each pod's memory request")
 	fs.IntVar(&cfg.creators, "creators", 32, "create requests in flight")
 	fs.BoolVar(&cfg.contended, "contended", false, "more pods than the nodes hold: a run ends once the cluster is full (its pods bound up to the nodes' capacity) rather than once every pod is bound, so that fairsched's fair-share gap measures fairness under contention")
+	fs.BoolVar(&cfg.backlog, "backlog", false, "create every pod (and wait for the Jobs' pods to appear) before the scheduler starts, and time from its start: the rate at which it binds a backlog, apart from how fast pods are created; a pod's pending→bound time then runs from the scheduler's start")
 	fs.IntVar(&cfg.runs, "runs", 3, "runs of each scheduler, alternated (the order flips every run); the summary gives medians and ranges")
 	fs.Float64Var(&cfg.qps, "client-qps", 5000, "the client-side rate limit towards the API server of both schedulers (kube-scheduler's clientConnection.qps, fairsched-kube's --kube-api-qps)")
 	fs.IntVar(&cfg.burst, "client-burst", 10000, "the burst of both schedulers' clients (clientConnection.burst, --kube-api-burst)")
@@ -170,7 +172,7 @@ func (cfg *config) describe() map[string]any {
 		"nodes": cfg.nodes, "pods": cfg.pods, "pools": cfg.pools, "job_share": cfg.jobShare,
 		"job_parallelism": cfg.jobParallelism, "node_cpu": cfg.nodeCPU, "node_memory": cfg.nodeMemory,
 		"pod_cpu": cfg.podCPU, "pod_memory": cfg.podMemory, "creators": cfg.creators,
-		"runs": cfg.runs, "client_qps": cfg.qps, "client_burst": cfg.burst,
+		"runs": cfg.runs, "backlog": cfg.backlog, "contended": cfg.contended, "client_qps": cfg.qps, "client_burst": cfg.burst,
 		"adapter_args": []string(cfg.adapterArgs),
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,12 +90,20 @@ func TestSummary(t *testing.T) {
 // TestSmallRun runs the benchmark at a small scale end to end: against
 // kube-scheduler always, and against fairsched when fairsched-kube's
 // command is in the module.
+// TestSmallRun runs both sides twice, alternated, with pods created
+// while the scheduler runs, and once each with a backlog made before it
+// starts.
 func TestSmallRun(t *testing.T) {
 	kubetest.Require(t)
+	t.Run("streaming", func(t *testing.T) { smallRun(t, 2) })
+	t.Run("backlog", func(t *testing.T) { smallRun(t, 1, "--backlog") })
+}
+
+func smallRun(t *testing.T, runs int, extra ...string) {
 	dir := t.TempDir()
 	report := filepath.Join(dir, "report.json")
-	args := []string{"--nodes=4", "--pods=60", "--pools=3", "--job-parallelism=10", "--report=" + report, "--settle=5s",
-		"--runs=2"}
+	args := append([]string{"--nodes=4", "--pods=60", "--pools=3", "--job-parallelism=10", "--report=" + report,
+		"--settle=5s", fmt.Sprintf("--runs=%d", runs)}, extra...)
 	root, err := kubetest.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -122,11 +131,12 @@ func TestSmallRun(t *testing.T) {
 	if err := json.Unmarshal(data, &rep); err != nil {
 		t.Fatal(err)
 	}
+	want = want[:len(want)*runs/2]
 	if len(rep.Results) != len(want) {
 		t.Fatalf("%d results, want %d: %+v", len(rep.Results), len(want), rep.Results)
 	}
-	if len(rep.Summary) != len(want)/2 || rep.Summary[0].Runs != 2 {
-		t.Errorf("summary %+v, want each scheduler's 2 runs", rep.Summary)
+	if len(rep.Summary) != len(want)/runs || rep.Summary[0].Runs != runs {
+		t.Errorf("summary %+v, want each scheduler's %d runs", rep.Summary, runs)
 	}
 	for i, r := range rep.Results {
 		if r.Scheduler != want[i] || r.Pods != 60 || r.PodsPerSecond <= 0 || r.P50Ms > r.P99Ms || r.P99Ms > r.MaxMs || r.Nodes < 1 || r.Nodes > 4 {

@@ -56,14 +56,20 @@ func (r *recorder) counts() (seen, bound int) {
 }
 
 // latencies are the pending→bound times of the bound pods, sorted, and the
-// last bind.
-func (r *recorder) latencies() ([]time.Duration, time.Time) {
+// last bind; a pod pends from when the watch saw it or from start,
+// whichever is later (a pod made before its scheduler started waits from
+// that start).
+func (r *recorder) latencies(start time.Time) ([]time.Duration, time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var last time.Time
 	out := make([]time.Duration, 0, len(r.bound))
 	for uid, b := range r.bound {
-		out = append(out, b.Sub(r.seen[uid]))
+		seen := r.seen[uid]
+		if seen.Before(start) {
+			seen = start
+		}
+		out = append(out, b.Sub(seen))
 		if b.After(last) {
 			last = b
 		}
@@ -82,9 +88,8 @@ func percentile(d []time.Duration, p float64) time.Duration {
 }
 
 // scheduler is one side of the benchmark: it binds the pods whose
-// spec.schedulerName is name from start until stop.
+// spec.schedulerName is schedulerName(side) from start until stop.
 type scheduler interface {
-	name() string
 	// gap is, once every pod runs, the largest relative and absolute gap
 	// between a pool's running share and its fair share (fairsched only).
 	gap(ctx context.Context, cfg *config) (*Gap, error)
@@ -98,19 +103,6 @@ func runPhase(ctx context.Context, c *kubetest.Cluster, cfg *config, which strin
 	if err != nil {
 		return Result{}, err
 	}
-	log.Printf("%s: starting", which)
-	var s scheduler
-	switch which {
-	case "kube-scheduler":
-		s, err = startKubeScheduler(ctx, c)
-	case "fairsched":
-		s, err = startFairsched(ctx, c, cfg)
-	}
-	if err != nil {
-		return Result{}, err
-	}
-	defer s.stop()
-
 	rec := &recorder{seen: map[types.UID]time.Time{}, bound: map[types.UID]time.Time{}, nodes: map[string]int{}}
 	factory := informers.NewSharedInformerFactoryWithOptions(c.Client, 0, informers.WithNamespace(ns))
 	inf := factory.Core().V1().Pods().Informer()
@@ -125,14 +117,59 @@ func runPhase(ctx context.Context, c *kubetest.Cluster, cfg *config, which strin
 		return Result{}, fmt.Errorf("the pod watch did not sync")
 	}
 
-	log.Printf("%s: creating %d pods in %d pools", which, cfg.pods, cfg.pools)
-	start := time.Now()
-	created, err := createWorkload(ctx, c, cfg, ns, s.name())
-	if err != nil {
-		return Result{}, err
+	var s scheduler
+	startScheduler := func() error {
+		log.Printf("%s: starting", which)
+		var err error
+		switch which {
+		case "kube-scheduler":
+			s, err = startKubeScheduler(ctx, c)
+		case "fairsched":
+			s, err = startFairsched(ctx, c, cfg)
+		}
+		return err
 	}
-	createdIn := time.Since(start)
-	log.Printf("%s: %d pods and Jobs created in %v", which, created, createdIn.Round(time.Millisecond))
+	create := func() (time.Duration, error) {
+		log.Printf("%s: creating %d pods in %d pools", which, cfg.pods, cfg.pools)
+		t := time.Now()
+		created, err := createWorkload(ctx, c, cfg, ns, schedulerName(which))
+		if err != nil {
+			return 0, err
+		}
+		log.Printf("%s: %d pods and Jobs created in %v", which, created, time.Since(t).Round(time.Millisecond))
+		return time.Since(t), nil
+	}
+	var start time.Time
+	var createdIn time.Duration
+	if cfg.backlog {
+		// Every pod exists and waits before the scheduler starts: the
+		// run times its binding alone.
+		if createdIn, err = create(); err != nil {
+			return Result{}, err
+		}
+		err = kubetest.Poll(ctx, cfg.timeout, 100*time.Millisecond, func(context.Context) (bool, error) {
+			seen, _ := rec.counts()
+			return seen >= cfg.pods, nil
+		})
+		if err != nil {
+			seen, _ := rec.counts()
+			return Result{}, fmt.Errorf("the workload's pods did not all appear: %d of %d: %w", seen, cfg.pods, err)
+		}
+		if err := startScheduler(); err != nil {
+			return Result{}, err
+		}
+		defer s.stop()
+		start = time.Now()
+	} else {
+		if err := startScheduler(); err != nil {
+			return Result{}, err
+		}
+		defer s.stop()
+		start = time.Now()
+		if createdIn, err = create(); err != nil {
+			return Result{}, err
+		}
+	}
 	progress := time.Now()
 	err = kubetest.Poll(ctx, cfg.timeout, 100*time.Millisecond, func(context.Context) (bool, error) {
 		seen, bound := rec.counts()
@@ -146,7 +183,7 @@ func runPhase(ctx context.Context, c *kubetest.Cluster, cfg *config, which strin
 		seen, bound := rec.counts()
 		return Result{}, fmt.Errorf("not every pod was bound: %d seen, %d bound (want %d): %w", seen, bound, cfg.bindTarget(), err)
 	}
-	lat, last := rec.latencies()
+	lat, last := rec.latencies(start)
 	elapsed := last.Sub(start)
 	res := Result{
 		Scheduler:     which,
@@ -160,7 +197,11 @@ func runPhase(ctx context.Context, c *kubetest.Cluster, cfg *config, which strin
 		P99Ms:         ms(percentile(lat, 99)),
 		MaxMs:         ms(lat[len(lat)-1]),
 	}
-	log.Printf("%s: every pod bound %v after the first create", which, elapsed.Round(time.Millisecond))
+	from := "the first create"
+	if cfg.backlog {
+		from = "the scheduler's start"
+	}
+	log.Printf("%s: every pod bound %v after %s", which, elapsed.Round(time.Millisecond), from)
 	if res.Gap, err = s.gap(ctx, cfg); err != nil {
 		return Result{}, err
 	}

@@ -82,9 +82,10 @@ func medianRange(v []float64) [3]float64 {
 }
 
 // Result is one scheduler's run. Times are from the watch: a pod's
-// pending→bound latency runs from when the watch first saw it to when it
-// first saw it bound; BoundSeconds from the first create request to the
-// last bind seen.
+// pending→bound latency runs from when the watch first saw it (under
+// --backlog, from the scheduler's start) to when it first saw it bound;
+// BoundSeconds from the first create request (under --backlog, the
+// scheduler's start) to the last bind seen.
 type Result struct {
 	Scheduler     string  `json:"scheduler"`
 	Run           int     `json:"run"`

@@ -19,14 +19,13 @@ import (
 type kubeScheduler struct{ s *kubetest.Scheduler }
 
 func startKubeScheduler(ctx context.Context, c *kubetest.Cluster) (*kubeScheduler, error) {
-	s, err := c.StartScheduler(ctx, "bench-kube-scheduler")
+	s, err := c.StartScheduler(ctx, kubeSchedulerName)
 	if err != nil {
 		return nil, err
 	}
 	return &kubeScheduler{s}, nil
 }
 
-func (k *kubeScheduler) name() string                               { return k.s.Name }
 func (k *kubeScheduler) gap(context.Context, *config) (*Gap, error) { return nil, nil }
 func (k *kubeScheduler) stop()                                      { k.s.Stop() }
 
@@ -38,7 +37,19 @@ type fairsched struct {
 	api            *client.Client
 }
 
-const fairschedName = "fairsched"
+// The spec.schedulerName of each side's pods.
+const (
+	fairschedName     = "fairsched"
+	kubeSchedulerName = "bench-kube-scheduler"
+)
+
+// schedulerName is the spec.schedulerName of the pods of side which.
+func schedulerName(which string) string {
+	if which == "kube-scheduler" {
+		return kubeSchedulerName
+	}
+	return fairschedName
+}
 
 func startFairsched(ctx context.Context, c *kubetest.Cluster, cfg *config) (*fairsched, error) {
 	for _, bin := range []string{cfg.fairschedBin, cfg.adapterBin} {
@@ -130,8 +141,6 @@ func startFairsched(ctx context.Context, c *kubetest.Cluster, cfg *config) (*fai
 	log.Printf("fairsched: serve on %s, fairsched-kube (pid %d) mirrored %d pools", url, f.adapter.Pid(), cfg.pools)
 	return f, nil
 }
-
-func (f *fairsched) name() string { return fairschedName }
 
 func (f *fairsched) stop() {
 	if f.adapter != nil {
