@@ -25,6 +25,7 @@ type config struct {
 	podCPU         string
 	podMemory      string
 	creators       int
+	createRate     float64
 	runs           int
 	contended      bool
 	backlog        bool
@@ -59,6 +60,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&cfg.podCPU, "pod-cpu", "1", "each pod's cpu request")
 	fs.StringVar(&cfg.podMemory, "pod-memory", "1Gi", "each pod's memory request")
 	fs.IntVar(&cfg.creators, "creators", 32, "create requests in flight")
+	fs.Float64Var(&cfg.createRate, "create-rate", 0, "pods created per second, a Job's all at once (0: as fast as the creators go); pending→bound then measures the scheduler at a steady arrival rate rather than the API server's queue under a flood of creates")
 	fs.BoolVar(&cfg.contended, "contended", false, "more pods than the nodes hold: a run ends once the cluster is full (its pods bound up to the nodes' capacity) rather than once every pod is bound, so that fairsched's fair-share gap measures fairness under contention")
 	fs.BoolVar(&cfg.backlog, "backlog", false, "create every pod (and wait for the Jobs' pods to appear) before the scheduler starts, and time from its start: the rate at which it binds a backlog, apart from how fast pods are created; a pod's pending→bound time then runs from the scheduler's start")
 	fs.IntVar(&cfg.runs, "runs", 3, "runs of each scheduler, alternated (the order flips every run); the summary gives medians and ranges")
@@ -104,6 +106,9 @@ func parseFlags(args []string) (*config, error) {
 	}
 	if !(cfg.qps > 0) || cfg.burst < 1 {
 		errs = append(errs, fmt.Errorf("--client-qps, --client-burst: %v and %d are not both positive", cfg.qps, cfg.burst))
+	}
+	if cfg.createRate < 0 {
+		errs = append(errs, fmt.Errorf("--create-rate: %v is negative", cfg.createRate))
 	}
 	if cfg.creators < 1 {
 		errs = append(errs, fmt.Errorf("--creators: %d is not positive", cfg.creators))
@@ -171,7 +176,7 @@ func (cfg *config) describe() map[string]any {
 	return map[string]any{
 		"nodes": cfg.nodes, "pods": cfg.pods, "pools": cfg.pools, "job_share": cfg.jobShare,
 		"job_parallelism": cfg.jobParallelism, "node_cpu": cfg.nodeCPU, "node_memory": cfg.nodeMemory,
-		"pod_cpu": cfg.podCPU, "pod_memory": cfg.podMemory, "creators": cfg.creators,
+		"pod_cpu": cfg.podCPU, "pod_memory": cfg.podMemory, "creators": cfg.creators, "create_rate": cfg.createRate,
 		"runs": cfg.runs, "backlog": cfg.backlog, "contended": cfg.contended, "client_qps": cfg.qps, "client_burst": cfg.burst,
 		"adapter_args": []string(cfg.adapterArgs),
 	}

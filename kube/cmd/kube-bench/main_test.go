@@ -29,6 +29,8 @@ func TestFlags(t *testing.T) {
 		{[]string{"--scheduler=kube-scheduler", "extra"}, "unexpected argument"},
 		{[]string{"--scheduler=kube-scheduler", "--runs=0"}, "--runs"},
 		{[]string{"--scheduler=kube-scheduler", "--client-qps=0"}, "--client-qps"},
+		{[]string{"--scheduler=kube-scheduler", "--create-rate=-1"}, "--create-rate"},
+		{[]string{"--scheduler=kube-scheduler", "--create-rate=150", "--backlog"}, ""},
 		{[]string{"--scheduler=kube-scheduler", "--contended", "--nodes=10", "--node-cpu=4", "--pods=40"}, "--contended"},
 		{[]string{"--scheduler=kube-scheduler", "--contended", "--nodes=10", "--node-cpu=4", "--pods=41"}, ""},
 		{[]string{"--scheduler=kube-scheduler", "--contended", "--nodes=10", "--node-memory=2Gi", "--pods=21"}, ""},

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -216,7 +217,8 @@ func runPhase(ctx context.Context, c *kubetest.Cluster, cfg *config, which strin
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // createWorkload creates, in each pool, Jobs for cfg.jobShare of its pods
-// and bare pods for the rest, from cfg.creators goroutines.
+// and bare pods for the rest, from cfg.creators goroutines, at most
+// cfg.createRate pods a second when that is set.
 func createWorkload(ctx context.Context, c *kubetest.Cluster, cfg *config, ns, schedulerName string) (int, error) {
 	type item struct {
 		pool  int
@@ -270,7 +272,18 @@ func createWorkload(ctx context.Context, c *kubetest.Cluster, cfg *config, ns, s
 			}
 		}()
 	}
+	// At --create-rate, a Job waits for as many tokens as it has pods
+	// (its controller makes them at once).
+	var limit *rate.Limiter
+	if cfg.createRate > 0 {
+		limit = rate.NewLimiter(rate.Limit(cfg.createRate), max(1, cfg.jobParallelism))
+	}
 	for _, it := range items {
+		if limit != nil {
+			if err := limit.WaitN(ctx, max(1, int(it.job))); err != nil {
+				break
+			}
+		}
 		if ctx.Err() != nil {
 			break
 		}
