@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/fairsched/fairsched/core/apierr"
+	"github.com/fairsched/fairsched/core/clock"
 	"github.com/fairsched/fairsched/core/resource"
 )
 
@@ -20,20 +21,22 @@ func TestHeartbeatBounds(t *testing.T) {
 		t.Fatalf("defaults: %d, %v", cfg.MaxStartedAllocationsPerHeartbeat, cfg.MaxNodeResourceLimits)
 	}
 	big := DefaultMaxNodeResourceLimits // the largest node the defaults take
-	c := newCluster(t, cfg, 1, big)
-	c.start(OperationSpec{ID: "tiny", Tasks: tasks(1<<40, resource.Vec{resource.CPU: 1})})
-	c.update()
-	for want, total := 1024, 0; total < MaxNodeAllocations+2048; want = min(1024, MaxNodeAllocations-total) {
-		c.heartbeat(0)
-		if len(c.resp.Start) != want {
-			t.Fatalf("after %d allocations a heartbeat started %d, want %d", total, len(c.resp.Start), want)
+	s, held := startOn(t, cfg, big, OperationSpec{ID: "tiny", Tasks: tasks(1<<40, resource.Vec{resource.CPU: 1})})
+	if len(held) != 1024 {
+		t.Fatalf("the first heartbeat started %d, want 1024", len(held))
+	}
+	for want, total := 1024, len(held); total < MaxNodeAllocations+2048; want = min(1024, MaxNodeAllocations-total) {
+		resp := heartbeat(t, s, 0, &NodeHeartbeat{Node: "n000", Limits: big, Allocations: held})
+		if len(resp.Start) != want {
+			t.Fatalf("after %d allocations a heartbeat started %d, want %d", total, len(resp.Start), want)
 		}
 		if want == 0 {
 			break
 		}
-		total += len(c.resp.Start)
+		total += len(resp.Start)
+		held = append(held, started(resp)...)
 	}
-	if n, _ := c.s.NodeSummary("n000"); n.AllocationCount != MaxNodeAllocations {
+	if n, _ := s.NodeSummary("n000"); n.AllocationCount != MaxNodeAllocations {
 		t.Errorf("the node holds %d allocations, want %d", n.AllocationCount, MaxNodeAllocations)
 	}
 
@@ -42,34 +45,33 @@ func TestHeartbeatBounds(t *testing.T) {
 		limits := big
 		limits[k]++
 		var resp Response
-		err := c.s.Heartbeat(c.at(), &NodeHeartbeat{Node: "huge", Limits: limits}, &resp)
+		err := s.Heartbeat(0, &NodeHeartbeat{Node: "huge", Limits: limits}, &resp)
 		var e *apierr.Error
 		want := "resource_limits." + resource.Kind(k).String()
 		if !errors.As(err, &e) || e.Code != CodeInvalidValue || e.Path != want {
 			t.Errorf("limits %v: %v, want invalid_value at %s", limits, err, want)
 		}
-		if _, ok := c.s.NodeSummary("huge"); ok {
+		if _, ok := s.NodeSummary("huge"); ok {
 			t.Errorf("limits %v: the node was registered", limits)
 		}
 	}
 	// A lower bound applies from the next heartbeat.
 	cfg.MaxNodeResourceLimits[resource.CPU] = resource.Cores(8)
 	cfg.MaxStartedAllocationsPerHeartbeat = 3
-	if err := c.s.SetConfig(cfg); err != nil {
+	if err := s.SetConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
 	var resp Response
 	small := resource.Vec{resource.UserSlots: 100, resource.CPU: resource.Cores(8), resource.Memory: 1 << 30}
-	if err := c.s.Heartbeat(c.at(), &NodeHeartbeat{Node: "n001", Limits: small}, &resp); err != nil {
+	if err := s.Heartbeat(0, &NodeHeartbeat{Node: "n001", Limits: small}, &resp); err != nil {
 		t.Fatal(err)
 	}
-	c.now++
-	c.update()
+	s.UpdateFairShare(clock.FromSeconds(1))
 	resp.Reset()
-	if err := c.s.Heartbeat(c.at(), &NodeHeartbeat{Node: "n001", Limits: small}, &resp); err != nil || len(resp.Start) != 3 {
+	if err := s.Heartbeat(clock.FromSeconds(1), &NodeHeartbeat{Node: "n001", Limits: small}, &resp); err != nil || len(resp.Start) != 3 {
 		t.Errorf("8 cpu: %v, %d starts", err, len(resp.Start))
 	}
-	if err := c.s.Heartbeat(c.at(), &NodeHeartbeat{Node: "n001", Limits: resource.Vec{resource.CPU: resource.Cores(8.01)}}, &resp); err == nil {
+	if err := s.Heartbeat(clock.FromSeconds(1), &NodeHeartbeat{Node: "n001", Limits: resource.Vec{resource.CPU: resource.Cores(8.01)}}, &resp); err == nil {
 		t.Error("8.01 cpu above a bound of 8 accepted")
 	}
 }

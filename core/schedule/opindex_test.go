@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/core/coretest"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/tagfilter"
 	"github.com/fairsched/fairsched/core/tree"
@@ -58,18 +60,34 @@ func TestOpIndexMatchesScan(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 7))
 			cfg := DefaultConfig()
 			cfg.Shards = 1
-			c := newCluster(t, cfg, 1+r.IntN(5), resource.Vec{resource.UserSlots: 20, resource.CPU: cores(16), resource.Memory: 64 * gib},
+			s := New(tree.New(tree.PoolConfig{}), cfg)
+			nodes := make([]struct {
+				hb    NodeHeartbeat // its name, limits and tags
+				agent coretest.Node[uint64, struct{}]
+			}, 1+r.IntN(5))
+			if _, err := s.ApplyPools(
 				tree.Mutation{Kind: tree.AddPool, Name: "p", Pool: tree.PoolConfig{Weight: tree.Some(1 + float64(r.IntN(3)))}},
 				tree.Mutation{Kind: tree.AddPool, Name: "q", Pool: tree.PoolConfig{Mode: tree.ModeFIFO}},
 				tree.Mutation{Kind: tree.AddPool, Name: "lim", Parent: "p", Pool: tree.PoolConfig{ResourceLimits: tree.PartialVec{V: resource.Vec{resource.CPU: cores(10)}, Set: [resource.Count]bool{resource.CPU: true}}}},
 				tree.Mutation{Kind: tree.AddPool, Name: "gpu", Pool: tree.PoolConfig{SchedulingTagFilter: randomFilter(r)}},
-				tree.Mutation{Kind: tree.AddPool, Name: "gpu2", Parent: "gpu", Pool: tree.PoolConfig{SchedulingTagFilter: randomFilter(r)}})
+				tree.Mutation{Kind: tree.AddPool, Name: "gpu2", Parent: "gpu", Pool: tree.PoolConfig{SchedulingTagFilter: randomFilter(r)}}); err != nil {
+				t.Fatal(err)
+			}
+			now := 0.0
+			durations := map[string][]float64{}
+			beat := func(i int) {
+				agentBeat(t, s, clock.FromSeconds(now), nodes[i].hb, &nodes[i].agent, durations)
+			}
 			tagNames := []string{"a", "b", "c"}
-			for i := range c.nodes {
-				c.nodes[i].limits[resource.CPU] = cores(float64(4 + r.IntN(16)))
+			for i := range nodes {
+				nodes[i].hb = NodeHeartbeat{Node: fmt.Sprintf("n%03d", i), Limits: resource.Vec{resource.UserSlots: 20, resource.CPU: cores(16), resource.Memory: 64 * gib}}
+				beat(i) // the node registers
+			}
+			for i := range nodes {
+				nodes[i].hb.Limits[resource.CPU] = cores(float64(4 + r.IntN(16)))
 				for _, tg := range tagNames {
 					if r.IntN(2) == 0 {
-						c.nodes[i].tags = append(c.nodes[i].tags, tg)
+						nodes[i].hb.Tags = append(nodes[i].hb.Tags, tg)
 					}
 				}
 			}
@@ -87,39 +105,45 @@ func TestOpIndexMatchesScan(t *testing.T) {
 				if r.IntN(3) == 0 {
 					flt = randomFilter(r)
 				}
-				c.start(OperationSpec{ID: fmt.Sprintf("o%d", i), Pool: pools[r.IntN(len(pools))], Weight: tree.Some(1 + float64(r.IntN(4))), PreemptionMode: mode, Tasks: ts, SchedulingTagFilter: flt})
+				id, _, err := s.StartOperation(clock.FromSeconds(now), OperationSpec{ID: fmt.Sprintf("o%d", i), Pool: pools[r.IntN(len(pools))], Weight: tree.Some(1 + float64(r.IntN(4))), PreemptionMode: mode, Tasks: ts, SchedulingTagFilter: flt})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, tk := range ts {
+					durations[id] = append(durations[id], tk.DurationHintS)
+				}
 			}
 			compared, filtered := 0, 0
 			for step := range 300 {
 				switch r.IntN(6) {
 				case 0:
-					c.now++
-					c.update()
+					now++
+					s.UpdateFairShare(clock.FromSeconds(now))
 				case 1:
 					// A failed job returns to pending.
-					n := &c.nodes[r.IntN(len(c.nodes))]
-					if n.agent.Len() > 0 {
-						n.finish(r.IntN(n.agent.Len()), AllocFailed)
+					a := &nodes[r.IntN(len(nodes))].agent
+					if a.Len() > 0 {
+						a.Finish(a.Allocs()[r.IntN(a.Len())].ID, coretest.AllocFailed)
 					}
 				default:
-					c.now += 0.5
-					c.heartbeat(r.IntN(len(c.nodes)))
+					now += 0.5
+					beat(r.IntN(len(nodes)))
 				}
-				snap := c.s.Snapshot()
+				snap := s.Snapshot()
 				if snap.Total.IsZero() || r.IntN(2) == 0 {
 					// Without a search here, the next steps' heartbeats
 					// may change operations while the index is behind.
 					continue
 				}
-				sh := &c.s.shards[0]
+				sh := &s.shards[0]
 				sh.mu.Lock()
 				h := &sh.ops
 				h.sync(snap)
 				for range 4 {
-					nodeIdx := r.IntN(len(c.nodes))
+					nodeIdx := r.IntN(len(nodes))
 					sh.mu.Unlock()
-					name := c.nodes[nodeIdx].name
-					sh, hash := c.s.shardAndHash(name)
+					name := nodes[nodeIdx].hb.Node
+					sh, hash := s.shardAndHash(name)
 					n := sh.nodes.get(name, hash)
 					sh.mu.Lock()
 					var free resource.Vec
@@ -127,8 +151,8 @@ func TestOpIndexMatchesScan(t *testing.T) {
 					free[resource.CPU] = cores(float64(r.IntN(12)))
 					free[resource.Memory] = int64(r.IntN(10)) * gib
 					gi, gt := h.best(free, n)
-					wi, wt := scanBest(c.s, snap, free, n.tags, false) // the tags of its last heartbeat
-					if ui, _ := scanBest(c.s, snap, free, nil, true); ui != wi {
+					wi, wt := scanBest(s, snap, free, n.tags, false) // the tags of its last heartbeat
+					if ui, _ := scanBest(s, snap, free, nil, true); ui != wi {
 						filtered++
 					}
 					h.restore()

@@ -1,9 +1,11 @@
 package schedule
 
 import (
-	"github.com/fairsched/fairsched/core/clock"
+	"fmt"
 	"strconv"
 
+	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/core/internal/invariants"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/tree"
 )
@@ -41,6 +43,38 @@ type TaskPatch struct {
 	DurationHintS float64
 }
 
+// jobCountersError returns what is wrong with a running operation's job
+// counters, or nil: its unfinished jobs must be its tasks' pending and
+// running ones, and no task may have both excess and pending jobs. The
+// caller holds every shard mutex.
+func (o *operation) jobCountersError() error {
+	if o.State().Final() {
+		return nil
+	}
+	var sum int64
+	for i := range o.tasks {
+		tk := &o.tasks[i]
+		sum += tk.pending.Load() + tk.running.Load()
+		if tk.excess.Load() > 0 && tk.pending.Load() > 0 {
+			return fmt.Errorf("operation %s, task %d: %d excess and %d pending jobs", o.id, i, tk.excess.Load(), tk.pending.Load())
+		}
+	}
+	if got := o.unfinished.Load(); got != sum {
+		return fmt.Errorf("operation %s: %d unfinished jobs, its tasks have %d pending or running", o.id, got, sum)
+	}
+	return nil
+}
+
+// checkJobCounters verifies jobCountersError under -tags invariants and
+// -race. The caller holds every shard mutex.
+func (o *operation) checkJobCounters() {
+	if !invariants.Enabled {
+		return
+	}
+	err := o.jobCountersError()
+	invariants.Check(err == nil, "%v", err)
+}
+
 // MaxJobCount is the most jobs a task may have (2^40).
 const MaxJobCount = 1 << 40
 
@@ -69,6 +103,8 @@ func (s *Scheduler) PatchOperation(id string, p OperationPatch) (OperationState,
 	// finish with the patch half applied, or with jobs the patch added).
 	s.lockShards()
 	defer s.unlockShards()
+	o.checkJobCounters() // as the heartbeats since the last change left them
+	defer o.checkJobCounters()
 	if st := o.State(); st.Final() {
 		return 0, errorf(CodeFinished, "id", "cannot change operation %q: it is %s", id, st)
 	}

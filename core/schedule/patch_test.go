@@ -39,105 +39,35 @@ func TestPatchOperationAllOrNothing(t *testing.T) {
 		{"limits", OperationPatch{Pool: "b", HasPool: true, ResourceLimits: tree.PartialVec{V: resource.Vec{resource.CPU: -1}, Set: [resource.Count]bool{resource.CPU: true}}, HasResourceLimits: true}, apierr.CodeInvalidValue, "resource_limits.cpu"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newCluster(t, DefaultConfig(), 1, smallNode,
-				tree.Mutation{Kind: tree.AddPool, Name: "a"}, tree.Mutation{Kind: tree.AddPool, Name: "b"},
-				tree.Mutation{Kind: tree.AddPool, Name: "full", Pool: tree.PoolConfig{MaxOperationCount: tree.SomeInt(ten)}})
-			for range 10 {
-				c.start(OperationSpec{Pool: "full", Tasks: tasks(1, job(1, 1))})
+			s := New(tree.New(tree.PoolConfig{}), DefaultConfig())
+			if _, err := s.ApplyPools(tree.Mutation{Kind: tree.AddPool, Name: "a"}, tree.Mutation{Kind: tree.AddPool, Name: "b"},
+				tree.Mutation{Kind: tree.AddPool, Name: "full", Pool: tree.PoolConfig{MaxOperationCount: tree.SomeInt(ten)}}); err != nil {
+				t.Fatal(err)
 			}
-			id := c.start(OperationSpec{ID: "x", Pool: "a", Weight: tree.Some(2), Tasks: tasks(4, job(1, 1))})
-			before := c.info(id)
-			_, err := c.s.PatchOperation(id, tc.patch)
+			for i := range 11 {
+				spec := OperationSpec{Pool: "full", Tasks: tasks(1, job(1, 1))}
+				if i == 10 {
+					spec = OperationSpec{ID: "x", Pool: "a", Weight: tree.Some(2), Tasks: tasks(4, job(1, 1))}
+				}
+				if _, _, err := s.StartOperation(0, spec); err != nil {
+					t.Fatal(err)
+				}
+			}
+			id := "x"
+			before, _ := s.Operation(id)
+			_, err := s.PatchOperation(id, tc.patch)
 			var e *apierr.Error
 			if !errors.As(err, &e) || e.Code != tc.code || tc.why != "" && e.Path != tc.why {
 				t.Fatalf("PatchOperation: %v, want %s at %q", err, tc.code, tc.why)
 			}
-			after := c.info(id)
-			o := c.s.ops[id]
+			after, _ := s.Operation(id)
+			o := s.ops[id]
 			if after.Pool != before.Pool || after.PendingJobs != before.PendingJobs || o.spec.Weight != tree.Some(2) ||
 				len(o.tasks) != 1 || o.tasks[0].spec.JobCount != 4 || !o.spec.ResourceLimits.IsEmpty() {
 				t.Fatalf("after a refused patch: pool %s pending %d weight %v tasks %d limits %v; want it unchanged", after.Pool, after.PendingJobs, o.spec.Weight, len(o.tasks), o.spec.ResourceLimits)
 			}
 		})
 	}
-}
-
-// TestPatchJobCounts: a task's job count follows the workload. Above its
-// completed and running jobs the rest is pending; below them nothing is
-// pending, the running allocations keep running, and those that end other
-// than completed do not return to pending; the operation completes when
-// every task completed its job count and nothing runs.
-func TestPatchJobCounts(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		// jobs run 4 allocations of the task's 4 jobs, complete of them
-		// complete, then the patch.
-		complete int
-		patch    []TaskPatch
-		// After the patch: pending jobs, running allocations, state.
-		pending, running int64
-		state            OperationState
-		// Then every running allocation ends as end (AllocCompleted or
-		// AllocAborted), with one heartbeat: jobs pending or running after
-		// it (new starts included), completed jobs, state.
-		end                 AllocationState
-		outstanding, doneAt int64
-		final               OperationState
-	}{
-		{"raise", 1, []TaskPatch{{JobCount: 6, HasJobCount: true}}, 2, 3, StateRunning, AllocAborted, 5, 1, StateRunning},
-		{"raise then complete", 1, []TaskPatch{{JobCount: 6, HasJobCount: true}}, 2, 3, StateRunning, AllocCompleted, 2, 4, StateRunning},
-		{"lower within the running", 1, []TaskPatch{{JobCount: 3, HasJobCount: true}}, 0, 3, StateRunning, AllocAborted, 2, 1, StateRunning},
-		{"lower to the completed", 1, []TaskPatch{{JobCount: 1, HasJobCount: true}}, 0, 3, StateRunning, AllocAborted, 0, 1, StateCompleted},
-		{"lower to 0, the running complete", 1, []TaskPatch{{JobCount: 0, HasJobCount: true}}, 0, 3, StateRunning, AllocCompleted, 0, 4, StateCompleted},
-		{"unchanged", 0, []TaskPatch{{}}, 0, 4, StateRunning, AllocCompleted, 0, 4, StateCompleted},
-		{"a new task", 0, []TaskPatch{{}, {Name: "more", JobCount: 2, HasJobCount: true, Resources: job(1, 1), HasResources: true}}, 2, 4, StateRunning, AllocCompleted, 2, 4, StateRunning},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := newCluster(t, DefaultConfig(), 1, smallNode)
-			id := c.start(OperationSpec{ID: "x", Tasks: []TaskSpec{{Name: "t", JobCount: 4, Resources: job(1, 1)}}})
-			c.update()
-			c.heartbeatAll()
-			if got := c.info(id).RunningAllocations; got != 4 {
-				t.Fatalf("%d allocations run, want 4", got)
-			}
-			n := &c.nodes[0]
-			for j := range tc.complete {
-				n.finish(j, AllocCompleted)
-			}
-			if tc.complete > 0 {
-				c.heartbeat(0)
-			}
-			st, err := c.s.PatchOperation(id, OperationPatch{Tasks: tc.patch})
-			if err != nil {
-				t.Fatal(err)
-			}
-			info := c.info(id)
-			if info.PendingJobs != tc.pending || info.RunningAllocations != tc.running || st != tc.state || info.State != tc.state {
-				t.Fatalf("after the patch: %d pending, %d running, %v (answered %v); want %d, %d, %v", info.PendingJobs, info.RunningAllocations, info.State, st, tc.pending, tc.running, tc.state)
-			}
-			for j := range n.agent.Len() {
-				n.finish(j, tc.end)
-			}
-			c.update()
-			c.heartbeat(0)
-			info = c.info(id)
-			if got := info.PendingJobs + info.RunningAllocations; got != tc.outstanding || info.CompletedJobs != tc.doneAt || info.State != tc.final {
-				t.Fatalf("after the allocations ended %v: %d outstanding, %d completed, %v; want %d, %d, %v", tc.end, got, info.CompletedJobs, info.State, tc.outstanding, tc.doneAt, tc.final)
-			}
-			checkJobs(t, c.s.ops[id])
-		})
-	}
-	t.Run("lower to 0 before a start", func(t *testing.T) {
-		c := newCluster(t, DefaultConfig(), 0, smallNode)
-		id := c.start(OperationSpec{ID: "x", Tasks: tasks(4, job(1, 1))})
-		st, err := c.s.PatchOperation(id, OperationPatch{Tasks: []TaskPatch{{JobCount: 0, HasJobCount: true}}})
-		if err != nil || st != StateCompleted {
-			t.Fatalf("PatchOperation: %v, %v; want completed", st, err)
-		}
-		if _, err := c.s.PatchOperation(id, OperationPatch{Tasks: []TaskPatch{{JobCount: 1, HasJobCount: true}}}); !isCode(err, CodeFinished) {
-			t.Fatalf("a patch of a completed operation: %v, want %s", err, CodeFinished)
-		}
-	})
 }
 
 func isCode(err error, code string) bool {
@@ -149,19 +79,8 @@ func isCode(err error, code string) bool {
 // and running jobs, and a task with excess jobs has none pending.
 func checkJobs(t *testing.T, o *operation) {
 	t.Helper()
-	if o.State().Final() {
-		return
-	}
-	var sum int64
-	for i := range o.tasks {
-		tk := &o.tasks[i]
-		sum += tk.pending.Load() + tk.running.Load()
-		if tk.excess.Load() > 0 && tk.pending.Load() > 0 {
-			t.Errorf("task %d: %d excess and %d pending jobs", i, tk.excess.Load(), tk.pending.Load())
-		}
-	}
-	if got := o.unfinished.Load(); got != sum {
-		t.Errorf("unfinished %d, its tasks have %d pending or running jobs", got, sum)
+	if err := o.jobCountersError(); err != nil {
+		t.Error(err)
 	}
 }
 

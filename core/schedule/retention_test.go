@@ -1,11 +1,15 @@
 package schedule
 
 import (
+	"fmt"
 	"runtime"
 	"testing"
 	"weak"
 
+	"github.com/fairsched/fairsched/core/clock"
+	"github.com/fairsched/fairsched/core/coretest"
 	"github.com/fairsched/fairsched/core/resource"
+	"github.com/fairsched/fairsched/core/tree"
 )
 
 // TestFinishedOperationsDoNotPinSnapshots: an operation that finished is
@@ -16,29 +20,57 @@ import (
 // array per operation.
 func TestFinishedOperationsDoNotPinSnapshots(t *testing.T) {
 	node := resource.Vec{resource.UserSlots: 10, resource.CPU: cores(10), resource.Memory: 100 * gib}
-	c := newCluster(t, DefaultConfig(), 4, node)
+	s := New(tree.New(tree.PoolConfig{}), DefaultConfig())
+	agents := make([]coretest.Node[uint64, struct{}], 4)
+	durations := map[string][]float64{}
+	now := 0.0
+	beatAll := func() {
+		for i := range agents {
+			agentBeat(t, s, clock.FromSeconds(now), NodeHeartbeat{Node: fmt.Sprintf("n%03d", i), Limits: node}, &agents[i], durations)
+		}
+	}
+	beatAll() // the nodes register
+	start := func(ts []TaskSpec) string {
+		id, _, err := s.StartOperation(0, OperationSpec{Tasks: ts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tk := range ts {
+			durations[id] = append(durations[id], tk.DurationHintS)
+		}
+		return id
+	}
+	state := func(id string) OperationInfo {
+		info, err := s.Operation(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info
+	}
 	// Two short operations that finish at different updates, and a long
 	// one that keeps every snapshot non-empty.
-	short := c.start(OperationSpec{Tasks: []TaskSpec{{Name: "t", JobCount: 2, Resources: job(1, 1), DurationHintS: 1}}})
-	later := c.start(OperationSpec{Tasks: []TaskSpec{{Name: "t", JobCount: 2, Resources: job(1, 1), DurationHintS: 3}}})
-	long := c.start(OperationSpec{Tasks: tasks(8, job(1, 1))})
+	short := start([]TaskSpec{{Name: "t", JobCount: 2, Resources: job(1, 1), DurationHintS: 1}})
+	later := start([]TaskSpec{{Name: "t", JobCount: 2, Resources: job(1, 1), DurationHintS: 3}})
+	long := start(tasks(8, job(1, 1)))
 	// A weak pointer to the ops array of every snapshot published.
 	var seen []weak.Pointer[opView]
-	for c.now < 6 {
-		c.run(c.now+1, 1)
-		if ops := c.s.snap.Load().ops; len(ops) > 0 {
+	for now < 6 {
+		now++
+		s.UpdateFairShare(clock.FromSeconds(now))
+		beatAll()
+		if ops := s.snap.Load().ops; len(ops) > 0 {
 			seen = append(seen, weak.Make(&ops[0]))
 		}
 	}
 	for _, id := range []string{short, later} {
-		if st := c.info(id).State; st != StateCompleted {
-			t.Fatalf("operation %s is %s at t=%g, want completed", id, st, c.now)
+		if st := state(id).State; st != StateCompleted {
+			t.Fatalf("operation %s is %s at t=%g, want completed", id, st, now)
 		}
 	}
-	if st := c.info(long).State; st != StateRunning {
+	if st := state(long).State; st != StateRunning {
 		t.Fatalf("operation %s is %s, want running", long, st)
 	}
-	checkViews(t, c.s)
+	checkViews(t, s)
 
 	// Only the published snapshot may be reachable (the heartbeats after
 	// the last update synced every shard to it).
@@ -49,7 +81,7 @@ func TestFinishedOperationsDoNotPinSnapshots(t *testing.T) {
 		}
 	}
 	// The finished operations still answer with their results.
-	if info := c.info(short); info.CompletedJobs != 2 {
+	if info := state(short); info.CompletedJobs != 2 {
 		t.Errorf("finished operation %s: %d completed jobs, want 2", short, info.CompletedJobs)
 	}
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/fairsched/fairsched/core/apierr"
 	"github.com/fairsched/fairsched/core/clock"
-	"github.com/fairsched/fairsched/core/coretest"
 	"github.com/fairsched/fairsched/core/resource"
 	"github.com/fairsched/fairsched/core/tree"
 )
@@ -22,37 +21,50 @@ func cpuLimit(c float64) tree.PartialVec {
 	return tree.PartialVec{V: resource.Vec{resource.CPU: cores(c)}, Set: [resource.Count]bool{resource.CPU: true}}
 }
 
-// runningCluster is one smallNode (10 slots, 10 cores, 100 GiB) running
-// every job of operation a (jobs of job(1, 1)) in pool p, whose cpu limit
-// of 20 cores gives it a limit counter; a is listed once after the start,
-// and a fair-share update has published its statuses. It returns the
-// allocation IDs in start order.
-func runningCluster(t *testing.T, jobs int64) (*cluster, []uint64) {
+// runningNode returns a scheduler whose one node n000, a smallNode (10
+// slots, 10 cores, 100 GiB), runs every job of operation a (jobs of
+// job(1, 1)) in pool p, whose cpu limit of 20 cores gives it a limit
+// counter; a is listed once after the start, and a fair-share update has
+// published its statuses. It returns the allocation IDs in start order.
+func runningNode(t *testing.T, jobs int64) (*Scheduler, []uint64) {
 	t.Helper()
-	c := newCluster(t, DefaultConfig(), 1, smallNode, tree.Mutation{Kind: tree.AddPool, Name: "p", Pool: tree.PoolConfig{ResourceLimits: cpuLimit(20)}})
-	c.start(OperationSpec{ID: "a", Pool: "p", Tasks: tasks(jobs, job(1, 1))})
-	c.update()
-	c.heartbeat(0)
-	c.heartbeat(0)
-	c.update()
-	ids := c.nodes[0].ids()
+	s, reps := startOn(t, DefaultConfig(), smallNode, OperationSpec{ID: "a", Pool: "p", Tasks: tasks(jobs, job(1, 1))},
+		tree.Mutation{Kind: tree.AddPool, Name: "p", Pool: tree.PoolConfig{ResourceLimits: cpuLimit(20)}})
+	heartbeat(t, s, 0, &NodeHeartbeat{Node: "n000", Limits: smallNode, Allocations: reps})
+	s.UpdateFairShare(0)
+	var ids []uint64
+	for _, r := range reps {
+		ids = append(ids, r.ID)
+	}
 	if int64(len(ids)) != jobs {
 		t.Fatalf("%d allocations running, want %d", len(ids), jobs)
 	}
-	return c, ids
+	return s, ids
 }
 
-// preemptNow preempts allocation id of node i as a heartbeat would (the
-// simulated node keeps listing it running).
-func (c *cluster) preemptNow(i int, id uint64) {
-	c.t.Helper()
-	sh, hash := c.s.shardAndHash(c.nodes[i].name)
+// listing is n000's heartbeat listing allocations ids running, with the
+// usage of those in usage.
+func listing(ids []uint64, usage map[uint64]resource.Vec) *NodeHeartbeat {
+	hb := &NodeHeartbeat{Node: "n000", Limits: smallNode}
+	for _, id := range ids {
+		u, ok := usage[id]
+		hb.Allocations = append(hb.Allocations, AllocationReport{ID: id, State: AllocRunning, HasUsage: ok})
+		hb.AllocationUsage = append(hb.AllocationUsage, u)
+	}
+	return hb
+}
+
+// preemptNow preempts allocation id of node n000 as a heartbeat would (the
+// node keeps listing it running).
+func preemptNow(t *testing.T, s *Scheduler, id uint64) {
+	t.Helper()
+	sh, hash := s.shardAndHash("n000")
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	n := sh.nodes.get(c.nodes[i].name, hash)
+	n := sh.nodes.get("n000", hash)
 	var r Response
-	if !c.s.preempt(c.at(), n, n.find(id), PreemptGraceful, 10*clock.Second, 0, "", false, &r) {
-		c.t.Fatalf("cannot preempt allocation %d", id)
+	if !s.preempt(0, n, n.find(id), PreemptGraceful, 10*clock.Second, 0, "", false, &r) {
+		t.Fatalf("cannot preempt allocation %d", id)
 	}
 }
 
@@ -85,22 +97,22 @@ func TestReportedUsage(t *testing.T) {
 	f := func(name string, preempted bool, want resource.Vec, steps ...map[int]resource.Vec) {
 		t.Helper()
 		t.Run(name, func(t *testing.T) {
-			c, ids := runningCluster(t, 4)
+			s, ids := runningNode(t, 4)
 			if preempted {
-				c.preemptNow(0, ids[0])
+				preemptNow(t, s, ids[0])
 			}
 			for _, st := range steps {
-				c.usage = map[uint64]resource.Vec{}
+				usage := map[uint64]resource.Vec{}
 				for k, u := range st {
-					c.usage[ids[k]] = u
+					usage[ids[k]] = u
 				}
-				c.heartbeat(0)
-				if len(c.resp.Start)+len(c.resp.Preempt)+len(c.resp.Abort) != 0 {
-					t.Fatalf("heartbeat decided %+v", c.resp)
+				resp := heartbeat(t, s, 0, listing(ids, usage))
+				if len(resp.Start)+len(resp.Preempt)+len(resp.Abort) != 0 {
+					t.Fatalf("heartbeat decided %+v", *resp)
 				}
 			}
-			ni, _ := c.s.Node(c.nodes[0].name)
-			info := c.info("a")
+			ni, _ := s.Node("n000")
+			info, _ := s.Operation("a")
 			wantPreempted, wantCharged, wantListed := resource.Vec{}, others.Add(want), int64(4)
 			if preempted {
 				wantPreempted, wantCharged, wantListed = want, others, 3
@@ -111,12 +123,12 @@ func TestReportedUsage(t *testing.T) {
 			if info.Usage != others.Add(want) || info.Demand != others.Add(want) {
 				t.Errorf("operation usage %v demand %v, want both %v", info.Usage, info.Demand, others.Add(want))
 			}
-			if got := chargedTo(t, c.s, "p"); got != wantCharged {
+			if got := chargedTo(t, s, "p"); got != wantCharged {
 				t.Errorf("pool p charged %v, want %v", got, wantCharged)
 			}
-			sh, hash := c.s.shardAndHash(c.nodes[0].name)
+			sh, hash := s.shardAndHash("n000")
 			sh.mu.Lock()
-			o := sh.nodes.get(c.nodes[0].name, hash).find(ids[0]).op
+			o := sh.nodes.get("n000", hash).find(ids[0]).op
 			o.pre.mu.Lock()
 			checkLists(t, &o.pre)
 			listed := o.pre.usage[0].Add(o.pre.usage[1]).Add(o.pre.usage[2])
@@ -139,49 +151,23 @@ func TestReportedUsage(t *testing.T) {
 	f("preempted, lowered", true, job(0.5, 0), reports{0: job(0.5, 0)})
 }
 
-// TestReportedUsageIgnored: the usage of a finished report or of an unknown
-// allocation changes nothing.
-func TestReportedUsageIgnored(t *testing.T) {
-	c, ids := runningCluster(t, 4)
-	c.usage = map[uint64]resource.Vec{ids[0]: job(5, 5)}
-	c.nodes[0].finish(0, AllocCompleted)
-	c.heartbeat(0)
-	if info := c.info("a"); info.Usage != job(1, 1).Scale(3) || info.CompletedJobs != 1 {
-		t.Errorf("after a completed report with usage: usage %v, %d completed; want %v, 1", info.Usage, info.CompletedJobs, job(1, 1).Scale(3))
-	}
-	unknown := ids[3] + 100
-	c.resp.Reset()
-	hb := NodeHeartbeat{Node: c.nodes[0].name, Limits: smallNode,
-		Allocations:     append(c.nodes[0].reports(), AllocationReport{ID: unknown, State: AllocRunning, HasUsage: true}),
-		AllocationUsage: []resource.Vec{3: job(5, 5)}}
-	if err := c.s.Heartbeat(c.at(), &hb, &c.resp); err != nil {
-		t.Fatal(err)
-	}
-	if len(c.resp.Abort) != 1 || c.resp.Abort[0].Reason != AbortUnknownAllocation {
-		t.Fatalf("aborts %+v, want the unknown allocation's", c.resp.Abort)
-	}
-	if ni, _ := c.s.Node(c.nodes[0].name); ni.Usage != job(1, 1).Scale(3) {
-		t.Errorf("node usage %v after an unknown allocation's usage, want %v", ni.Usage, job(1, 1).Scale(3))
-	}
-}
-
 // TestReportedUsageRejected: a usage component below 0 or above 2^53, or a
 // report whose usage is missing, rejects the heartbeat with a precise
 // error before anything changes — even its other reports.
 func TestReportedUsageRejected(t *testing.T) {
 	f := func(u []resource.Vec, path, msg string) {
 		t.Helper()
-		c, ids := runningCluster(t, 4)
-		before, _ := c.s.Node(c.nodes[0].name)
+		s, ids := runningNode(t, 4)
+		before, _ := s.Node("n000")
 		reps := []AllocationReport{{ID: ids[0], State: AllocCompleted}, {ID: ids[1], State: AllocRunning, HasUsage: true}}
-		c.resp.Reset()
-		err := c.s.Heartbeat(c.at()+clock.Time(clock.Second), &NodeHeartbeat{Node: c.nodes[0].name, Limits: smallNode, Allocations: reps, AllocationUsage: u}, &c.resp)
+		var resp Response
+		err := s.Heartbeat(clock.Time(clock.Second), &NodeHeartbeat{Node: "n000", Limits: smallNode, Allocations: reps, AllocationUsage: u}, &resp)
 		var e *apierr.Error
 		if msg = fmt.Sprintf(msg, ids[1]); !errors.As(err, &e) || e.Code != CodeInvalidValue || e.Path != path || e.Message != msg {
 			t.Fatalf("usage %v: error %#v, want invalid_value at %s: %s", u, err, path, msg)
 		}
-		after, _ := c.s.Node(c.nodes[0].name)
-		if after.Usage != before.Usage || len(after.Allocations) != 4 || after.LastHeartbeat != before.LastHeartbeat || c.info("a").CompletedJobs != 0 {
+		after, _ := s.Node("n000")
+		if info, _ := s.Operation("a"); after.Usage != before.Usage || len(after.Allocations) != 4 || after.LastHeartbeat != before.LastHeartbeat || info.CompletedJobs != 0 {
 			t.Errorf("a rejected heartbeat changed the node: %+v → %+v", before, after)
 		}
 	}
@@ -194,16 +180,16 @@ func TestReportedUsageRejected(t *testing.T) {
 	// 2^53 itself is accepted (on a node that has room for it: with the
 	// default allowed overcommit of 0 an allocation that takes its node
 	// over its limits is aborted at once).
-	c, ids := runningCluster(t, 4)
-	cfg := c.s.Config()
+	s, ids := runningNode(t, 4)
+	cfg := s.Config()
 	cfg.MaxNodeResourceLimits = resource.Vec{} // no bound: the node is above 2^53
-	if err := c.s.SetConfig(cfg); err != nil {
+	if err := s.SetConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
-	c.nodes[0].limits[resource.Memory] = resource.MaxAmount + 10*gib
-	c.usage = map[uint64]resource.Vec{ids[1]: {resource.Memory: resource.MaxAmount}}
-	c.heartbeat(0)
-	if ni, _ := c.s.Node(c.nodes[0].name); ni.Allocations[1].Resources[resource.Memory] != resource.MaxAmount {
+	hb := listing(ids, map[uint64]resource.Vec{ids[1]: {resource.Memory: resource.MaxAmount}})
+	hb.Limits[resource.Memory] = resource.MaxAmount + 10*gib
+	heartbeat(t, s, 0, hb)
+	if ni, _ := s.Node("n000"); ni.Allocations[1].Resources[resource.Memory] != resource.MaxAmount {
 		t.Errorf("usage of 2^53 bytes not taken: %v", ni.Allocations[1].Resources)
 	}
 }
@@ -244,37 +230,6 @@ func TestResizeRebalancesStatusLists(t *testing.T) {
 	f(2, 0, "NNNNAAAAAAAAAAPP")
 }
 
-// TestReportedUsageMovesStatuses: through heartbeats, an allocation whose
-// usage drops to zero is no longer counted towards its operation's fair
-// share: the next one becomes NonPreemptible, and so on down the lists
-// (docs/semantics.md#preemption-statuses, defaults a = 0.2, p = 1: a's fair share 0.5, one job 0.1).
-func TestReportedUsageMovesStatuses(t *testing.T) {
-	c := newCluster(t, DefaultConfig(), 1, smallNode)
-	c.start(OperationSpec{ID: "a", Tasks: tasks(10, job(1, 1))})
-	c.update()
-	c.heartbeat(0)
-	// b wants the other half, in jobs of 2 slots: none fits a freed slot.
-	c.start(OperationSpec{ID: "b", Tasks: tasks(5, resource.Vec{resource.UserSlots: 2, resource.CPU: cores(2), resource.Memory: 2 * gib})})
-	c.update()
-	first := c.nodes[0].ids()[0]
-	f := func(u *resource.Vec, want [3]int64) {
-		t.Helper()
-		c.usage = nil
-		if u != nil {
-			c.usage = map[uint64]resource.Vec{first: *u}
-		}
-		c.heartbeat(0)
-		if info := c.info("a"); info.AllocationsByStatus != want || info.RunningAllocations != 10 {
-			t.Errorf("usage %v: a runs %d, by status %v; want 10, %v", u, info.RunningAllocations, info.AllocationsByStatus, want)
-		}
-	}
-	zero, full := resource.Vec{}, job(1, 1)
-	f(nil, [3]int64{1, 4, 5})
-	f(&zero, [3]int64{2, 4, 4})
-	f(nil, [3]int64{2, 4, 4}) // no usage reported: it stays idle
-	f(&full, [3]int64{1, 4, 5})
-}
-
 // TestVanishedAllocations: an allocation the node holds but no longer lists
 // is finished as aborted at that heartbeat: its job is pending again, its
 // resources are free on the node and in the limit counters; a not
@@ -292,17 +247,17 @@ func TestVanishedAllocations(t *testing.T) {
 	f := func(name string, h hb, vanished []int, pending int64) {
 		t.Helper()
 		t.Run(name, func(t *testing.T) {
-			c, ids := runningCluster(t, 6)
-			cfg := c.s.Config()
+			s, ids := runningNode(t, 6)
+			cfg := s.Config()
 			cfg.MinSpareAllocationResources = smallNode.Scale(2)
-			if err := c.s.SetConfig(cfg); err != nil {
+			if err := s.SetConfig(cfg); err != nil {
 				t.Fatal(err)
 			}
 			for _, i := range h.preempt {
-				c.preemptNow(0, ids[i])
+				preemptNow(t, s, ids[i])
 			}
 			if h.abortOp {
-				if err := c.s.AbortOperation("a"); err != nil {
+				if err := s.AbortOperation("a"); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -320,12 +275,9 @@ func TestVanishedAllocations(t *testing.T) {
 				}
 				reps = append(reps, AllocationReport{ID: id, State: st})
 			}
-			c.resp.Reset()
-			if err := c.s.Heartbeat(c.at(), &NodeHeartbeat{Node: c.nodes[0].name, Limits: smallNode, Allocations: reps}, &c.resp); err != nil {
-				t.Fatal(err)
-			}
+			resp := heartbeat(t, s, 0, &NodeHeartbeat{Node: "n000", Limits: smallNode, Allocations: reps})
 			var got, want []uint64
-			for _, ab := range c.resp.Abort {
+			for _, ab := range resp.Abort {
 				switch {
 				case ab.Reason == AbortVanished && ab.Operation == "a":
 					got = append(got, ab.Allocation)
@@ -336,18 +288,18 @@ func TestVanishedAllocations(t *testing.T) {
 			for _, i := range vanished {
 				want = append(want, ids[i])
 			}
-			if !slices.Equal(got, want) || len(c.resp.Start)+len(c.resp.Preempt) != 0 {
-				t.Errorf("vanished %v, want %v; starts %v, preemptions %v", got, want, c.resp.Start, c.resp.Preempt)
+			if !slices.Equal(got, want) || len(resp.Start)+len(resp.Preempt) != 0 {
+				t.Errorf("vanished %v, want %v; starts %v, preemptions %v", got, want, resp.Start, resp.Preempt)
 			}
 			running := int64(len(ids) - len(h.omit) - len(h.complete))
 			if h.abortOp {
 				running = 0
 			}
-			info := c.info("a")
+			info, _ := s.Operation("a")
 			if info.RunningAllocations != running || info.PendingJobs != pending || info.CompletedJobs != int64(len(h.complete)) {
 				t.Errorf("a: %d running, %d pending, %d completed; want %d, %d, %d", info.RunningAllocations, info.PendingJobs, info.CompletedJobs, running, pending, len(h.complete))
 			}
-			ni, _ := c.s.Node(c.nodes[0].name)
+			ni, _ := s.Node("n000")
 			if ni.Usage != job(1, 1).Scale(running) || int64(len(ni.Allocations)) != running {
 				t.Errorf("node usage %v with %d allocations, want %v with %d", ni.Usage, len(ni.Allocations), job(1, 1).Scale(running), running)
 			}
@@ -360,7 +312,7 @@ func TestVanishedAllocations(t *testing.T) {
 					held++
 				}
 			}
-			if got, want := chargedTo(t, c.s, "p"), job(1, 1).Scale(running-int64(held)); got != want {
+			if got, want := chargedTo(t, s, "p"), job(1, 1).Scale(running-int64(held)); got != want {
 				t.Errorf("pool p charged %v, want %v", got, want)
 			}
 		})
@@ -374,42 +326,6 @@ func TestVanishedAllocations(t *testing.T) {
 	f("listed twice does not hide an omitted one", hb{omit: []int{1}, twice: []int{0}}, []int{1}, 1)
 	f("listed running, then completed", hb{omit: []int{1}, twice: []int{0}, complete: []int{0}}, []int{1}, 1)
 	f("an aborted operation's omitted allocation", hb{omit: []int{4}, abortOp: true}, []int{4}, 0)
-}
-
-// TestVanishedAtOnce: the resources of vanished allocations are free for
-// the same heartbeat: a node whose agent restarted (it lists nothing) gets
-// its jobs back at once, and an allocation started in the previous answer
-// that the node does not list (the answer was lost) vanishes too.
-func TestVanishedAtOnce(t *testing.T) {
-	c := newCluster(t, DefaultConfig(), 1, smallNode)
-	c.start(OperationSpec{ID: "a", Tasks: tasks(12, job(1, 1))})
-	c.update()
-	c.heartbeat(0)
-	n := &c.nodes[0]
-	if n.agent.Len() != 10 {
-		t.Fatalf("%d started, want 10", n.agent.Len())
-	}
-	// The answer that started the last allocation was lost.
-	lost := n.ids()[9]
-	n.agent.Forget(func(a *coretest.Alloc[uint64, string]) bool { return a.ID == lost })
-	c.heartbeat(0)
-	if len(c.resp.Abort) != 1 || c.resp.Abort[0] != (AbortDecision{Allocation: lost, Reason: AbortVanished, Operation: "a"}) || len(c.resp.Start) != 1 {
-		t.Fatalf("after a lost start: aborts %+v, starts %+v; want allocation %d vanished and one start", c.resp.Abort, c.resp.Start, lost)
-	}
-	// The agent restarts: it lists nothing.
-	n.agent.Forget(func(*coretest.Alloc[uint64, string]) bool { return true })
-	c.heartbeat(0)
-	if len(c.resp.Abort) != 10 || len(c.resp.Start) != 10 {
-		t.Fatalf("after a restart: %d aborts, %d starts; want 10 and 10", len(c.resp.Abort), len(c.resp.Start))
-	}
-	for k, ab := range c.resp.Abort {
-		if ab.Reason != AbortVanished || k > 0 && ab.Allocation <= c.resp.Abort[k-1].Allocation {
-			t.Fatalf("abort %d: %+v, want vanished in ID order", k, ab)
-		}
-	}
-	if info := c.info("a"); info.RunningAllocations != 10 || info.PendingJobs != 2 {
-		t.Errorf("a: %d running, %d pending; want 10, 2", info.RunningAllocations, info.PendingJobs)
-	}
 }
 
 // TestListedSet: the node's listed bitmap follows removals as a slice of
@@ -451,13 +367,10 @@ func TestListedSet(t *testing.T) {
 // exactly those vanish, in ID order, and start again at once.
 func TestVanishedOnABigNode(t *testing.T) {
 	big := resource.Vec{resource.UserSlots: 300, resource.CPU: cores(300), resource.Memory: 300 * gib}
-	c := newCluster(t, DefaultConfig(), 1, big)
-	c.start(OperationSpec{ID: "a", Tasks: tasks(300, job(1, 1))})
-	c.update()
-	c.heartbeat(0)
+	s, all := startOn(t, DefaultConfig(), big, OperationSpec{ID: "a", Tasks: tasks(300, job(1, 1))})
 	var reps []AllocationReport
 	var want []uint64
-	for i, a := range c.nodes[0].reports() {
+	for i, a := range all {
 		switch {
 		case i%5 == 0:
 			reps = append(reps, AllocationReport{ID: a.ID, State: AllocCompleted})
@@ -467,21 +380,18 @@ func TestVanishedOnABigNode(t *testing.T) {
 			reps = append(reps, a)
 		}
 	}
-	c.resp.Reset()
-	if err := c.s.Heartbeat(c.at(), &NodeHeartbeat{Node: c.nodes[0].name, Limits: big, Allocations: reps}, &c.resp); err != nil {
-		t.Fatal(err)
-	}
+	resp := heartbeat(t, s, 0, &NodeHeartbeat{Node: "n000", Limits: big, Allocations: reps})
 	var got []uint64
-	for _, ab := range c.resp.Abort {
+	for _, ab := range resp.Abort {
 		if ab.Reason != AbortVanished {
 			t.Fatalf("abort %+v", ab)
 		}
 		got = append(got, ab.Allocation)
 	}
-	if !slices.Equal(got, want) || len(c.resp.Start) != len(want) {
-		t.Fatalf("vanished %v, want %v; %d started", got, want, len(c.resp.Start))
+	if !slices.Equal(got, want) || len(resp.Start) != len(want) {
+		t.Fatalf("vanished %v, want %v; %d started", got, want, len(resp.Start))
 	}
-	if info := c.info("a"); info.RunningAllocations != 240 || info.CompletedJobs != 60 || info.PendingJobs != 0 {
+	if info, _ := s.Operation("a"); info.RunningAllocations != 240 || info.CompletedJobs != 60 || info.PendingJobs != 0 {
 		t.Errorf("a: %d running, %d completed, %d pending; want 240, 60, 0", info.RunningAllocations, info.CompletedJobs, info.PendingJobs)
 	}
 }

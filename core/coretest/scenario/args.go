@@ -207,9 +207,6 @@ func (a *args) partialVec(key string, dst *tree.PartialVec) {
 	*dst = p
 }
 
-// vec reads the resource arguments slots=, cpu=, gpu=, memory= and network=
-// into v, leaving the components not given as they are; it reports whether
-// any was given.
 // tagFilter reads a scheduling tag filter formula (written without spaces,
 // such as gpu&!preemptible; empty for none).
 func (a *args) tagFilter(key string, dst *tagfilter.Filter) {
@@ -240,6 +237,9 @@ func (a *args) tags(key string, dst *[]string) bool {
 	return true
 }
 
+// vec reads the resource arguments slots=, cpu=, gpu=, memory= and network=
+// into v, leaving the components not given as they are; it reports whether
+// any was given.
 func (a *args) vec(v *resource.Vec) bool {
 	given := false
 	for k := resource.Kind(0); k < resource.Count; k++ {
@@ -256,6 +256,67 @@ func (a *args) vec(v *resource.Vec) bool {
 		v[k], given = n, true
 	}
 	return given
+}
+
+// list returns the comma-separated values of key and whether it was given.
+func (a *args) list(key string) ([]string, bool) {
+	v, ok := a.str(key)
+	if !ok {
+		return nil, false
+	}
+	return strings.Split(v, ","), true
+}
+
+// parseInt parses v, the value (or a list item) of key, as an integer.
+func (a *args) parseInt(key, v string) int64 {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		a.fail(errorf("cannot use %s=%s: want an integer", key, v))
+	}
+	return n
+}
+
+// perTask reads key as a list of one value for every one of n tasks, or a
+// single value for all of them, and calls set with each task's value.
+func (a *args) perTask(key string, n int, set func(i int, v string)) {
+	vs, ok := a.list(key)
+	switch {
+	case !ok:
+		return
+	case n == 0 || len(vs) != 1 && len(vs) != n:
+		a.fail(errorf("cannot use %s=%s for %d tasks: want one value, or one per task", key, strings.Join(vs, ","), n))
+		return
+	}
+	for i := range n {
+		set(i, vs[min(i, len(vs)-1)])
+	}
+}
+
+// floats reads duration-like key per task (see perTask) into dst.
+func (a *args) floats(key string, dst []float64) {
+	a.perTask(key, len(dst), func(i int, v string) {
+		f, err := parseFloat(key, v)
+		if err != nil {
+			a.fail(err)
+		}
+		dst[i] = f
+	})
+}
+
+// taskVecs reads the resource arguments per task (see perTask) into the
+// vectors res returns for tasks 0..n-1, leaving the components not given as
+// they are.
+func (a *args) taskVecs(n int, res func(i int) *resource.Vec) {
+	for k := resource.Kind(0); k < resource.Count; k++ {
+		name := kindName(k)
+		a.perTask(name, n, func(i int, v string) {
+			amount, err := parseAmount(k, name, v)
+			if err != nil {
+				a.fail(err)
+			}
+			res(i)[k] = amount
+		})
+	}
 }
 
 // done reports an argument error, or the first argument nothing read.

@@ -50,13 +50,28 @@ type simNode struct {
 	limits    resource.Vec
 	stopDelay float64 // < 0: never stops a preempted allocation
 	tags      []string
-	agent     coretest.Node[uint64, simAlloc]
+	// unschedulable cordons the node in its heartbeats.
+	unschedulable bool
+	agent         coretest.Node[uint64, simAlloc]
+	// extra are reports the next heartbeat lists after the agent's (report).
+	extra []extraReport
 }
 
 type simAlloc struct {
 	op string
-	// usage is reported as the allocation's resource_usage while it runs,
-	// when hasUsage.
+	// usage is reported as the allocation's resource_usage while it runs
+	// and in its final report, when hasUsage.
+	usage    resource.Vec
+	hasUsage bool
+	// finished says that a script ended it (finish): its report is logged
+	// when delivered.
+	finished bool
+}
+
+// extraReport is a report a script adds to a node's next heartbeat.
+type extraReport struct {
+	id       uint64
+	state    schedule.AllocationState
 	usage    resource.Vec
 	hasUsage bool
 }
@@ -72,11 +87,16 @@ const (
 	EventAbort
 	// EventCompleted: a node reports an allocation's job completed.
 	EventCompleted
-	// EventStopped: a node reports a preempted allocation stopped (aborted).
+	// EventStopped: a node reports a preempted allocation stopped, or an
+	// allocation a script ended as aborted (finish).
 	EventStopped
+	// EventFailed and EventRefused: a node reports an allocation that a
+	// script ended as failed or refused (finish).
+	EventFailed
+	EventRefused
 )
 
-var eventKindNames = [...]string{"start", "preempt", "abort", "completed", "stopped"}
+var eventKindNames = [...]string{"start", "preempt", "abort", "completed", "stopped", "failed", "refused"}
 
 func (k EventKind) String() string { return eventKindNames[k] }
 
@@ -146,8 +166,21 @@ func (c *Cluster) heartbeatAll() error {
 	return nil
 }
 
+// rejectedHeartbeat is the scheduler's rejection of a node's heartbeat,
+// which the heartbeat command prints: the node's state is as before it,
+// its reports not delivered.
+type rejectedHeartbeat struct {
+	node string
+	err  error
+}
+
+func (r *rejectedHeartbeat) Error() string { return "heartbeat of " + r.node + ": " + r.err.Error() }
+
+func (r *rejectedHeartbeat) Unwrap() error { return r.err }
+
 // heartbeat sends node i's heartbeat at the current time, applies the answer
-// to the simulated node and logs the node's reports and the decisions.
+// to the simulated node and logs the node's reports and the decisions. A
+// rejection by the scheduler is a *rejectedHeartbeat.
 func (c *Cluster) heartbeat(i int) error {
 	n := &c.nodes[i]
 	now := coreTime(c.now)
@@ -161,16 +194,25 @@ func (c *Cluster) heartbeat(i int) error {
 	c.resp.Reset()
 	c.reports, c.usage = c.reports[:0], c.usage[:0]
 	for _, a := range n.agent.Allocs() {
-		running := a.State == coretest.AllocRunning
-		c.reports = append(c.reports, schedule.AllocationReport{ID: a.ID, State: reportState[a.State], HasUsage: a.Meta.hasUsage && running})
+		c.reports = append(c.reports, schedule.AllocationReport{ID: a.ID, State: reportState[a.State], HasUsage: a.Meta.hasUsage})
 		c.usage = append(c.usage, a.Meta.usage)
 	}
-	hb := schedule.NodeHeartbeat{Node: n.name, Limits: n.limits, Tags: n.tags, Allocations: c.reports, AllocationUsage: c.usage}
+	for _, e := range n.extra {
+		c.reports = append(c.reports, schedule.AllocationReport{ID: e.id, State: e.state, HasUsage: e.hasUsage})
+		c.usage = append(c.usage, e.usage)
+	}
+	n.extra = nil
+	hb := schedule.NodeHeartbeat{Node: n.name, Limits: n.limits, Tags: n.tags, Unschedulable: n.unschedulable, Allocations: c.reports, AllocationUsage: c.usage}
 	if err := c.s.Heartbeat(now, &hb, &c.resp); err != nil {
-		return errorf("heartbeat of %s: %v", n.name, err)
+		return &rejectedHeartbeat{n.name, err}
 	}
 	// Finished reports are delivered once; aborted allocations are gone.
-	n.agent.Delivered(func(a *coretest.Alloc[uint64, simAlloc]) { delete(c.requested, a.ID) })
+	n.agent.Delivered(func(a *coretest.Alloc[uint64, simAlloc]) {
+		delete(c.requested, a.ID)
+		if a.Meta.finished {
+			c.log(Event{Kind: finishedKind[a.State], Node: n.name, Allocation: a.ID, Operation: a.Meta.op})
+		}
+	})
 	for _, ab := range c.resp.Abort {
 		if _, held := n.agent.Abort(ab.Allocation); held {
 			delete(c.requested, ab.Allocation)
@@ -214,6 +256,15 @@ var reportState = [...]schedule.AllocationState{
 	coretest.AllocFailed:    schedule.AllocFailed,
 	coretest.AllocAborted:   schedule.AllocAborted,
 	coretest.AllocRefused:   schedule.AllocRefused,
+}
+
+// finishedKind is the event that logs a report of an allocation a script
+// ended in that state.
+var finishedKind = [...]EventKind{
+	coretest.AllocCompleted: EventCompleted,
+	coretest.AllocFailed:    EventFailed,
+	coretest.AllocAborted:   EventStopped,
+	coretest.AllocRefused:   EventRefused,
 }
 
 // forget makes node i forget the allocations for which drop is true, as an

@@ -1,9 +1,11 @@
 package scenario
 
 import (
+	"errors"
 	"slices"
 	"strings"
 
+	"github.com/fairsched/fairsched/core/apierr"
 	"github.com/fairsched/fairsched/core/coretest"
 	"github.com/fairsched/fairsched/core/fairshare"
 	"github.com/fairsched/fairsched/core/resource"
@@ -27,6 +29,9 @@ func init() {
 		"heartbeat": (*Cluster).cmdHeartbeat,
 		"usage":     (*Cluster).cmdUsage,
 		"forget":    (*Cluster).cmdForget,
+		"finish":    (*Cluster).cmdFinish,
+		"report":    (*Cluster).cmdReport,
+		"patch":     (*Cluster).cmdPatch,
 		"update":    (*Cluster).cmdUpdate,
 		"run":       (*Cluster).cmdRun,
 		"complete":  (*Cluster).cmdComplete,
@@ -66,8 +71,20 @@ func (c *Cluster) at(a *args) {
 	}
 }
 
-// rejected formats an error of the scheduler as output.
-func rejected(err error) string { return "error: " + err.Error() + "\n" }
+// rejected formats an error of the scheduler as output, with its code and,
+// when the message does not hold it, its path.
+func rejected(err error) string {
+	s := "error: " + err.Error()
+	var e *apierr.Error
+	if errors.As(err, &e) && e.Code != "" {
+		s += " (" + e.Code
+		if e.Path != "" && !e.Absolute() {
+			s += " at " + e.Path
+		}
+		s += ")"
+	}
+	return s + "\n"
+}
 
 // setConfig reads the config command's argument key into cfg. The keys are
 // those of the scheduler's and the fair-share settings tables
@@ -187,20 +204,29 @@ func (c *Cluster) cmdPool(a *args) (string, error) {
 // core and 1 GiB.
 var defaultJob = resource.Vec{resource.UserSlots: 1, resource.CPU: resource.Cores(1), resource.Memory: 1 << 30}
 
-// op [id=...] [pool=...] jobs=... [resources] [attributes] [t=...]: starts an
-// operation of one task.
+// op [id=...] [pool=...] jobs=N,... [resources] [attributes] [t=...]:
+// starts an operation of one task per job count.
 func (c *Cluster) cmdOp(a *args) (string, error) {
 	var spec schedule.OperationSpec
 	spec.ID, _ = a.str("id")
 	spec.Pool, _ = a.str("pool")
 	spec.Type, _ = a.str("type")
-	task := schedule.TaskSpec{Name: "t", Resources: defaultJob}
-	if !a.int("jobs", &task.JobCount) && a.err == nil {
+	counts, ok := a.list("jobs")
+	if !ok && a.err == nil {
 		a.fail(errorf("cannot start an operation without jobs="))
 	}
-	a.vec(&task.Resources)
-	a.float("duration", &task.DurationHintS)
-	spec.Tasks = []schedule.TaskSpec{task}
+	spec.Tasks = make([]schedule.TaskSpec, len(counts))
+	for i, n := range counts {
+		tk := &spec.Tasks[i]
+		tk.Name, tk.Resources = taskName(i), defaultJob
+		tk.JobCount = a.parseInt("jobs", n)
+	}
+	a.taskVecs(len(spec.Tasks), func(i int) *resource.Vec { return &spec.Tasks[i].Resources })
+	durations := make([]float64, len(spec.Tasks))
+	a.floats("duration", durations)
+	for i := range spec.Tasks {
+		spec.Tasks[i].DurationHintS = durations[i]
+	}
 	a.optFloat("weight", &spec.Weight)
 	choice(a, "preemption_mode", &spec.PreemptionMode, []string{"normal", "graceful"},
 		[]schedule.PreemptionMode{schedule.PreemptionNormal, schedule.PreemptionGraceful})
@@ -220,7 +246,7 @@ func (c *Cluster) cmdOp(a *args) (string, error) {
 	if err != nil {
 		return rejected(err), nil
 	}
-	c.durations[id] = []float64{task.DurationHintS}
+	c.durations[id] = durations
 	info, err := c.s.Operation(id)
 	if err != nil {
 		return "", err
@@ -230,6 +256,62 @@ func (c *Cluster) cmdOp(a *args) (string, error) {
 		out += " (waiting in " + info.WaitingPool + ", max_running_operation_count=" + fmtInt(info.WaitingLimit) + ")"
 	}
 	return out + "\n", nil
+}
+
+// taskName is the name of an operation's task i in scripts: t, t1, t2, ….
+func taskName(i int) string {
+	if i == 0 {
+		return "t"
+	}
+	return "t" + fmtInt(int64(i))
+}
+
+// patch op=ID [pool=...] [weight=...] [resource_limits=LIST] [jobs=N|-,...]
+// [resources] [duration=S]: changes an operation (PatchOperation).
+func (c *Cluster) cmdPatch(a *args) (string, error) {
+	id, ok := a.str("op")
+	if !ok {
+		a.fail(errorf("cannot run patch without op="))
+	}
+	var p schedule.OperationPatch
+	p.Pool, p.HasPool = a.str("pool")
+	a.optFloat("weight", &p.Weight)
+	if v, given := a.peek("resource_limits"); given {
+		if v == "" {
+			a.str("resource_limits")
+		} else {
+			a.partialVec("resource_limits", &p.ResourceLimits)
+		}
+		p.HasResourceLimits = true
+	}
+	counts, _ := a.list("jobs")
+	have := len(c.durations[id])
+	p.Tasks = make([]schedule.TaskPatch, len(counts))
+	for i, n := range counts {
+		tp := &p.Tasks[i]
+		if n != "-" {
+			tp.JobCount, tp.HasJobCount = a.parseInt("jobs", n), true
+		}
+		if i >= have {
+			tp.Name, tp.HasName, tp.Resources, tp.HasResources = taskName(i), true, defaultJob, true
+		}
+	}
+	added := p.Tasks[min(have, len(p.Tasks)):]
+	a.taskVecs(len(added), func(i int) *resource.Vec { return &added[i].Resources })
+	durations := make([]float64, len(added))
+	a.floats("duration", durations)
+	for i := range added {
+		added[i].DurationHintS = durations[i]
+	}
+	if err := a.done(); err != nil {
+		return "", err
+	}
+	st, err := c.s.PatchOperation(id, p)
+	if err != nil {
+		return rejected(err), nil
+	}
+	c.durations[id] = append(c.durations[id], durations...)
+	return id + ": " + st.String() + "\n", nil
 }
 
 // defaultNode is a node's resources when none is given.
@@ -253,6 +335,7 @@ func (c *Cluster) cmdNode(a *args) (string, error) {
 		a.vec(&n.limits)
 		a.seconds("stop_delay", &n.stopDelay)
 		a.tags("tags", &n.tags)
+		a.bool("unschedulable", &n.unschedulable)
 		return "", a.done()
 	}
 	limits := defaultNode
@@ -261,6 +344,8 @@ func (c *Cluster) cmdNode(a *args) (string, error) {
 	a.seconds("stop_delay", &stopDelay)
 	var tags []string
 	a.tags("tags", &tags)
+	var unschedulable bool
+	a.bool("unschedulable", &unschedulable)
 	c.at(a)
 	if err := a.done(); err != nil {
 		return "", err
@@ -280,7 +365,7 @@ func (c *Cluster) cmdNode(a *args) (string, error) {
 	from := len(c.events)
 	for _, name := range names {
 		c.byName[name] = len(c.nodes)
-		c.nodes = append(c.nodes, simNode{name: name, limits: limits, stopDelay: stopDelay, tags: tags})
+		c.nodes = append(c.nodes, simNode{name: name, limits: limits, stopDelay: stopDelay, tags: tags, unschedulable: unschedulable})
 		if err := c.heartbeat(len(c.nodes) - 1); err != nil {
 			return "", err
 		}
@@ -317,13 +402,19 @@ func (c *Cluster) cmdHeartbeat(a *args) (string, error) {
 	if err := a.done(); err != nil {
 		return "", err
 	}
-	from := len(c.events)
+	var out strings.Builder
 	for _, i := range which {
-		if err := c.heartbeat(i); err != nil {
+		from := len(c.events)
+		err := c.heartbeat(i)
+		out.WriteString(formatEvents(c.events[from:]))
+		var r *rejectedHeartbeat
+		if errors.As(err, &r) {
+			out.WriteString(rejected(err))
+		} else if err != nil {
 			return "", err
 		}
 	}
-	return formatEvents(c.events[from:]), nil
+	return out.String(), nil
 }
 
 // nodeArg reads node= (required) and returns the node's index.
@@ -404,6 +495,77 @@ func (c *Cluster) cmdForget(a *args) (string, error) {
 		return "", err
 	}
 	c.forget(i, func(id uint64) bool { return !some || slices.Contains(ids, id) })
+	return "", nil
+}
+
+// allocStates are the states a script may end or report an allocation in.
+var allocStates = []string{"running", "completed", "failed", "aborted", "refused"}
+
+// finish node=... alloc=...|op=... state=...: the node ends those running
+// allocations now; its next heartbeat reports them.
+func (c *Cluster) cmdFinish(a *args) (string, error) {
+	i := c.nodeArg(a)
+	ids, byAlloc := c.allocsArg(a, i)
+	op, byOp := a.str("op")
+	if byAlloc == byOp && a.err == nil {
+		a.fail(errorf("cannot run finish without exactly one of alloc= and op="))
+	}
+	st := coretest.AllocRunning
+	choice(a, "state", &st, allocStates[1:], []coretest.AllocState{coretest.AllocCompleted, coretest.AllocFailed, coretest.AllocAborted, coretest.AllocRefused})
+	if st == coretest.AllocRunning && a.err == nil {
+		a.fail(errorf("cannot run finish without state="))
+	}
+	if err := a.done(); err != nil {
+		return "", err
+	}
+	n := &c.nodes[i]
+	if byOp {
+		for _, al := range n.agent.Allocs() {
+			if al.State == coretest.AllocRunning && al.Meta.op == op {
+				ids = append(ids, al.ID)
+			}
+		}
+		if len(ids) == 0 {
+			return "", errorf("cannot find a running allocation of %s on node %s", op, n.name)
+		}
+	}
+	for _, id := range ids {
+		if !n.agent.Finish(id, st) {
+			return "", errorf("cannot finish allocation %s on node %s: it is not running", allocName(id), n.name)
+		}
+		n.agent.Find(id).Meta.finished = true
+	}
+	return "", nil
+}
+
+// report node=... alloc=... state=... [resources]: the node's next heartbeat
+// lists these reports too, after its own.
+func (c *Cluster) cmdReport(a *args) (string, error) {
+	i := c.nodeArg(a)
+	v, ok := a.str("alloc")
+	var ids []uint64
+	if ok {
+		var err error
+		if ids, err = parseAllocs(v); err != nil {
+			a.fail(err)
+		}
+	} else if a.err == nil {
+		a.fail(errorf("cannot run report without alloc="))
+	}
+	st := schedule.AllocationState(255)
+	choice(a, "state", &st, allocStates, []schedule.AllocationState{schedule.AllocRunning, schedule.AllocCompleted, schedule.AllocFailed, schedule.AllocAborted, schedule.AllocRefused})
+	if st == 255 && a.err == nil {
+		a.fail(errorf("cannot run report without state="))
+	}
+	var u resource.Vec
+	hasUsage := a.vec(&u)
+	if err := a.done(); err != nil {
+		return "", err
+	}
+	n := &c.nodes[i]
+	for _, id := range ids {
+		n.extra = append(n.extra, extraReport{id: id, state: st, usage: u, hasUsage: hasUsage})
+	}
 	return "", nil
 }
 
@@ -543,7 +705,11 @@ func (c *Cluster) cmdStats(a *args) (string, error) {
 	if err := a.done(); err != nil {
 		return "", err
 	}
-	return formatStats(c.events), nil
+	out := formatStats(c.events)
+	if n := c.s.RefusedAllocations(); n > 0 {
+		out += "refused_allocations=" + fmtInt(int64(n)) + "\n"
+	}
+	return out, nil
 }
 
 // check gates [backoff=...]: fails the script on a violated property.

@@ -20,9 +20,10 @@
 // slots=, cpu= (cores, may be fractional), gpu=, memory= and network= (bytes,
 // with an optional binary suffix K, M, G or T); resource lists, as in
 // strong_guarantee=cpu:4,memory:10G, use the same names. Rejections by the
-// scheduler print "error: …" and the script goes on; a malformed command, an
-// unknown argument or a failed check stops the script and fails the test,
-// with -rewrite too.
+// scheduler print "error: MESSAGE (CODE at PATH)" (the path when the message
+// does not hold it) and the script goes on; a malformed command, an unknown
+// argument or a failed check stops the script and fails the test, with
+// -rewrite too.
 //
 // # Commands
 //
@@ -55,7 +56,7 @@
 // spaces, such as gpu&!spot or tag_2|(tag_1&tag_4); an empty one
 // (scheduling_tag_filter=) takes the filter away.
 //
-//	op [id=...] [pool=...] [type=...] jobs=N [slots=... cpu=... ...]
+//	op [id=...] [pool=...] [type=...] jobs=N[,N...] [slots=... cpu=... ...]
 //	   [duration=S] [weight=...] [preemption_mode=normal|graceful] [gang=BOOL]
 //	   [resource_limits=LIST] [allocation_preemption_timeout=S]
 //	   [allocation_graceful_preemption_timeout=S]
@@ -65,26 +66,42 @@
 //
 // Starts an operation of one task of N jobs, each of the given resources
 // (components not given: slots=1 cpu=1 memory=1G). Jobs with a duration
-// complete that many seconds after they start; others run until stopped.
-// Prints "ID: STATE", with the pool and limit a pending operation waits
-// behind.
+// complete that many seconds after they start; others (duration=0 too) run
+// until stopped. A list of job counts starts one task per count (named t,
+// t1, t2, …); each resource and duration= is then one value for every task
+// or a list of one per task (jobs=1,1 memory=190,10 duration=0,5). Prints
+// "ID: STATE", with the pool and limit a pending operation waits behind.
+//
+//	patch op=ID [pool=...] [weight=...] [resource_limits=LIST]
+//	      [jobs=N|-,...] [slots=... cpu=... ...] [duration=S]
+//
+// Changes an operation (Scheduler.PatchOperation): pool= moves it (an empty
+// value: to the root), resource_limits= replaces its limits (empty: none),
+// jobs= sets each task's job count in order ("-" leaves a task's as it is);
+// counts past the operation's tasks add tasks, whose resources and
+// durations are given as op's, per added task. Prints "ID: STATE", the
+// state the patch left the operation in.
 //
 //	node name=...|count=N [slots=... cpu=... ...] [tags=TAG,...]
-//	     [stop_delay=S|never] [t=...]
+//	     [stop_delay=S|never] [unschedulable=BOOL] [t=...]
 //
 // Adds a simulated node (count=N adds N nodes named n000, n001, … after
 // those already there) with the given resources (by default slots=10 cpu=10
 // memory=100G) and tags (by default none), each registering with a
 // heartbeat at once; prints the heartbeats' decisions. A node stops a
 // preempted allocation stop_delay seconds after being told (default 0: at
-// its next heartbeat; never: not before the scheduler aborts it). On an
-// existing node, name= changes its limits and tags (reported from its next
-// heartbeat; tags= with no value: none) and stop delay.
+// its next heartbeat; never: not before the scheduler aborts it). A node
+// with unschedulable=true reports itself unschedulable: it is cordoned
+// (docs/api.md#node-heartbeats). On an existing node, name= changes its
+// limits, tags (tags= with no value: none) and unschedulable, reported from
+// its next heartbeat, and its stop delay.
 //
 //	heartbeat [node=NAME,...] [t=...]
 //
 // Sends the heartbeat of the named nodes (all nodes, in the order they were
-// added, by default) and prints the events (below).
+// added, by default) and prints the events (below). A heartbeat the
+// scheduler rejects prints "error: heartbeat of NODE: …" and changes
+// nothing: the node reports its finished allocations again next time.
 //
 //	usage node=NAME alloc=LIST|op=ID [slots=... cpu=... ...] [clear]
 //
@@ -94,8 +111,23 @@
 // every allocation of that operation the node runs. The usage has the
 // components given and 0 elsewhere (so cpu=0 reports an idle allocation);
 // clear stops reporting it, which keeps the usage last reported. An
-// allocation that finishes takes its usage with it; one started later
-// reports none.
+// allocation that finishes reports its usage a last time, with its final
+// state; one started later reports none.
+//
+//	finish node=NAME alloc=LIST|op=ID state=completed|failed|aborted|refused
+//
+// The node ends the named running allocations now (op=: every running
+// allocation of that operation it holds): its next heartbeat reports them
+// in that state, once, as a job that ended early, failed, was stopped, or
+// that the node refused to start (docs/api.md#node-heartbeats); prints ok.
+//
+//	report node=NAME alloc=LIST state=running|completed|failed|aborted|refused
+//	       [slots=... cpu=... ...]
+//
+// The node's next heartbeat also lists these reports, after its own, with
+// the given resource_usage if any: allocations it already reported, of
+// another node, or that nobody started (such as 0:999). They are sent
+// once, whether the heartbeat is accepted or not; prints ok.
 //
 //	forget node=NAME [alloc=LIST]
 //
@@ -138,7 +170,8 @@
 // its schedulable children) and local satisfaction, status, starvation, the
 // fair share's decomposition, its scheduling tag filter as for an
 // operation and an integral pool's volume; a node's limits, usage,
-// preempted usage, tags and allocations with their start, status, once
+// preempted usage, tags, unschedulable when it is cordoned, and
+// allocations with their start, status, once
 // preempted, deadline and, when it is not what the allocation was started
 // with, usage.
 //
@@ -154,7 +187,8 @@
 //	stats
 //
 // Prints, per operation, how many events of each kind the log holds since
-// the start, with the preemption reasons.
+// the start, with the preemption reasons, and then, when nonzero, the
+// scheduler's count of refused allocations (refused_allocations=N).
 //
 //	check gates [backoff=S]
 //
@@ -165,7 +199,8 @@
 // # Events
 //
 // Heartbeats log what the simulated nodes report (completed: a job finished;
-// stopped: a preempted allocation stopped) and the scheduler's decisions
+// stopped: a preempted allocation stopped, or one finish ended aborted;
+// failed and refused: one finish ended so) and the scheduler's decisions
 // (start, preempt, abort), one line each:
 //
 //	TIME NODE KIND ALLOCATION op=OP [task=N]

@@ -276,6 +276,9 @@ func formatNode(b *strings.Builder, n *schedule.NodeInfo, requested map[uint64]r
 	if len(n.Tags) > 0 {
 		b.WriteString(" tags=" + strings.Join(n.Tags, ","))
 	}
+	if !n.Schedulable {
+		b.WriteString(" unschedulable")
+	}
 	b.WriteString("\n")
 	attrs := func(a *schedule.AllocationInfo) string {
 		s := " op=" + a.Operation + " task=" + strconv.Itoa(a.Task) + " start=" + fmtFloat(a.Start.Seconds()) + " status=" + a.Status.String()

@@ -71,6 +71,18 @@ func TestScriptErrors(t *testing.T) {
 	f("node count=1\n\nusage node=n000 op=a cpu=1\n", "cannot find a running allocation to report the usage of on node n000")
 	f("node count=1\n\nforget node=n000 alloc=1\n", `cannot use allocation "1": want node-index:sequence`)
 	f("node count=1\n\nforget node=n000 alloc=0:3..0:2\n", "cannot use allocation range 0:3..0:2")
+	running := "node count=1\n\nop id=a jobs=1\n\nupdate\n\nheartbeat\n\n"
+	f(running+"finish node=n000 alloc=0:1\n", "cannot run finish without state=")
+	f(running+"finish node=n000 alloc=0:1 op=a state=failed\n", "exactly one of alloc= and op=")
+	f(running+"finish node=n000 op=a state=running\n", "cannot use state=running: want one of completed, failed, aborted, refused")
+	f(running+"finish node=n000 op=b state=failed\n", "cannot find a running allocation of b on node n000")
+	f(running+"finish node=n000 op=a state=failed\n\nfinish node=n000 alloc=0:1 state=completed\n", "cannot finish allocation 0:1 on node n000: it is not running")
+	f(running+"report node=n000 alloc=0:1\n", "cannot run report without state=")
+	f(running+"report node=n000 state=running\n", "cannot run report without alloc=")
+	f("op id=a jobs=1,2 memory=1G,2G,3G\n", "cannot use memory=1G,2G,3G for 2 tasks: want one value, or one per task")
+	f("op id=a jobs=1,x\n", "cannot use jobs=x: want an integer")
+	f("patch jobs=1\n", "cannot run patch without op=")
+	f("op id=a jobs=1\n\npatch op=a jobs=2 cpu=2\n", "cannot use cpu=2 for 0 tasks")
 }
 
 // TestCheckGates: the gate check fails the script on a node that preempted
@@ -102,16 +114,16 @@ check gates backoff=6
 }
 
 // TestRejectionsArePrinted: the scheduler's rejections are output, not
-// script errors.
+// script errors, with their code and path.
 func TestRejectionsArePrinted(t *testing.T) {
 	s, err := Run("s", "op id=a pool=nope jobs=1\n\ncomplete op=nope\n\ninfo op=nope pool=nope node=nope\n")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
-		"error: schedule: cannot find pool \"nope\"\n",
-		"error: schedule: cannot find operation \"nope\"\n",
-		"error: schedule: cannot find operation \"nope\"\nerror: schedule: cannot find pool \"nope\"\nnope: not registered\n",
+		"error: schedule: cannot find pool \"nope\" (unknown_pool at pool)\n",
+		"error: schedule: cannot find operation \"nope\" (unknown_operation at id)\n",
+		"error: schedule: cannot find operation \"nope\" (unknown_operation at id)\nerror: schedule: cannot find pool \"nope\" (unknown_pool at name)\nnope: not registered\n",
 	}
 	for i, c := range s.Cmds {
 		if c.Actual != want[i] {
@@ -135,4 +147,50 @@ func TestFormatAmounts(t *testing.T) {
 	f("memory=1536M network=1000", "{slots:10 cpu:10 memory:1536M network:1000}")
 	f("memory=1025 gpu=8", "{slots:10 cpu:10 gpu:8 memory:1025}")
 	f("memory=2T slots=0 cpu=0", "{memory:2T}")
+}
+
+// TestFinishReportPatch: finish ends allocations as the node reports them,
+// report adds reports to the next heartbeat, and patch changes job counts
+// and adds tasks of their own resources and durations.
+func TestFinishReportPatch(t *testing.T) {
+	s, err := Run("s", `node name=n slots=4
+
+op id=a jobs=2,1 cpu=1,2 duration=0,3
+
+update
+
+heartbeat
+
+finish node=n alloc=0:1 state=failed
+
+report node=n alloc=0:9 state=running
+
+heartbeat t=1
+
+patch op=a jobs=-,-,1 cpu=0.5 duration=1
+
+heartbeat t=2
+
+heartbeat t=3
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"ok\n",
+		"a: running\n",
+		"",
+		"0 n start 0:1..0:2 op=a task=0\n0 n start 0:3 op=a task=1\n",
+		"ok\n",
+		"ok\n",
+		"1 n failed 0:1 op=a\n1 n abort 0:9 op= reason=\"unknown allocation\"\n1 n start 0:4 op=a task=0\n",
+		"a: running\n",
+		"2 n start 0:5 op=a task=2\n",
+		"3 n completed 0:3 op=a\n3 n completed 0:5 op=a\n",
+	}
+	for i, c := range s.Cmds {
+		if i != 2 && c.Actual != want[i] {
+			t.Errorf("%s: output %q, want %q", c.String(), c.Actual, want[i])
+		}
+	}
 }
