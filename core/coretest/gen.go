@@ -146,35 +146,43 @@ func GenTree(seed uint64, pools, ops int) (*tree.Tree, resource.Vec) {
 	gops := genOps(&r, ps, ops, total)
 
 	t := tree.New(tree.PoolConfig{})
+	// One batch of pools and one of operations: under -tags invariants and
+	// -race the tree checks its links after every batch, which one
+	// mutation at a time made quadratic (minutes for 10,000 operations).
 	names := make([]string, len(ps))
+	muts := make([]tree.Mutation, 0, max(len(ps), len(gops)))
 	for i := range ps {
 		names[i] = "pool" + strconv.Itoa(i)
 		parent := ""
 		if p := ps[i].parent; p >= 0 {
 			parent = names[p]
 		}
-		mustApply(t, tree.Mutation{Kind: tree.AddPool, Name: names[i], Parent: parent, Pool: ps[i].cfg})
+		muts = append(muts, tree.Mutation{Kind: tree.AddPool, Name: names[i], Parent: parent, Pool: ps[i].cfg})
 	}
+	mustApply(t, muts...)
+	muts = muts[:0]
 	for i := range gops {
 		o := &gops[i]
-		name := "op" + strconv.Itoa(i)
 		parent := ""
 		if o.pool >= 0 {
 			parent = names[o.pool]
 		}
-		mustApply(t, tree.Mutation{
-			Kind: tree.AddOperation, Name: name, Parent: parent,
+		muts = append(muts, tree.Mutation{
+			Kind: tree.AddOperation, Name: "op" + strconv.Itoa(i), Parent: parent,
 			Op: o.spec, Demand: o.job.Scale(o.n), Usage: o.job.Scale(o.k),
 		})
-		id, _ := t.Lookup(name)
-		t.SetPendingJobCount(id, o.n-o.k)
+	}
+	mustApply(t, muts...)
+	for i := range gops {
+		id, _ := t.Lookup("op" + strconv.Itoa(i))
+		t.SetPendingJobCount(id, gops[i].n-gops[i].k)
 	}
 	t.ClearDirty()
 	return t, total
 }
 
-func mustApply(t *tree.Tree, m tree.Mutation) {
-	if _, err := t.Apply(m); err != nil {
+func mustApply(t *tree.Tree, ms ...tree.Mutation) {
+	if _, err := t.Apply(ms...); err != nil {
 		panic("BUG: coretest: generated mutation rejected: " + err.Error())
 	}
 }
