@@ -29,6 +29,7 @@ type config struct {
 	runs           int
 	contended      bool
 	backlog        bool
+	tolerance      float64
 	qps            float64
 	burst          int
 	timeout        time.Duration
@@ -63,6 +64,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.Float64Var(&cfg.createRate, "create-rate", 0, "pods created per second, a Job's all at once (0: as fast as the creators go); pending→bound then measures the scheduler at a steady arrival rate rather than the API server's queue under a flood of creates")
 	fs.BoolVar(&cfg.contended, "contended", false, "more pods than the nodes hold: a run ends once the cluster is full (its pods bound up to the nodes' capacity) rather than once every pod is bound, so that fairsched's fair-share gap measures fairness under contention")
 	fs.BoolVar(&cfg.backlog, "backlog", false, "create every pod (and wait for the Jobs' pods to appear) before the scheduler starts, and time from its start: the rate at which it binds a backlog, apart from how fast pods are created; a pod's pending→bound time then runs from the scheduler's start")
+	fs.Float64Var(&cfg.tolerance, "starvation-tolerance", 0, "fairsched: the server's fair_share_starvation_tolerance (0: its default, 0.8): a pool starves, and preempts, only below this share of its fair share, so it bounds how near --contended runs converge")
 	fs.IntVar(&cfg.runs, "runs", 3, "runs of each scheduler, alternated (the order flips every run); the summary gives medians and ranges")
 	fs.Float64Var(&cfg.qps, "client-qps", 5000, "the client-side rate limit towards the API server of both schedulers (kube-scheduler's clientConnection.qps, fairsched-kube's --kube-api-qps)")
 	fs.IntVar(&cfg.burst, "client-burst", 10000, "the burst of both schedulers' clients (clientConnection.burst, --kube-api-burst)")
@@ -106,6 +108,9 @@ func parseFlags(args []string) (*config, error) {
 	}
 	if !(cfg.qps > 0) || cfg.burst < 1 {
 		errs = append(errs, fmt.Errorf("--client-qps, --client-burst: %v and %d are not both positive", cfg.qps, cfg.burst))
+	}
+	if cfg.tolerance != 0 && !(cfg.tolerance > 0 && cfg.tolerance <= 1) {
+		errs = append(errs, fmt.Errorf("--starvation-tolerance: %v is not in (0, 1]", cfg.tolerance))
 	}
 	if cfg.createRate < 0 {
 		errs = append(errs, fmt.Errorf("--create-rate: %v is negative", cfg.createRate))
@@ -177,7 +182,8 @@ func (cfg *config) describe() map[string]any {
 		"nodes": cfg.nodes, "pods": cfg.pods, "pools": cfg.pools, "job_share": cfg.jobShare,
 		"job_parallelism": cfg.jobParallelism, "node_cpu": cfg.nodeCPU, "node_memory": cfg.nodeMemory,
 		"pod_cpu": cfg.podCPU, "pod_memory": cfg.podMemory, "creators": cfg.creators, "create_rate": cfg.createRate,
-		"runs": cfg.runs, "backlog": cfg.backlog, "contended": cfg.contended, "client_qps": cfg.qps, "client_burst": cfg.burst,
+		"starvation_tolerance": cfg.tolerance,
+		"runs":                 cfg.runs, "backlog": cfg.backlog, "contended": cfg.contended, "client_qps": cfg.qps, "client_burst": cfg.burst,
 		"adapter_args": []string(cfg.adapterArgs),
 	}
 }

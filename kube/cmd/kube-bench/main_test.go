@@ -30,6 +30,9 @@ func TestFlags(t *testing.T) {
 		{[]string{"--scheduler=kube-scheduler", "--runs=0"}, "--runs"},
 		{[]string{"--scheduler=kube-scheduler", "--client-qps=0"}, "--client-qps"},
 		{[]string{"--scheduler=kube-scheduler", "--create-rate=-1"}, "--create-rate"},
+		{[]string{"--scheduler=kube-scheduler", "--starvation-tolerance=1.5"}, "--starvation-tolerance"},
+		{[]string{"--scheduler=kube-scheduler", "--starvation-tolerance=-0.1"}, "--starvation-tolerance"},
+		{[]string{"--scheduler=kube-scheduler", "--starvation-tolerance=0.95"}, ""},
 		{[]string{"--scheduler=kube-scheduler", "--create-rate=150", "--backlog"}, ""},
 		{[]string{"--scheduler=kube-scheduler", "--contended", "--nodes=10", "--node-cpu=4", "--pods=40"}, "--contended"},
 		{[]string{"--scheduler=kube-scheduler", "--contended", "--nodes=10", "--node-cpu=4", "--pods=41"}, ""},
@@ -91,14 +94,14 @@ func TestSummary(t *testing.T) {
 
 // TestSmallRun runs the benchmark at a small scale end to end: against
 // kube-scheduler always, and against fairsched when fairsched-kube's
-// command is in the module.
-// TestSmallRun runs both sides twice, alternated, with pods created
-// while the scheduler runs, and once each with a backlog made before it
-// starts.
+// command is in the module; each side twice, alternated, with pods
+// created while the scheduler runs, and once with a backlog made before
+// it starts (fairsched's server then configured with a starvation
+// tolerance).
 func TestSmallRun(t *testing.T) {
 	kubetest.Require(t)
 	t.Run("streaming", func(t *testing.T) { smallRun(t, 2) })
-	t.Run("backlog", func(t *testing.T) { smallRun(t, 1, "--backlog") })
+	t.Run("backlog", func(t *testing.T) { smallRun(t, 1, "--backlog", "--starvation-tolerance=0.9") })
 }
 
 func smallRun(t *testing.T, runs int, extra ...string) {

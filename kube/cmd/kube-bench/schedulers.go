@@ -75,12 +75,18 @@ func startFairsched(ctx context.Context, c *kubetest.Cluster, cfg *config) (*fai
 	if err := c.Apply(ctx, filepath.Join(root, "deploy", "kubernetes", "crd-pools.yaml"), poolsFile); err != nil {
 		return nil, err
 	}
-	// the limits on operations well above the workload's (each bare pod
-	// and each Job is an operation); the rest is the server's defaults
+	// the limits on operations well above the workload's (with
+	// --adapter-arg=--bare-pods=pod each bare pod is an operation), and
+	// --starvation-tolerance; the rest is the server's defaults
 	serveConfig := filepath.Join(c.Dir, "bench-serve.json")
 	lim := 10 * cfg.pods
+	tolerance := ""
+	if cfg.tolerance > 0 {
+		tolerance = fmt.Sprintf(`, "fair_share_starvation_tolerance": %v`, cfg.tolerance)
+	}
 	conf := fmt.Sprintf(`{"config": {"max_operation_count": %d, "max_running_operation_count": %d, `+
-		`"max_operation_count_per_pool": %d, "max_running_operation_count_per_pool": %d}, "pools": []}`, lim, lim, lim, lim)
+		`"max_operation_count_per_pool": %d, "max_running_operation_count_per_pool": %d%s}, "pools": []}`,
+		lim, lim, lim, lim, tolerance)
 	if err := os.WriteFile(serveConfig, []byte(conf), 0o644); err != nil {
 		return nil, err
 	}
