@@ -28,7 +28,7 @@ func (s *Server) respond(ctx *fasthttp.RequestCtx, status int, fn func(dst []byt
 
 // ---- pools (docs/api.md#pools) ----
 
-func (s *Server) listPools(ctx *fasthttp.RequestCtx) { s.writePools(ctx, appendPoolConfig) }
+func (s *Server) listPools(ctx *fasthttp.RequestCtx) { s.writePools(ctx, appendPoolConfig, nil) }
 
 func (s *Server) getPool(ctx *fasthttp.RequestCtx, name string) {
 	if s.checkName(ctx, name, "a pool name", "$.url.name", true) {
@@ -40,8 +40,10 @@ func appendPoolConfig(dst []byte, p *schedule.PoolInfo) []byte {
 	return wire.AppendPool(dst, p.Name, p.Parent, &p.Config)
 }
 
-// writePools answers {"pools": [...]} with every pool encoded by enc.
-func (s *Server) writePools(ctx *fasthttp.RequestCtx, enc func([]byte, *schedule.PoolInfo) []byte) {
+// writePools answers {"pools": [...]} with every pool encoded by enc,
+// then the members more appends after a comma (nil: none).
+func (s *Server) writePools(ctx *fasthttp.RequestCtx, enc func([]byte, *schedule.PoolInfo) []byte,
+	more func([]byte) []byte) {
 	pools := s.sched.Pools(nil)
 	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte {
 		dst = append(dst, `{"pools":[`...)
@@ -51,7 +53,11 @@ func (s *Server) writePools(ctx *fasthttp.RequestCtx, enc func([]byte, *schedule
 			}
 			dst = enc(dst, &pools[i])
 		}
-		return append(dst, "]}"...)
+		dst = append(dst, ']')
+		if more != nil {
+			dst = more(append(dst, ','))
+		}
+		return append(dst, '}')
 	})
 }
 
@@ -522,19 +528,7 @@ func (s *Server) finishOperation(ctx *fasthttp.RequestCtx, id, action string) {
 // orchidPools answers GET /api/v1/orchid/pools: every pool's orchid view
 // and the cluster's fairness error and its integral.
 func (s *Server) orchidPools(ctx *fasthttp.RequestCtx) {
-	pools := s.sched.Pools(nil)
-	s.respond(ctx, fasthttp.StatusOK, func(dst []byte) []byte {
-		dst = append(dst, `{"pools":[`...)
-		for i := range pools {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = wire.AppendPoolOrchid(dst, &pools[i])
-		}
-		dst = append(dst, "],"...)
-		dst = s.appendFairness(dst)
-		return append(dst, '}')
-	})
+	s.writePools(ctx, wire.AppendPoolOrchid, s.appendFairness)
 }
 
 func (s *Server) orchidPool(ctx *fasthttp.RequestCtx, name string) {
