@@ -76,3 +76,22 @@ export async function all(path, key, { signal, limit = 1000 } = {}) {
   }
   return out;
 }
+
+// objectOrMissing is api(path) for an object's page (a pool, a node, an
+// operation): when the server has no such object (404) or the name is not
+// one (400), it hides page.body, shows why in page.missing (through note)
+// and answers null; the page shows its body again once it has drawn it.
+export async function objectOrMissing(path, page, note = (message) => message) {
+  try {
+    return await api(path);
+  } catch (e) {
+    if (e instanceof ApiError && (e.status === 404 || e.status === 400)) {
+      page.body.hidden = true;
+      page.missing.hidden = false;
+      const t = note(e.message);
+      if (page.missing.textContent !== t) page.missing.textContent = t;
+      return null;
+    }
+    throw e;
+  }
+}

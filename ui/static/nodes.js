@@ -3,7 +3,7 @@
 // long ago it sent its last heartbeat; and the node page (GET
 // /api/v1/orchid/nodes/{id}) with its allocations.
 
-import { api, all, ApiError } from './api.js';
+import { api, all, objectOrMissing } from './api.js';
 import { h, text, width, num, amount, seconds, badge, reconcile, RESOURCES, RESOURCE_LABELS } from './dom.js';
 
 const PAGE = 100;
@@ -172,18 +172,8 @@ export class NodeView {
   }
 
   async refresh() {
-    let n;
-    try {
-      n = await api('/api/v1/orchid/nodes/' + encodeURIComponent(this.id));
-    } catch (e) {
-      if (e instanceof ApiError && (e.status === 404 || e.status === 400)) {
-        this.body.hidden = true;
-        this.missing.hidden = false;
-        text(this.missing, e.message);
-        return;
-      }
-      throw e;
-    }
+    const n = await objectOrMissing('/api/v1/orchid/nodes/' + encodeURIComponent(this.id), this);
+    if (!n) return;
     this.missing.hidden = true;
     this.body.hidden = false;
     for (const r of RESOURCES) this.cells[r].update(n.resource_usage[r] || 0, n.resource_limits[r] || 0);

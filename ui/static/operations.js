@@ -4,7 +4,7 @@
 // preemption status, tasks, recent preemptions with their reasons, and
 // the explanation of its state from GET /api/v1/operations/{id}/explain).
 
-import { api, all, ApiError } from './api.js';
+import { api, all, ApiError, objectOrMissing } from './api.js';
 import {
   h, text, width, pct, num, seconds, ratio, resources, statusBadges, statusClass, badge, dominant, query, reconcile,
   RESOURCE_LABELS,
@@ -287,17 +287,10 @@ export class OperationView {
   }
 
   async refresh() {
-    try {
-      this.op = await api('/api/v1/orchid/operations/' + encodeURIComponent(this.id));
-    } catch (e) {
-      if (e instanceof ApiError && (e.status === 404 || e.status === 400)) {
-        this.body.hidden = true;
-        this.missing.hidden = false;
-        text(this.missing, `${e.message}. A finished operation is forgotten some time after it finished.`);
-        return;
-      }
-      throw e;
-    }
+    const op = await objectOrMissing('/api/v1/orchid/operations/' + encodeURIComponent(this.id), this,
+      (m) => `${m}. A finished operation is forgotten some time after it finished.`);
+    if (!op) return;
+    this.op = op;
     try {
       this.why = await api('/api/v1/operations/' + encodeURIComponent(this.id) + '/explain');
       this.whyError = '';

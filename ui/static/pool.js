@@ -5,7 +5,7 @@
 // pool's fair share before and after the change, computed on a copy of the
 // live tree, and only then does "Apply" send the PATCH.
 
-import { api, ApiError } from './api.js';
+import { api, ApiError, objectOrMissing } from './api.js';
 import { h, text, pct, num, ratio, statusBadges, RESOURCE_LABELS } from './dom.js';
 import { ShareBars, resourceToggle, resourceOf, legend } from './bars.js';
 import { lineChart, stateStrip, clock } from './charts.js';
@@ -74,18 +74,8 @@ export class PoolView {
   }
 
   async refresh() {
-    let view;
-    try {
-      view = await api('/api/v1/orchid/pools/' + encodeURIComponent(this.name));
-    } catch (e) {
-      if (e instanceof ApiError && (e.status === 404 || e.status === 400)) {
-        this.body.hidden = true;
-        this.missing.hidden = false;
-        text(this.missing, e.message);
-        return;
-      }
-      throw e;
-    }
+    const view = await objectOrMissing('/api/v1/orchid/pools/' + encodeURIComponent(this.name), this);
+    if (!view) return;
     const [, , since, step] = WINDOWS.find(([v]) => v === this.window);
     let hist = null;
     try {
