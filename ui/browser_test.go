@@ -77,9 +77,30 @@ func newBrowser(t testing.TB, timeout time.Duration, allow ...string) *browser {
 	if os.Geteuid() == 0 {
 		opts = append(opts, chromedp.NoSandbox) // Chromium refuses to run as root with its sandbox
 	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	tctx, cancelTime := context.WithTimeout(actx, timeout)
-	ctx, cancelTab := chromedp.NewContext(tctx)
+	// Chromium now and then fails to start on a loaded machine (its
+	// launcher script exits before it prints its DevTools address):
+	// three tries before the test fails.
+	var (
+		ctx                                context.Context
+		cancelAlloc, cancelTime, cancelTab context.CancelFunc
+		err                                error
+	)
+	for try := 1; try <= 3; try++ {
+		var actx, tctx context.Context
+		actx, cancelAlloc = chromedp.NewExecAllocator(context.Background(), opts...)
+		tctx, cancelTime = context.WithTimeout(actx, timeout)
+		ctx, cancelTab = chromedp.NewContext(tctx)
+		if err = chromedp.Do(ctx); err == nil {
+			break
+		}
+		cancelTab()
+		cancelTime()
+		cancelAlloc()
+		t.Logf("Chromium did not start (try %d of 3): %v", try, err)
+	}
+	if err != nil {
+		t.Fatalf("cannot start Chromium (%s): %v", path, err)
+	}
 	b := &browser{t: t, ctx: ctx, allow: allow}
 	done := make(chan struct{})
 	t.Cleanup(func() {
@@ -93,10 +114,6 @@ func newBrowser(t testing.TB, timeout time.Duration, allow ...string) *browser {
 			t.Errorf("browser: %s", m)
 		}
 	})
-	if err := chromedp.Do(ctx); err != nil {
-		close(done)
-		t.Fatalf("cannot start Chromium (%s): %v", path, err)
-	}
 	messages := chromedp.Console(ctx)
 	go func() {
 		defer close(done)
