@@ -264,21 +264,14 @@ func TestMemoryPerPool(t *testing.T) {
 		t.Skip("allocates about 600 MB")
 	}
 	const pools = 10000
-	samples := make([]PoolSample, pools)
-	for i := range samples {
-		samples[i] = PoolSample{Name: "pool-" + strconv.Itoa(i), Usage: 0.1, FairShare: 0.1, Demand: 0.2}
-	}
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	h, err := New(DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.Record(0, samples)
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	per := float64(after.HeapAlloc-before.HeapAlloc) / pools
+	var h *History
+	per := heapPerPool(t, pools, func(samples []PoolSample) {
+		var err error
+		if h, err = New(DefaultConfig()); err != nil {
+			t.Fatal(err)
+		}
+		h.Record(0, samples)
+	})
 	slots := int64(DefaultConfig().Span / DefaultConfig().Step)
 	t.Logf("history of %d pools, %d steps each: %.0f bytes per pool (%.1f MiB in all; series %d bytes per pool)",
 		pools, slots, per, per*pools/(1<<20), h.MemoryBytes()/pools)
@@ -286,6 +279,23 @@ func TestMemoryPerPool(t *testing.T) {
 		t.Errorf("%.0f bytes per pool, over the stated bound %.0f", per, bound)
 	}
 	runtime.KeepAlive(h)
+}
+
+// heapPerPool is the heap that record's structure takes per pool, once it
+// recorded one sample of each of pools pools (measured between two GCs).
+func heapPerPool(t *testing.T, pools int, record func([]PoolSample)) float64 {
+	t.Helper()
+	samples := make([]PoolSample, pools)
+	for i := range samples {
+		samples[i] = PoolSample{Name: "pool-" + strconv.Itoa(i), Usage: 0.1, FairShare: 0.1, Demand: 0.2}
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	record(samples)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	return float64(after.HeapAlloc-before.HeapAlloc) / float64(pools)
 }
 
 func BenchmarkRecord(b *testing.B) {

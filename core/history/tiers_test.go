@@ -180,21 +180,14 @@ func TestSegmentApply(t *testing.T) {
 // 5.5 KiB a pool, 55 MiB in all; 5,024 bytes measured). Run with -v to see the figure.
 func TestTiersMemory(t *testing.T) {
 	const pools = 10000
-	samples := make([]PoolSample, pools)
-	for i := range samples {
-		samples[i] = PoolSample{Name: "pool-" + strconv.Itoa(i), Usage: 0.1, FairShare: 0.1, Demand: 0.2}
-	}
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	tr, err := NewTiers(DefaultTiers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr.Record(0, samples)
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	per := float64(after.HeapAlloc-before.HeapAlloc) / pools
+	var tr *Tiers
+	per := heapPerPool(t, pools, func(samples []PoolSample) {
+		var err error
+		if tr, err = NewTiers(DefaultTiers()); err != nil {
+			t.Fatal(err)
+		}
+		tr.Record(0, samples)
+	})
 	t.Logf("default history tiers of %d pools: %.0f bytes per pool (%.1f MiB in all; series %d bytes per pool)",
 		pools, per, per*pools/(1<<20), tr.MemoryBytes()/pools)
 	if per > 5.5*1024 {
